@@ -1,0 +1,52 @@
+"""The one exception hierarchy of memcurator (STYLE.md rule 9).
+
+Every error a user can meet derives from :class:`MemcuratorError` and from the matching
+built-in, so ``except KeyError`` keeps working for callers that do not know this library.
+"""
+
+from __future__ import annotations
+
+
+class MemcuratorError(Exception):
+    """Base class of every error raised by memcurator."""
+
+
+class InvalidInput(MemcuratorError, ValueError):
+    """Text, score, vector or parameter that cannot be accepted (empty, NaN, wrong type)."""
+
+
+class EntryNotFound(MemcuratorError, KeyError):
+    """An entry id that is not in the namespace (never existed, evicted or forgotten)."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable
+        return str(self.args[0]) if self.args else "entry not found"
+
+
+class NamespaceNotFound(MemcuratorError, KeyError):
+    """A namespace that does not exist in the store; reads never default to 'all'."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "namespace not found"
+
+
+class BudgetExceeded(MemcuratorError, ValueError):
+    """An entry larger than the whole byte budget ``max_bytes``: it can never be resident."""
+
+
+class DimensionMismatch(MemcuratorError, ValueError):
+    """An embedding whose dimension differs from the one stored with the namespace."""
+
+
+class UnknownName(MemcuratorError, KeyError):
+    """A name looked up in a registry (policy, embedder, executor) that is not registered."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown name"
+
+
+class StoreError(MemcuratorError, RuntimeError):
+    """The store could not complete an operation (locked past its timeout, corrupt schema)."""
+
+
+class LLMError(MemcuratorError, RuntimeError):
+    """An LLM executor failed (model file missing, endpoint unreachable, bad response)."""
