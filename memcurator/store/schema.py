@@ -1,0 +1,90 @@
+"""Schema of the SQLite store and its migrations.
+
+``PRAGMA user_version`` holds the schema version. :func:`migrate` brings any older file up to
+:data:`SCHEMA_VERSION` step by step inside the caller's transaction, and refuses a newer file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from memcurator.errors import StoreError
+
+SCHEMA_VERSION = 1
+
+_V1 = """
+CREATE TABLE IF NOT EXISTS namespaces (
+    name TEXT PRIMARY KEY,
+    embedder TEXT NOT NULL,
+    dim INTEGER NOT NULL CHECK (dim > 0),
+    max_bytes INTEGER,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS entries (
+    id TEXT NOT NULL,
+    namespace TEXT NOT NULL REFERENCES namespaces(name),
+    kind TEXT NOT NULL CHECK (kind IN ('raw', 'insight', 'skill')),
+    text TEXT NOT NULL CHECK (length(trim(text)) > 0),
+    bytes INTEGER NOT NULL CHECK (bytes > 0),
+    raw_bytes INTEGER NOT NULL CHECK (raw_bytes > 0),
+    embedding BLOB NOT NULL,
+    origin TEXT NOT NULL CHECK (origin IN ('self', 'peer', 'external')),
+    origin_detail TEXT NOT NULL DEFAULT '',
+    reinforcement INTEGER NOT NULL DEFAULT 0,
+    uses INTEGER NOT NULL DEFAULT 0,
+    successes INTEGER NOT NULL DEFAULT 0,
+    failures INTEGER NOT NULL DEFAULT 0,
+    created_step INTEGER NOT NULL DEFAULT 0,
+    last_used_step INTEGER NOT NULL DEFAULT -1,
+    meta TEXT NOT NULL DEFAULT '{}',
+    stats TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (namespace, id)
+);
+CREATE TABLE IF NOT EXISTS decisions (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    namespace TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    action TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    score REAL,
+    reason TEXT NOT NULL,
+    policy TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS policy_state (
+    namespace TEXT PRIMARY KEY REFERENCES namespaces(name),
+    policy TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    state TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS decisions_ns ON decisions(namespace, seq);
+CREATE TRIGGER IF NOT EXISTS decisions_append_only_u BEFORE UPDATE ON decisions
+BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS decisions_append_only_d BEFORE DELETE ON decisions
+BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1}
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply the migrations the file lacks; returns the resulting version.
+
+    Raises
+    ------
+    StoreError
+        If the file was written by a newer memcurator (its version is above ours).
+    """
+    current = int(conn.execute("PRAGMA user_version").fetchone()[0])
+    if current > SCHEMA_VERSION:
+        raise StoreError(
+            f"store schema version {current} is newer than this memcurator's ({SCHEMA_VERSION}); "
+            "upgrade memcurator"
+        )
+    for v in range(current + 1, SCHEMA_VERSION + 1):
+        for stmt in MIGRATIONS[v].split(";\n"):
+            if stmt.strip():
+                conn.execute(stmt)
+        conn.execute(f"PRAGMA user_version={v}")
+    return SCHEMA_VERSION

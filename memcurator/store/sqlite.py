@@ -1,0 +1,441 @@
+"""Persistent, crash-safe entry store on SQLite (stdlib): WAL, transactions, decision log.
+
+The store owns the truth: entries per namespace, the resident byte count and the append-only
+decision log. It does not decide anything; :class:`memcurator.memory.Memory` asks a keep policy
+which entries to evict and applies the answer here inside one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from memcurator.errors import (
+    DimensionMismatch,
+    EntryNotFound,
+    InvalidInput,
+    NamespaceNotFound,
+    StoreError,
+)
+from memcurator.store.schema import SCHEMA_VERSION, migrate
+from memcurator.types import Decision, Entry
+
+_ENTRY_COLS = (
+    "id, namespace, kind, text, bytes, raw_bytes, embedding, origin, origin_detail, "
+    "reinforcement, uses, successes, failures, created_step, last_used_step, meta, stats"
+)
+
+
+@dataclass(frozen=True)
+class NamespaceInfo:
+    """What a namespace records about itself: its embedder and dimension, and its budget."""
+
+    name: str
+    embedder: str
+    dim: int
+    max_bytes: int | None
+    created_at: float
+
+
+def _row_to_entry(r: tuple[Any, ...]) -> Entry:
+    return Entry(
+        id=r[0],
+        namespace=r[1],
+        kind=r[2],
+        text=r[3],
+        bytes=int(r[4]),
+        raw_bytes=int(r[5]),
+        embedding=np.frombuffer(r[6], dtype=np.float32).copy(),
+        origin=r[7],
+        origin_detail=r[8],
+        reinforcement=int(r[9]),
+        uses=int(r[10]),
+        successes=int(r[11]),
+        failures=int(r[12]),
+        created_step=int(r[13]),
+        last_used_step=int(r[14]),
+        meta=json.loads(r[15]),
+        stats=json.loads(r[16]),
+    )
+
+
+def _finite_stats(stats: dict[str, float]) -> str:
+    for k, v in stats.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise InvalidInput(f"statistic {k!r} is {v!r}; NaN or infinite values are never stored")
+    return json.dumps(stats, sort_keys=True)
+
+
+class SQLiteStore:
+    """Entries, namespaces and the decision log in one SQLite file.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Database file; ``":memory:"`` for a throw-away store.
+    timeout_s : float, default 30.0
+        How long a writer waits for another process's write lock before :class:`StoreError`.
+        SQLite's own busy timeout covers most waits; a retry loop with jitter covers the rest,
+        so "database is locked" never escapes to the caller before this time.
+    clock : callable, default time.time
+        Wall clock for decision timestamps (seconds since the epoch); pass a fake in tests.
+    seed : int, default 0
+        Seeds the retry jitter only.
+
+    Notes
+    -----
+    Durability: WAL journal with ``synchronous=FULL``; every mutation runs in a ``BEGIN
+    IMMEDIATE`` transaction, so a process killed mid-write leaves the last committed state.
+    ``secure_delete`` is on, so :meth:`delete` overwrites the freed text on disk.
+
+    Examples
+    --------
+    >>> s = SQLiteStore(":memory:")
+    >>> s.create_namespace("agent-1", embedder="hashing-4", dim=4, max_bytes=1000)
+    >>> s.namespace("agent-1").dim
+    4
+    >>> s.used_bytes("agent-1")
+    0
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        timeout_s: float = 30.0,
+        clock: Callable[[], float] = time.time,
+        seed: int = 0,
+    ):
+        self.path = str(path)
+        self.timeout_s = timeout_s
+        self.clock = clock
+        self.seed = seed
+        self._rng = random.Random(seed)
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(
+            self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False
+        )
+        c = self._conn
+        c.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
+        if self.path != ":memory:":
+            self._retry(lambda: c.execute("PRAGMA journal_mode=WAL"))
+        c.execute("PRAGMA synchronous=FULL")
+        c.execute("PRAGMA secure_delete=ON")
+        c.execute("PRAGMA foreign_keys=ON")
+        with self.transaction():
+            migrate(c)
+
+    # ------------------------------------------------------------------ plumbing
+    def _retry(self, fn: Callable[[], Any]) -> Any:
+        deadline = time.monotonic() + self.timeout_s
+        delay = 0.005
+        while True:
+            try:
+                return fn()
+            except sqlite3.OperationalError as e:
+                msg = str(e)
+                if "locked" not in msg and "busy" not in msg:
+                    raise StoreError(f"SQLite error on {self.path}: {msg}") from e
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"store {self.path} stayed locked by another writer for more than "
+                        f"{self.timeout_s} s; raise timeout_s or reduce concurrent writers"
+                    ) from e
+                time.sleep(delay * (1 + self._rng.random()))
+                delay = min(delay * 2, 0.2)
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE``); nested calls join the outer one.
+
+        Raises
+        ------
+        StoreError
+            If the write lock cannot be taken within ``timeout_s``.
+        """
+        with self._lock:
+            if self._conn.in_transaction:
+                yield self._conn
+                return
+            self._retry(lambda: self._conn.execute("BEGIN IMMEDIATE"))
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            else:
+                self._retry(lambda: self._conn.execute("COMMIT"))
+
+    def data_version(self) -> int:
+        """SQLite's ``PRAGMA data_version``: changes when another connection commits."""
+        with self._lock:
+            return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def schema_version(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # ------------------------------------------------------------------ namespaces
+    def create_namespace(
+        self, name: str, *, embedder: str, dim: int, max_bytes: int | None = None
+    ) -> None:
+        """Create ``name`` if absent; if present, check that its embedder and dimension match.
+
+        Raises
+        ------
+        InvalidInput
+            Empty name, non-positive dim or max_bytes.
+        DimensionMismatch
+            The namespace exists with another embedder or dimension.
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidInput("namespace must be a non-empty string")
+        if int(dim) <= 0:
+            raise InvalidInput(f"dim must be positive, got {dim}")
+        if max_bytes is not None and int(max_bytes) <= 0:
+            raise InvalidInput(f"max_bytes must be positive or None, got {max_bytes}")
+        with self.transaction() as c:
+            row = c.execute(
+                "SELECT embedder, dim FROM namespaces WHERE name=?", (name,)
+            ).fetchone()
+            if row is None:
+                c.execute(
+                    "INSERT INTO namespaces(name, embedder, dim, max_bytes, created_at) "
+                    "VALUES (?,?,?,?,?)",
+                    (name, embedder, int(dim), max_bytes, self.clock()),
+                )
+            elif row[0] != embedder or int(row[1]) != int(dim):
+                raise DimensionMismatch(
+                    f"namespace {name!r} was created with embedder {row[0]!r} (dim {row[1]}); "
+                    f"opened with {embedder!r} (dim {dim}). Open it with the same embedder or use "
+                    f"a new namespace."
+                )
+            else:
+                c.execute("UPDATE namespaces SET max_bytes=? WHERE name=?", (max_bytes, name))
+
+    def namespace(self, name: str) -> NamespaceInfo:
+        """Raises :class:`NamespaceNotFound` if ``name`` does not exist."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT name, embedder, dim, max_bytes, created_at FROM namespaces WHERE name=?",
+                (name,),
+            ).fetchone()
+        if row is None:
+            raise NamespaceNotFound(
+                f"namespace {name!r} does not exist; known: {self.namespaces()}"
+            )
+        return NamespaceInfo(row[0], row[1], int(row[2]), row[3], float(row[4]))
+
+    def namespaces(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._conn.execute("SELECT name FROM namespaces ORDER BY name")]
+
+    # ------------------------------------------------------------------ entries
+    def insert(self, entry: Entry) -> None:
+        """Insert one entry (caller holds a transaction for multi-step changes).
+
+        Raises
+        ------
+        NamespaceNotFound, DimensionMismatch, InvalidInput
+        """
+        info = self.namespace(entry.namespace)
+        emb = np.asarray(entry.embedding, dtype=np.float32)
+        if emb.shape != (info.dim,):
+            raise DimensionMismatch(
+                f"embedding has shape {emb.shape}; namespace {entry.namespace!r} stores dim "
+                f"{info.dim}"
+            )
+        if not np.all(np.isfinite(emb)):
+            raise InvalidInput("embedding contains NaN or infinite values")
+        with self.transaction() as c:
+            try:
+                c.execute(
+                    f"INSERT INTO entries({_ENTRY_COLS}) VALUES "
+                    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        entry.id,
+                        entry.namespace,
+                        entry.kind,
+                        entry.text,
+                        int(entry.bytes),
+                        int(entry.raw_bytes),
+                        emb.tobytes(),
+                        entry.origin,
+                        entry.origin_detail,
+                        entry.reinforcement,
+                        entry.uses,
+                        entry.successes,
+                        entry.failures,
+                        entry.created_step,
+                        entry.last_used_step,
+                        json.dumps(entry.meta, sort_keys=True),
+                        _finite_stats(entry.stats),
+                    ),
+                )
+            except sqlite3.IntegrityError as e:
+                raise InvalidInput(f"entry id {entry.id!r} already exists") from e
+
+    def get(self, namespace: str, entry_id: str) -> Entry:
+        """Raises :class:`EntryNotFound` for an unknown id (never returns None)."""
+        with self._lock:
+            row = self._conn.execute(
+                f"SELECT {_ENTRY_COLS} FROM entries WHERE namespace=? AND id=?",
+                (namespace, entry_id),
+            ).fetchone()
+        if row is None:
+            self.namespace(namespace)  # a missing namespace is its own error
+            raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
+        return _row_to_entry(row)
+
+    def entries(self, namespace: str) -> list[Entry]:
+        """All resident entries of ``namespace`` in insertion order."""
+        self.namespace(namespace)
+        with self._lock:
+            rows = self._conn.execute(
+                f"SELECT {_ENTRY_COLS} FROM entries WHERE namespace=? ORDER BY rowid",
+                (namespace,),
+            ).fetchall()
+        return [_row_to_entry(r) for r in rows]
+
+    def find_text(self, namespace: str, text_hash: str) -> str | None:
+        """Id of an entry whose text hash equals ``text_hash`` (for reinforcement), or None."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT id FROM entries WHERE namespace=? AND json_extract(meta,'$.text_sha1')=?",
+                (namespace, text_hash),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def update(self, entry: Entry) -> None:
+        """Write back an entry's mutable fields (counts, text after distillation, stats)."""
+        with self.transaction() as c:
+            cur = c.execute(
+                "UPDATE entries SET kind=?, text=?, bytes=?, raw_bytes=?, embedding=?, "
+                "reinforcement=?, uses=?, successes=?, failures=?, last_used_step=?, meta=?, "
+                "stats=? WHERE namespace=? AND id=?",
+                (
+                    entry.kind,
+                    entry.text,
+                    int(entry.bytes),
+                    int(entry.raw_bytes),
+                    np.asarray(entry.embedding, dtype=np.float32).tobytes(),
+                    entry.reinforcement,
+                    entry.uses,
+                    entry.successes,
+                    entry.failures,
+                    entry.last_used_step,
+                    json.dumps(entry.meta, sort_keys=True),
+                    _finite_stats(entry.stats),
+                    entry.namespace,
+                    entry.id,
+                ),
+            )
+            if cur.rowcount == 0:
+                raise EntryNotFound(f"no entry {entry.id!r} in namespace {entry.namespace!r}")
+
+    def delete(self, namespace: str, entry_id: str) -> int:
+        """Hard-delete one entry; returns its freed bytes. Raises :class:`EntryNotFound`."""
+        with self.transaction() as c:
+            row = c.execute(
+                "SELECT bytes FROM entries WHERE namespace=? AND id=?", (namespace, entry_id)
+            ).fetchone()
+            if row is None:
+                raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
+            c.execute("DELETE FROM entries WHERE namespace=? AND id=?", (namespace, entry_id))
+        return int(row[0])
+
+    def used_bytes(self, namespace: str) -> int:
+        """Resident bytes ``sum(b(m))`` of the namespace."""
+        self.namespace(namespace)
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT COALESCE(SUM(bytes),0) FROM entries WHERE namespace=?", (namespace,)
+            ).fetchone()
+        return int(row[0])
+
+    def count(self, namespace: str) -> int:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM entries WHERE namespace=?", (namespace,)
+            ).fetchone()
+        return int(row[0])
+
+    # ------------------------------------------------------------------ policy state
+    def save_state(self, namespace: str, policy: str, step: int, state: dict[str, Any]) -> None:
+        """Persist a policy's learned state (JSON) and the logical step, in one row."""
+        with self.transaction() as c:
+            c.execute(
+                "INSERT INTO policy_state(namespace, policy, step, state) VALUES (?,?,?,?) "
+                "ON CONFLICT(namespace) DO UPDATE SET policy=excluded.policy, "
+                "step=excluded.step, state=excluded.state",
+                (namespace, policy, int(step), json.dumps(state)),
+            )
+
+    def load_state(self, namespace: str) -> tuple[str, int, dict[str, Any]] | None:
+        """(policy name, step, state) saved for ``namespace``, or None."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT policy, step, state FROM policy_state WHERE namespace=?", (namespace,)
+            ).fetchone()
+        return None if row is None else (row[0], int(row[1]), json.loads(row[2]))
+
+    # ------------------------------------------------------------------ decision log
+    def log(
+        self,
+        namespace: str,
+        *,
+        step: int,
+        action: str,
+        entry_id: str,
+        score: float = float("nan"),
+        reason: str = "",
+        policy: str = "",
+        nbytes: int = 0,
+    ) -> None:
+        """Append one decision. NaN ``score`` means "no score applies" and is stored as NULL."""
+        sc = None if score is None or not math.isfinite(float(score)) else float(score)
+        with self.transaction() as c:
+            c.execute(
+                "INSERT INTO decisions(namespace, step, action, entry_id, score, reason, policy, "
+                "bytes, at) VALUES (?,?,?,?,?,?,?,?,?)",
+                (namespace, step, action, entry_id, sc, reason, policy, int(nbytes), self.clock()),
+            )
+
+    def decisions(
+        self, namespace: str, *, since: int = 0, action: str | None = None
+    ) -> list[Decision]:
+        """Decisions of ``namespace`` with ``seq > since``, oldest first."""
+        self.namespace(namespace)
+        q = (
+            "SELECT seq, namespace, step, action, entry_id, score, reason, policy, bytes, at "
+            "FROM decisions WHERE namespace=? AND seq>?"
+        )
+        args: list[Any] = [namespace, since]
+        if action is not None:
+            q += " AND action=?"
+            args.append(action)
+        with self._lock:
+            rows = self._conn.execute(q + " ORDER BY seq", args).fetchall()
+        return [
+            Decision(
+                int(r[0]), r[1], int(r[2]), r[3], r[4],
+                float("nan") if r[5] is None else float(r[5]),
+                r[6], r[7], int(r[8]), float(r[9]),
+            )
+            for r in rows
+        ]

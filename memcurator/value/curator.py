@@ -1,0 +1,356 @@
+"""CURATOR's net-value density ρ(m) = (V̂ − λĤ)/b and the running statistics it reads.
+
+References
+----------
+CURATOR ("Forget to Improve: On-Device LLM-Agent Continual Learning via Budget-Curated Memory"),
+Section III-B, Eq. 1-4; Eq. 6 (energy virtual queue); Eq. 7-8 (share score).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from memcurator.errors import DimensionMismatch, InvalidInput
+from memcurator.types import Entry
+from memcurator.value.helpfulness import MarginalUtility
+from memcurator.value.provenance import (
+    DEFAULT_PROVENANCE_WEIGHTS,
+    instruction_likeness,
+    provenance_features,
+    provenance_risk,
+    specificity,
+)
+
+
+class ScoreTerms(NamedTuple):
+    """Every term of ρ for n entries; each field is an ndarray of shape (n,).
+
+    ``rho`` is in (value units) per byte; ``V``, ``H`` are dimensionless; ``b`` in bytes.
+    """
+
+    rho: np.ndarray
+    V: np.ndarray
+    H: np.ndarray
+    p: np.ndarray
+    q: np.ndarray
+    a: np.ndarray
+    eta: np.ndarray
+    pi: np.ndarray
+    b: np.ndarray
+
+
+def softmax_propensity(E: np.ndarray, sketch: np.ndarray, kappa: float, mode: str) -> np.ndarray:
+    """Retrieval propensity of each row of ``E`` against the query sketch (CURATOR, Eq. 3).
+
+    Parameters
+    ----------
+    E : ndarray of shape (n, d)
+    sketch : ndarray of shape (d,)
+    kappa : float
+        Temperature κ > 0.
+    mode : {"relative", "softmax", "scaled"}
+        ``"softmax"`` is Eq. 3 literally (sums to one, so V̂ shrinks as 1/|M|); ``"relative"``
+        (default in :class:`CuratorScorer`) divides by the largest propensity so V̂ stays on the
+        scale of Ĥ whatever |M| is; ``"scaled"`` multiplies by |M| (mean one).
+
+    Returns
+    -------
+    ndarray of shape (n,)
+
+    Examples
+    --------
+    >>> E = np.eye(2)
+    >>> softmax_propensity(E, np.array([1.0, 0.0]), 1.0, "relative").round(3).tolist()
+    [1.0, 0.368]
+    """
+    n = E.shape[0]
+    if n == 0:
+        return np.zeros(0)
+    z = (E @ sketch) / kappa
+    z = z - z.max()
+    ez = np.exp(z)
+    if mode == "relative":
+        return ez  # max is exp(0) = 1
+    p = ez / ez.sum()
+    if mode == "softmax":
+        return p
+    if mode == "scaled":
+        return p * n
+    raise InvalidInput(f"unknown propensity mode {mode!r}; known: ['relative', 'scaled', 'softmax']")
+
+
+class CuratorScorer:
+    """Computes ρ(m) for a set of entries and keeps the running statistics it needs.
+
+    Parameters
+    ----------
+    dim : int
+        Embedding dimension d.
+    lam : float, default 1.0
+        λ, the value/harm trade-off (Eq. 1).
+    kappa : float, default 0.1
+        Retrieval temperature κ of the propensity softmax (Eq. 3). Cosines of the hashing
+        embedder span roughly [0, 1]; κ = 0.1 makes a 0.3 cosine gap a factor e³ ≈ 20.
+    phi : float, default 0.9
+        Sketch smoothing φ in q̄ ← φ q̄ + (1 − φ) q (Eq. 3); about the last ten queries.
+    centroid_phi : float, default 0.98
+        Smoothing of the working-task centroid μ and diagonal variance (Eq. 4); slower than the
+        sketch, about the last fifty tasks.
+    shrinkage : float, default 0.5
+        Σ = (1 − s)·diag(var) + s·mean(var)·I: a diagonal covariance shrunk toward a scaled
+        identity (Ledoit-Wolf style target), since a full d×d covariance from a short stream is
+        singular. Our reading: the paper says "covariance Σ" without an estimator.
+    propensity : {"relative", "softmax", "scaled"}, default "relative"
+        See :func:`softmax_propensity`.
+    provenance_weights : sequence of 5 float
+        The fixed prior w of π = σ(wᵀψ) (Eq. 4); see ``DEFAULT_PROVENANCE_WEIGHTS``.
+    use_propensity, use_helpfulness, use_abstraction, use_negative_transfer, use_provenance : bool
+        Ablation switches; a switched-off factor of V̂ is 1, a switched-off harm term is 0.
+    per_byte : bool, default True
+        Divide by b(m) (Eq. 1); False ranks by net value alone (ablation ``curator/no-per-byte``).
+    helpfulness : MarginalUtility, optional
+        The streaming helpfulness head (a fresh one by default).
+
+    Notes
+    -----
+    Negative-transfer risk is η(m) = s(m)·‖e_m − μ‖_{Σ⁻¹}/√d; dividing by √d makes it a root-mean-
+    square z-score, about one for an entry typical of the working set, so it is on the scale of
+    π and V̂ (the paper gives no normalization).
+
+    Examples
+    --------
+    >>> sc = CuratorScorer(dim=2)
+    >>> sc.observe_query(np.array([1.0, 0.0], dtype=np.float32))
+    >>> E = np.array([[1.0, 0.0], [0.0, 1.0]], dtype=np.float32)
+    >>> t = sc.score_arrays(E, b=np.array([100.0, 100.0]), a=np.ones(2), q=np.full(2, 0.5),
+    ...                     s=np.zeros(2), psi=np.array([[1, 0, 0, 0, 0], [1, 1, 0, 0, 0]], float))
+    >>> bool(t.rho[0] > 0 > t.rho[1])
+    True
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        lam: float = 1.0,
+        kappa: float = 0.1,
+        phi: float = 0.9,
+        centroid_phi: float = 0.98,
+        shrinkage: float = 0.5,
+        propensity: str = "relative",
+        provenance_weights: tuple[float, ...] = DEFAULT_PROVENANCE_WEIGHTS,
+        use_propensity: bool = True,
+        use_helpfulness: bool = True,
+        use_abstraction: bool = True,
+        use_negative_transfer: bool = True,
+        use_provenance: bool = True,
+        per_byte: bool = True,
+        helpfulness: MarginalUtility | None = None,
+    ):
+        self.dim = dim
+        self.lam = lam
+        self.kappa = kappa
+        self.phi = phi
+        self.centroid_phi = centroid_phi
+        self.shrinkage = shrinkage
+        self.propensity = propensity
+        self.provenance_weights = provenance_weights
+        self.use_propensity = use_propensity
+        self.use_helpfulness = use_helpfulness
+        self.use_abstraction = use_abstraction
+        self.use_negative_transfer = use_negative_transfer
+        self.use_provenance = use_provenance
+        self.per_byte = per_byte
+        self.helpfulness = helpfulness if helpfulness is not None else MarginalUtility()
+        for name, v in (("lam", lam), ("kappa", kappa), ("phi", phi), ("centroid_phi", centroid_phi)):
+            if not math.isfinite(v):
+                raise InvalidInput(f"{name} must be finite, got {v!r}")
+        if kappa <= 0 or not 0 <= phi < 1 or not 0 <= centroid_phi < 1 or not 0 <= shrinkage <= 1:
+            raise InvalidInput("need kappa > 0, phi and centroid_phi in [0, 1), shrinkage in [0, 1]")
+        if len(provenance_weights) != 5:
+            raise InvalidInput("provenance_weights must have 5 values (see provenance_features)")
+        self._w = np.asarray(provenance_weights, dtype=np.float64)
+        self._sketch = np.zeros(dim)
+        self._mu = np.zeros(dim)
+        self._var = np.full(dim, 1.0 / dim)
+        self._n_queries = 0
+
+    # ------------------------------------------------------------------ profile phase
+    def observe_query(self, e_q: np.ndarray) -> None:
+        """Fold one query embedding into the sketch q̄ and the working-task centroid μ, Σ.
+
+        O(d) time, no history kept (CURATOR, Sec. III-A). Raises :class:`DimensionMismatch`.
+        """
+        e = np.asarray(e_q, dtype=np.float64)
+        if e.shape != (self.dim,):
+            raise DimensionMismatch(f"query embedding has shape {e.shape}, expected ({self.dim},)")
+        if not np.all(np.isfinite(e)):
+            raise InvalidInput("query embedding contains NaN or infinite values")
+        if self._n_queries == 0:
+            self._sketch = e.copy()
+            self._mu = e.copy()
+        else:
+            self._sketch = self.phi * self._sketch + (1 - self.phi) * e
+            diff = e - self._mu
+            self._mu = self._mu + (1 - self.centroid_phi) * diff
+            self._var = self.centroid_phi * (self._var + (1 - self.centroid_phi) * diff * diff)
+        self._n_queries += 1
+
+    @property
+    def sketch(self) -> np.ndarray:
+        """The running query sketch q̄, shape (d,): what a peer advertises for Share (Eq. 8)."""
+        return self._sketch.copy()
+
+    # ------------------------------------------------------------------ score phase
+    def entry_arrays(self, entries: list[Entry]) -> dict[str, np.ndarray]:
+        """Per-entry inputs of ρ: b, a, q, s, ψ as arrays over ``entries``."""
+        n = len(entries)
+        b = np.empty(n)
+        a = np.empty(n)
+        q = np.empty(n)
+        s = np.empty(n)
+        psi = np.empty((n, 5))
+        for i, m in enumerate(entries):
+            b[i] = m.bytes
+            a[i] = m.abstraction_gain
+            q[i] = self.helpfulness.q(m.stats)
+            s[i], instr = text_stats(m)
+            psi[i] = provenance_features(m.origin, m.reinforcement, instr)
+        return {"b": b, "a": a, "q": q, "s": s, "psi": psi}
+
+    def score(self, entries: list[Entry], E: np.ndarray, sketch: np.ndarray | None = None) -> ScoreTerms:
+        """ρ and its terms for ``entries`` whose embeddings are the rows of ``E`` (n, d).
+
+        ``sketch`` replaces q̄ (a peer's advertised sketch gives the share score of Eq. 8).
+        """
+        arr = self.entry_arrays(entries)
+        return self.score_arrays(E, sketch=sketch, **arr)
+
+    def score_arrays(
+        self,
+        E: np.ndarray,
+        *,
+        b: np.ndarray,
+        a: np.ndarray,
+        q: np.ndarray,
+        s: np.ndarray,
+        psi: np.ndarray,
+        sketch: np.ndarray | None = None,
+    ) -> ScoreTerms:
+        """Vectorized Eq. 1-4 over n entries.
+
+        Parameters
+        ----------
+        E : ndarray of shape (n, d)
+        b : ndarray of shape (n,), bytes (> 0)
+        a : ndarray of shape (n,), abstraction gain b⁰/b
+        q : ndarray of shape (n,), helpfulness
+        s : ndarray of shape (n,), specificity in [0, 1]
+        psi : ndarray of shape (n, 5), provenance features
+        sketch : ndarray of shape (d,), optional; defaults to q̄
+
+        Raises
+        ------
+        InvalidInput
+            If any input holds NaN or infinite values (they are never ranked).
+        """
+        E = np.asarray(E, dtype=np.float64)
+        n = E.shape[0]
+        for name, v in (("b", b), ("a", a), ("q", q), ("s", s), ("psi", psi)):
+            if not np.all(np.isfinite(v)):
+                raise InvalidInput(f"score input {name!r} contains NaN or infinite values")
+        if n and E.shape[1] != self.dim:
+            raise DimensionMismatch(f"embeddings have dim {E.shape[1]}, scorer expects {self.dim}")
+        sk = self._sketch if sketch is None else np.asarray(sketch, dtype=np.float64)
+        p = softmax_propensity(E, sk, self.kappa, self.propensity) if self.use_propensity else np.ones(n)
+        qq = q if self.use_helpfulness else np.ones(n)
+        aa = a if self.use_abstraction else np.ones(n)
+        V = p * qq * aa
+        if self.use_negative_transfer and n:
+            var = (1 - self.shrinkage) * self._var + self.shrinkage * self._var.mean()
+            d2 = ((E - self._mu) ** 2 / np.maximum(var, 1e-12)).sum(axis=1)
+            eta = s * np.sqrt(d2 / self.dim)
+        else:
+            eta = np.zeros(n)
+        pi = provenance_risk(psi, self._w) if self.use_provenance else np.zeros(n)
+        pi = np.asarray(pi, dtype=np.float64).reshape(n)
+        H = eta + pi
+        net = V - self.lam * H
+        rho = net / b if self.per_byte else net.copy()
+        return ScoreTerms(rho, V, H, p, qq, aa, eta, pi, np.asarray(b, dtype=np.float64))
+
+    # ------------------------------------------------------------------ persistence
+    def state(self) -> dict[str, Any]:
+        """Learned state as plain JSON-able values (for crash-safe persistence)."""
+        return {
+            "sketch": self._sketch.tolist(),
+            "mu": self._mu.tolist(),
+            "var": self._var.tolist(),
+            "n_queries": self._n_queries,
+            "helpfulness": self.helpfulness.state(),
+        }
+
+    def load_state(self, st: dict[str, Any]) -> None:
+        if len(st["sketch"]) != self.dim:
+            raise DimensionMismatch(f"saved scorer state has dim {len(st['sketch'])}, not {self.dim}")
+        self._sketch = np.asarray(st["sketch"], dtype=np.float64)
+        self._mu = np.asarray(st["mu"], dtype=np.float64)
+        self._var = np.asarray(st["var"], dtype=np.float64)
+        self._n_queries = int(st["n_queries"])
+        self.helpfulness.load_state(st["helpfulness"])
+
+
+def text_stats(m: Entry) -> tuple[float, float]:
+    """(specificity, instruction-likeness) of an entry, cached in ``m.meta`` after first use."""
+    if "specificity" not in m.meta or "instr" not in m.meta:
+        m.meta["specificity"] = specificity(m.text)
+        m.meta["instr"] = instruction_likeness(m.text)
+    return float(m.meta["specificity"]), float(m.meta["instr"])
+
+
+class EnergyQueue:
+    """Virtual energy queue Q(t+1) = [Q(t) + ε(t) − ε̄]₊ (CURATOR, Eq. 6).
+
+    Parameters
+    ----------
+    budget : float
+        ε̄, the time-averaged energy allowed per step, in energy-proxy units (see Notes).
+    nu : float, default 1e6
+        ν, the weight of value against backlog in the drift-plus-penalty admission
+        ``ρ(m) − Q·ε(m)/ν``.
+
+    Notes
+    -----
+    The energy proxy ε counts bytes of work, which is what dominates a CPU-bound memory layer:
+    per step, the bytes passed through the embedder (query and written texts) plus the resident
+    bytes scanned by recall and governance (embedding rows read). ε(m) of admitting an entry is
+    its text bytes (embedded once) plus its stored bytes (scanned at each later pass).
+
+    Examples
+    --------
+    >>> q = EnergyQueue(budget=100.0, nu=10.0)
+    >>> q.update(250.0); q.update(0.0)
+    >>> q.Q
+    50.0
+    >>> q.penalty(20.0)
+    100.0
+    """
+
+    def __init__(self, budget: float, nu: float = 1e6):
+        self.budget = budget
+        self.nu = nu
+        if not (math.isfinite(budget) and budget >= 0 and math.isfinite(nu) and nu > 0):
+            raise InvalidInput("energy budget must be finite and >= 0, nu finite and > 0")
+        self.Q = 0.0
+
+    def update(self, eps_t: float) -> None:
+        """Fold step ``t``'s energy ε(t) into the queue."""
+        if not math.isfinite(eps_t) or eps_t < 0:
+            raise InvalidInput(f"energy must be finite and >= 0, got {eps_t!r}")
+        self.Q = max(0.0, self.Q + eps_t - self.budget)
+
+    def penalty(self, eps_m: float) -> float:
+        """Q·ε(m)/ν: subtracted from ρ(m) at admission."""
+        return self.Q * eps_m / self.nu

@@ -1,0 +1,100 @@
+"""Helpfulness q(m): an entry's marginal utility, tracked online from task outcomes.
+
+References
+----------
+CURATOR, Eq. 3: q(m) = E_x[U(x; R_x ∪ {m}) − U(x; R_x)], "tracked online by a calibrated
+streaming head". The paper reads U label-free from self-consistency of sampled answers; here U is
+the outcome reward the caller reports (an execution check), which is what the SQL testbed has.
+"""
+
+from __future__ import annotations
+
+import math
+
+from memcurator.errors import InvalidInput
+
+
+class MarginalUtility:
+    """Streaming, shrunk estimate of each entry's marginal utility.
+
+    For entry m, with discounted injected-outcome sums ``(n_m, r_m)`` and undiscounted totals
+    ``(N_m, R_m)``::
+
+        q(m) = (r_m + α·π_in) / (n_m + α)  −  (R − R_m + 1) / (N − N_m + 2)
+
+    The first term is the entry's reward rate when injected, shrunk toward the population rate
+    ``π_in`` of tasks that had any injection (empirical-Bayes calibration: an unused entry starts
+    at the average effect of memory, not at zero). The second is the reward rate of the tasks in
+    which m was *not* injected (Laplace-smoothed). Discounting by ``gamma`` per use makes the
+    estimate track non-stationary value, so an exemplar that turns stale after a schema drift
+    loses its credit within a few failures.
+
+    Parameters
+    ----------
+    alpha : float, default 2.0
+        Prior strength, in pseudo-uses.
+    gamma : float, default 0.7
+        Per-use discount of an entry's own outcome history (1.0 = no forgetting).
+
+    Examples
+    --------
+    >>> mu = MarginalUtility()
+    >>> st = {}
+    >>> for r in (1.0, 1.0, 1.0):
+    ...     mu.observe(r, [st])
+    >>> mu.observe(0.0, [])
+    >>> round(mu.q(st), 3)
+    0.571
+    """
+
+    def __init__(self, alpha: float = 2.0, gamma: float = 0.7):
+        self.alpha = alpha
+        self.gamma = gamma
+        if alpha <= 0 or not 0 < gamma <= 1:
+            raise InvalidInput("alpha must be > 0 and gamma in (0, 1]")
+        self._n_all = 0.0
+        self._r_all = 0.0
+        self._n_inj = 0.0
+        self._r_inj = 0.0
+
+    def observe(self, reward: float, injected: list[dict[str, float]]) -> None:
+        """Record one task's outcome ``reward`` in [0, 1] and update the stats of injected entries.
+
+        ``injected`` holds the mutable ``Entry.stats`` dicts of the entries injected for the task
+        (empty when none was). Raises :class:`InvalidInput` for a NaN or out-of-range reward.
+        """
+        r = float(reward)
+        if not math.isfinite(r) or not 0 <= r <= 1:
+            raise InvalidInput(f"reward must be finite and in [0, 1], got {reward!r}")
+        self._n_all += 1
+        self._r_all += r
+        if injected:
+            self._n_inj += 1
+            self._r_inj += r
+        for st in injected:
+            st["q_n"] = self.gamma * st.get("q_n", 0.0) + 1.0
+            st["q_r"] = self.gamma * st.get("q_r", 0.0) + r
+            st["n_in"] = st.get("n_in", 0.0) + 1.0
+            st["r_in"] = st.get("r_in", 0.0) + r
+
+    @property
+    def prior_in(self) -> float:
+        """Population reward rate of tasks with an injected entry (Laplace-smoothed)."""
+        return (self._r_inj + 1.0) / (self._n_inj + 2.0)
+
+    def q(self, stats: dict[str, float]) -> float:
+        """The entry's marginal utility estimate, in [-1, 1]."""
+        inj = (stats.get("q_r", 0.0) + self.alpha * self.prior_in) / (
+            stats.get("q_n", 0.0) + self.alpha
+        )
+        n_out = self._n_all - stats.get("n_in", 0.0)
+        r_out = self._r_all - stats.get("r_in", 0.0)
+        base = (r_out + 1.0) / (n_out + 2.0)
+        return inj - base
+
+    def state(self) -> dict[str, float]:
+        return {"n_all": self._n_all, "r_all": self._r_all, "n_inj": self._n_inj, "r_inj": self._r_inj}
+
+    def load_state(self, s: dict[str, float]) -> None:
+        self._n_all, self._r_all = float(s["n_all"]), float(s["r_all"])
+        self._n_inj, self._r_inj = float(s["n_inj"]), float(s["r_inj"])
