@@ -93,7 +93,8 @@ class Memory:
     seed : int, default 0
         Seeds entry-id generation only.
     candidates : int, default 12
-        Recall candidate pool K_c from BM25 and dense search before the policy reranks.
+        Recall candidate pool K_c from BM25 and dense search before the policy reranks (raised
+        to ``k`` when a recall asks for more).
 
     Raises
     ------
@@ -154,8 +155,11 @@ class Memory:
             self.step = saved[1]
             self.policy.load_state(saved[2])
         self.energy_bytes = 0.0  # energy proxy: bytes embedded + resident bytes scanned
+        self._energy_mark = 0.0  # energy_bytes at the start of the current step
         self._version = -1
         self._reload()
+        if self.max_bytes is not None and self._used > self.max_bytes:
+            self.govern()  # reopened with a smaller budget: restore it before anything else
 
     # ------------------------------------------------------------------ cache
     def _reload(self) -> None:
@@ -165,6 +169,39 @@ class Memory:
         self._bm25: BM25Index | None = None
         self._used = sum(m.bytes for m in self._entries)
         self._version = self.store.data_version()
+        self._near: dict[str, dict[str, float]] = {}
+        if self._delta is not None and self._entries:
+            M = self.matrix
+            for lo in range(0, len(self._entries), 1024):
+                S = M[lo : lo + 1024] @ M.T
+                for r, c in zip(*np.nonzero(S >= self._delta), strict=True):
+                    i = lo + int(r)
+                    if i != int(c):
+                        a, b = self._entries[i].id, self._entries[int(c)].id
+                        self._near.setdefault(a, {})[b] = float(S[r, c])
+
+    @property
+    def _delta(self) -> float | None:
+        d = getattr(self.policy, "redundancy_delta", None)
+        return None if d is None else float(d)
+
+    def _link(self, m: Entry, exclude: int | None = None) -> None:
+        """Record m's near-duplicates (cosine >= the policy's redundancy δ) among the residents."""
+        if self._delta is None:
+            return
+        for nb in self._near.pop(m.id, {}):
+            self._near.get(nb, {}).pop(m.id, None)
+        if not self._entries:
+            return
+        sims = self.matrix @ m.embedding
+        for jj in np.nonzero(sims >= self._delta)[0]:
+            j = int(jj)
+            if j == exclude or self._entries[j].id == m.id:
+                continue
+            other = self._entries[j].id
+            c = float(sims[j])
+            self._near.setdefault(m.id, {})[other] = c
+            self._near.setdefault(other, {})[m.id] = c
 
     def _sync(self) -> None:
         """Reload if another connection committed since we last looked."""
@@ -270,9 +307,10 @@ class Memory:
             if self._bm25 is None:
                 self._bm25 = BM25Index()
                 self._bm25.fit([m.text for m in self._entries])
-            b_ids, _ = self._bm25.search(query, self.candidates)
-            d_ids, _ = dense_topk(self.matrix, e_q, self.candidates)
-            pool, _ = rrf_fuse([b_ids, d_ids], k=2 * self.candidates)
+            kc = max(self.candidates, int(k))  # a pool smaller than k could not return k results
+            b_ids, _ = self._bm25.search(query, kc)
+            d_ids, _ = dense_topk(self.matrix, e_q, kc)
+            pool, _ = rrf_fuse([b_ids, d_ids], k=2 * kc)
         cands = [self._entries[i] for i in pool]
         if where is not None:
             keep = [j for j, m in enumerate(cands) if where(m)]
@@ -284,9 +322,7 @@ class Memory:
         scores = np.asarray(self.policy.rerank(cands, cos, e_q, self.step), dtype=np.float64)
         ok = np.isfinite(scores)  # NaN or -inf scores are never ranked
         order = [j for j in np.argsort(-np.where(ok, scores, -np.inf), kind="stable") if ok[j]][:k]
-        return RecallResult(
-            [cands[j].id for j in order], scores[order], [cands[j] for j in order]
-        )
+        return RecallResult([cands[j].id for j in order], scores[order], [cands[j] for j in order])
 
     # ------------------------------------------------------------------ writes
     def _check_text(self, text: Any) -> str:
@@ -366,38 +402,70 @@ class Memory:
         meta["text_sha1"] = _sha1(text)
         with self.store.transaction():
             self._sync()
-            existing = next((m for m in self._entries if m.meta.get("text_sha1") == meta["text_sha1"]), None)
+            existing = next(
+                (m for m in self._entries if m.meta.get("text_sha1") == meta["text_sha1"]), None
+            )
             if existing is not None:
                 existing.reinforcement += 1
                 self.store.update(existing)
-                self._log(st, "reinforce", existing.id, float("nan"),
-                          f"same text written again by {origin}; reinforcement={existing.reinforcement}",
-                          existing.bytes)
+                self._log(
+                    st,
+                    "reinforce",
+                    existing.id,
+                    float("nan"),
+                    f"same text written again by {origin}; reinforcement={existing.reinforcement}",
+                    existing.bytes,
+                )
                 return WriteResult(existing.id, True, "reinforced an identical resident entry")
             e = self.embedder.embed(text)
             self.energy_bytes += len(text.encode("utf-8"))
             b = int(self.sizeof(text, meta, e))
             b0 = int(self.sizeof(raw_text, meta, e)) if raw_text else b
             eid = self._new_id(text)
-            cand = Entry(eid, self.namespace, kind, text, b, max(b0, b), e, origin, origin_detail,
-                         created_step=st, meta=meta)
+            cand = Entry(
+                eid,
+                self.namespace,
+                kind,
+                text,
+                b,
+                max(b0, b),
+                e,
+                origin,
+                origin_detail,
+                created_step=st,
+                meta=meta,
+            )
             if self.max_bytes is not None and b > self.max_bytes:
-                self._log(st, "reject", eid, float("nan"),
-                          f"entry of {b} bytes is larger than the whole budget max_bytes={self.max_bytes}", b)
-                raise BudgetExceeded(
+                # Log and commit the rejection, then raise outside the transaction: raising inside
+                # it would roll the 'reject' decision back with everything else.
+                self._log(
+                    st,
+                    "reject",
+                    eid,
+                    float("nan"),
+                    f"entry of {b} bytes is larger than the whole budget "
+                    f"max_bytes={self.max_bytes}",
+                    b,
+                )
+                oversized = BudgetExceeded(
                     f"entry of {b} bytes can never fit max_bytes={self.max_bytes}; distill it or "
                     "raise the budget"
                 )
-            ok, score, reason = self.policy.admit(cand, self._entries, self.matrix, st)
-            if not ok:
-                self._log(st, "reject", eid, score, reason, b)
-                return WriteResult(eid, False, reason, score)
-            self.store.insert(cand)
-            self._entries.append(cand)
-            self._dirty()
-            self._log(st, "admit", eid, score, reason, b)
-            g = self._govern(st)
-            self._save_state()
+            else:
+                oversized = None
+                ok, score, reason = self.policy.admit(cand, self._entries, self.matrix, st)
+                if not ok:
+                    self._log(st, "reject", eid, score, reason, b)
+                    return WriteResult(eid, False, reason, score)
+                self.store.insert(cand)
+                self._link(cand)
+                self._entries.append(cand)
+                self._dirty()
+                self._log(st, "admit", eid, score, reason, b)
+                g = self._govern(st)
+                self._save_state()
+        if oversized is not None:
+            raise oversized
         return WriteResult(eid, True, reason, score, g.evicted, g.distilled)
 
     def record(
@@ -417,18 +485,26 @@ class Memory:
         if feedback:
             self.feedback(used, trajectory.reward)
         if not self.policy.writes or trajectory.reward < 0.5 or not trajectory.steps:
-            self.step += 1
+            self._end_step()
             return None
         raw = render_raw(task, trajectory)
         meta = {"task_id": task.id, "family": task.family, "solver": trajectory.solver}
         if self.policy.form == "insight":
             text = render_insight(task.instruction, trajectory.steps[-1].action)
-            res = self.write(text, kind="insight", raw_text=raw, meta=meta,
-                             origin_detail=trajectory.solver)
+            res = self.write(
+                text, kind="insight", raw_text=raw, meta=meta, origin_detail=trajectory.solver
+            )
         else:
             res = self.write(raw, kind="raw", meta=meta, origin_detail=trajectory.solver)
-        self.step += 1
+        self._end_step()
         return res
+
+    def _end_step(self) -> None:
+        """Advance the logical clock and hand the step's energy proxy ε(t) to the policy (its
+        virtual queue, CURATOR Eq. 6)."""
+        self.policy.observe_energy(self.energy_bytes - self._energy_mark)
+        self._energy_mark = self.energy_bytes
+        self.step += 1
 
     def feedback(self, used: Iterable[str], reward: float) -> None:
         """Report a task's outcome ``reward`` in [0, 1] for the entries that were injected.
@@ -472,6 +548,8 @@ class Memory:
             self._log(self.step, "forget", entry_id, float("nan"), reason, b)
             self._entries = [m for m in self._entries if m.id != entry_id]
             self._dirty()
+        # The WAL still holds page images with the text until it is checkpointed and truncated.
+        self.store.checkpoint()
 
     # ------------------------------------------------------------------ keep
     def govern(self) -> GovernResult:
@@ -487,38 +565,83 @@ class Memory:
 
         Entries are visited by descending policy priority; one that does not fit is first offered
         to the distiller when the policy distills, and evicted if it still does not fit. NaN
-        priorities rank last.
+        priorities rank last; equal priorities keep the newer entry first.
         """
+        evicted = self._evict_victims(step)
         if self.max_bytes is None or self._used <= self.max_bytes:
-            return GovernResult([], [], self._used)
+            return GovernResult(evicted, [], self._used)
         self.energy_bytes += self._used
         pr = np.asarray(self.policy.priority(self._entries, self.matrix, step), dtype=np.float64)
         pr = np.where(np.isfinite(pr), pr, -np.inf)
-        order = np.argsort(-pr, kind="stable")
+        # ties go to the newer entry (later in insertion order): writes within one step share
+        # created_step, and recency/LRU must not evict the entry just written before older ones
+        order = np.lexsort((-np.arange(len(pr)), -pr))
         used = 0
         keep: list[Entry] = []
-        evicted: list[str] = []
+        kept_ids: set[str] = set()
         distilled: list[str] = []
+        delta = self._delta
         for i in order:
             m = self._entries[i]
-            if used + m.bytes > self.max_bytes and self.policy.distills and m.kind == "raw":
-                d = self._distill(m, step)
+            dup = None
+            if delta is not None:
+                dup = next((nb for nb in self._near.get(m.id, {}) if nb in kept_ids), None)
+            if (
+                dup is None
+                and used + m.bytes > self.max_bytes
+                and self.policy.distills
+                and m.kind == "raw"
+            ):
+                d = self._distill(m, step, int(i))
                 if d:
                     distilled.append(m.id)
-            if used + m.bytes <= self.max_bytes:
+            if dup is None and used + m.bytes <= self.max_bytes:
                 keep.append(m)
+                kept_ids.add(m.id)
                 used += m.bytes
             else:
+                reason = self.policy.evict_reason()
+                if dup is not None:
+                    reason = (
+                        f"redundant: cosine {self._near[m.id][dup]:.3f} >= delta={delta:g} "
+                        f"with higher-ranked resident {dup}"
+                    )
                 self.store.delete(self.namespace, m.id)
-                self._log(step, "evict", m.id, float(pr[i]), self.policy.evict_reason(), m.bytes)
+                self._log(step, "evict", m.id, float(pr[i]), reason, m.bytes)
                 evicted.append(m.id)
+        for eid in evicted:
+            for nb in self._near.pop(eid, {}):
+                self._near.get(nb, {}).pop(eid, None)
         if evicted or distilled:
             keep_ids = {m.id for m in keep}
             self._entries = [m for m in self._entries if m.id in keep_ids]
             self._dirty()
         return GovernResult(evicted, distilled, self._used)
 
-    def _distill(self, m: Entry, step: int) -> bool:
+    def _evict_victims(self, step: int) -> list[str]:
+        """Evict what the policy names regardless of bytes (a count capacity, a replacement).
+
+        A policy may define ``victims(entries, E, step) -> list of (id, score, reason)``; each
+        named resident is deleted and logged as ``evict`` with the policy's score and reason.
+        """
+        pick = getattr(self.policy, "victims", None)
+        if pick is None or not self._entries:
+            return []
+        out: list[str] = []
+        for eid, score, reason in pick(self._entries, self.matrix, step):
+            i = self._index.get(eid)
+            if i is None or eid in out:
+                continue
+            self.store.delete(self.namespace, eid)
+            self._log(step, "evict", eid, float(score), reason, self._entries[i].bytes)
+            out.append(eid)
+        if out:
+            gone = set(out)
+            self._entries = [m for m in self._entries if m.id not in gone]
+            self._dirty()
+        return out
+
+    def _distill(self, m: Entry, step: int, row: int | None = None) -> bool:
         text = self.distiller.distill(m.text)
         if not text:
             return False
@@ -536,20 +659,42 @@ class Memory:
         m.raw_bytes = max(m.raw_bytes, old)
         m.bytes = b
         self.store.update(m)
-        self._log(step, "distill", m.id, float("nan"),
-                  f"distilled before falling out: {old} -> {b} bytes (a={m.raw_bytes / b:.2f})", b)
+        if row is not None and self._matrix is not None:
+            self._matrix[row] = e  # keep the cached matrix exact for the rest of this pass
+        self._link(m, exclude=row)
+        self._log(
+            step,
+            "distill",
+            m.id,
+            float("nan"),
+            f"distilled before falling out: {old} -> {b} bytes (a={m.raw_bytes / b:.2f})",
+            b,
+        )
         return True
 
     # ------------------------------------------------------------------ helpers
-    def _log(self, step: int, action: str, eid: str, score: float, reason: str, nbytes: int) -> None:
-        self.store.log(self.namespace, step=step, action=action, entry_id=eid, score=score,
-                       reason=reason, policy=self.policy.name, nbytes=nbytes)
+    def _log(
+        self, step: int, action: str, eid: str, score: float, reason: str, nbytes: int
+    ) -> None:
+        self.store.log(
+            self.namespace,
+            step=step,
+            action=action,
+            entry_id=eid,
+            score=score,
+            reason=reason,
+            policy=self.policy.name,
+            nbytes=nbytes,
+        )
 
     def _save_state(self) -> None:
         self.store.save_state(self.namespace, self.policy.name, self.step, self.policy.state())
         self._version = self.store.data_version()
 
     def close(self) -> None:
+        """Persist the policy state and step (recall updates the sketch without a write), close."""
+        with self.store.transaction():
+            self._save_state()
         self.store.close()
 
     def __enter__(self) -> Memory:
@@ -559,6 +704,7 @@ class Memory:
         self.close()
 
     def __repr__(self) -> str:
-        return (f"Memory(namespace={self.namespace!r}, policy={self.policy!r}, "
-                f"max_bytes={self.max_bytes}, entries={len(self._entries)})")
-
+        return (
+            f"Memory(namespace={self.namespace!r}, policy={self.policy!r}, "
+            f"max_bytes={self.max_bytes}, entries={len(self._entries)})"
+        )

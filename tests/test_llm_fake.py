@@ -44,8 +44,12 @@ def test_metered_shares_usage():
     a.complete("1234")
     b.complete("12345678")
     assert usage.as_dict() == {
-        "calls": 2, "cached_calls": 0, "tokens_in": 3, "tokens_out": 2,
-        "latency_s": 0.0, "cost_usd": 0.0,
+        "calls": 2,
+        "cached_calls": 0,
+        "tokens_in": 3,
+        "tokens_out": 2,
+        "latency_s": 0.0,
+        "cost_usd": 0.0,
     }
     assert (a.name, a.model_id, a.temperature) == ("fake", "scripted", 0.0)
 

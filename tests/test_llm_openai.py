@@ -28,13 +28,19 @@ def ok_chat(request):
     assert request.url == "http://llm.test/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer sk-test"
     assert body == {
-        "model": "m1", "max_tokens": 16, "temperature": 0.0,
-        "messages": [{"role": "user", "content": "Write SQL"}], "stop": [";"],
+        "model": "m1",
+        "max_tokens": 16,
+        "temperature": 0.0,
+        "messages": [{"role": "user", "content": "Write SQL"}],
+        "stop": [";"],
     }
-    return httpx.Response(200, json={
-        "choices": [{"message": {"role": "assistant", "content": "SELECT 1"}}],
-        "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
-    })
+    return httpx.Response(
+        200,
+        json={
+            "choices": [{"message": {"role": "assistant", "content": "SELECT 1"}}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15},
+        },
+    )
 
 
 def test_chat_success_accounts_tokens_latency_cost():
@@ -53,9 +59,13 @@ def test_raw_completion_endpoint_and_no_key(monkeypatch):
         assert request.url.path == "/v1/completions"
         assert "authorization" not in request.headers
         assert json.loads(request.content)["prompt"] == "SELECT"
-        return httpx.Response(200, json={
-            "choices": [{"text": " 1;"}], "usage": {"prompt_tokens": 1, "completion_tokens": 2},
-        })
+        return httpx.Response(
+            200,
+            json={
+                "choices": [{"text": " 1;"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 2},
+            },
+        )
 
     c = make(handler, chat=False).complete("SELECT")
     assert (c.text, c.tokens_in, c.tokens_out, c.cost_usd) == (" 1;", 1, 2, 0.0)
@@ -72,15 +82,21 @@ def test_environment_defaults(monkeypatch):
         seen["url"] = str(request.url)
         seen["auth"] = request.headers.get("authorization")
         seen["model"] = json.loads(request.content)["model"]
-        return httpx.Response(200, json={
-            "choices": [{"message": {"content": "x"}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1},
-        })
+        return httpx.Response(
+            200,
+            json={
+                "choices": [{"message": {"content": "x"}}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+            },
+        )
 
     ex = OpenAICompatExecutor(client=httpx.Client(transport=httpx.MockTransport(handler)))
     ex.complete("hi")
-    assert seen == {"url": "http://mine/v1/chat/completions", "auth": "Bearer sk-env",
-                    "model": "envmodel"}
+    assert seen == {
+        "url": "http://mine/v1/chat/completions",
+        "auth": "Bearer sk-env",
+        "model": "envmodel",
+    }
     assert ex.base_url is None and ex.model is None  # hyperparameters stored as given
 
 
@@ -96,14 +112,22 @@ def test_http_500_is_llm_error():
         ex.complete("hi")
 
 
-@pytest.mark.parametrize("response", [
-    httpx.Response(200, text="<html>not json</html>"),
-    httpx.Response(200, json={"choices": [], "usage": {}}),
-    httpx.Response(200, json={"choices": [{"message": {"content": "x"}}]}),
-    httpx.Response(200, json={"choices": [{"message": {"content": None}}],
-                              "usage": {"prompt_tokens": 1, "completion_tokens": 0}}),
-    httpx.Response(200, json=["not", "an", "object"]),
-])
+@pytest.mark.parametrize(
+    "response",
+    [
+        httpx.Response(200, text="<html>not json</html>"),
+        httpx.Response(200, json={"choices": [], "usage": {}}),
+        httpx.Response(200, json={"choices": [{"message": {"content": "x"}}]}),
+        httpx.Response(
+            200,
+            json={
+                "choices": [{"message": {"content": None}}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 0},
+            },
+        ),
+        httpx.Response(200, json=["not", "an", "object"]),
+    ],
+)
 def test_malformed_response_is_llm_error(response):
     ex = make(lambda r: response)
     with pytest.raises(LLMError):

@@ -50,7 +50,7 @@ class ExtractiveDistiller:
     Examples
     --------
     >>> d = ExtractiveDistiller()
-    >>> raw = "Task: Count rows\\nObservation: big table dump\\nAction: SELECT 1;\\nOutcome: success"
+    >>> raw = "Task: Count rows\\nObservation: dump\\nAction: SELECT 1;\\nOutcome: success"
     >>> print(d.distill(raw))
     Task: Count rows
     Action: SELECT 1;

@@ -54,7 +54,9 @@ class HashingEmbedder:
     True
     """
 
-    def __init__(self, dim: int = 512, ngram_range: tuple[int, int] = (3, 5), word_weight: float = 1.0):
+    def __init__(
+        self, dim: int = 512, ngram_range: tuple[int, int] = (3, 5), word_weight: float = 1.0
+    ):
         self.dim = dim
         self.ngram_range = ngram_range
         self.word_weight = word_weight

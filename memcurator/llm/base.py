@@ -1,4 +1,4 @@
-"""What every LLM executor returns and promises: :class:`Completion`, :class:`Executor`, :class:`Usage`.
+"""What every LLM executor returns and promises: `Completion`, `Executor`, `Usage`.
 
 An executor turns one prompt into one :class:`Completion` that carries its own accounting (tokens,
 seconds, USD), so no caller ever has to estimate what a call cost (DESIGN.md, ``llm/``).

@@ -141,7 +141,7 @@ class CachedExecutor:
         return {
             "executor": self.inner.name,
             "model": self.inner.model_id,
-            "chat": getattr(self.inner, "chat", None),
+            "chat": bool(getattr(self.inner, "chat", False)),  # None (gguf default) is raw
             "prompt": prompt,
             "max_tokens": max_tokens,
             "stop": stops,
@@ -191,9 +191,19 @@ class CachedExecutor:
             db.execute(
                 "INSERT OR IGNORE INTO completions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    key, fields["executor"], fields["model"], prompt, max_tokens,
-                    json.dumps(stops), 0.0, c.text, c.tokens_in, c.tokens_out, c.latency_s,
-                    c.cost_usd, c.model,
+                    key,
+                    fields["executor"],
+                    fields["model"],
+                    prompt,
+                    max_tokens,
+                    json.dumps(stops),
+                    0.0,
+                    c.text,
+                    c.tokens_in,
+                    c.tokens_out,
+                    c.latency_s,
+                    c.cost_usd,
+                    c.model,
                 ),
             )
         except sqlite3.Error as e:

@@ -57,7 +57,9 @@ class ScriptedExecutor:
         if not (callable(responder) or isinstance(responder, dict)):
             raise InvalidInput(f"responder must be a callable or a dict, got {type(responder)}")
         if not math.isfinite(tokens_per_char) or tokens_per_char <= 0:
-            raise InvalidInput(f"tokens_per_char must be a finite number > 0, got {tokens_per_char!r}")
+            raise InvalidInput(
+                f"tokens_per_char must be a finite number > 0, got {tokens_per_char!r}"
+            )
         self.responder = responder
         self.tokens_per_char = tokens_per_char
         self.model = model

@@ -75,7 +75,9 @@ class AffineLatency:
         data = np.asarray(rows, dtype=np.float64)
         x, y = data[:, :3], data[:, 3]
         if np.linalg.matrix_rank(x) < 3:
-            raise InvalidInput("token counts do not vary enough to fit b, a_in and a_out separately")
+            raise InvalidInput(
+                "token counts do not vary enough to fit b, a_in and a_out separately"
+            )
         coef, *_ = np.linalg.lstsq(x, y, rcond=None)
         return cls(float(coef[0]), float(coef[1]), float(coef[2]))
 

@@ -41,6 +41,15 @@ def _tokenworth(**fixed: Any) -> Callable[..., Policy]:
     return make
 
 
+def _curator_worth(**fixed: Any) -> Callable[..., Policy]:
+    def make(**kw: Any) -> Policy:
+        from memcurator.policy.tokenworth import CuratorWorth
+
+        return CuratorWorth(**{**fixed, **kw})
+
+    return make
+
+
 POLICIES: dict[str, Callable[..., Policy]] = {
     "curator": _curator(),
     "curator/no-provenance": _curator(use_provenance=False),
@@ -54,6 +63,10 @@ POLICIES: dict[str, Callable[..., Policy]] = {
     "recency": _baseline("Recency"),
     "success-only": _baseline("SuccessOnly"),
     "full-oracle": _baseline("FullOracle"),
+    "tokenworth": _tokenworth(),
+    "tokenworth/base-only": _tokenworth(residual=False),
+    "tokenworth/no-agop": _tokenworth(agop=False),
+    "curator+worth": _curator_worth(),
 }
 
 

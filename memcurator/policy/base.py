@@ -73,6 +73,9 @@ class Policy(Params):
         a policy updates its own statistics in ``Entry.stats`` in place.
         """
 
+    def observe_energy(self, eps: float) -> None:
+        """The step that just ended spent ``eps`` energy-proxy bytes (embedding + scanning)."""
+
     # --- decisions ---------------------------------------------------------------
     def admit(
         self, candidate: Entry, resident: list[Entry], E: np.ndarray, step: int
@@ -89,6 +92,24 @@ class Policy(Params):
     ) -> np.ndarray:
         """Final recall scores of the candidates, shape (n_candidates,). Default: cosine."""
         return np.asarray(cosine, dtype=np.float64)
+
+    def clone(self) -> Any:
+        """A fresh copy with the same parameters and no learned state; keeps the preset name
+        (``create_policy`` sets it), so decisions and saved state stay attributed to the preset."""
+        c = super().clone()
+        if "name" in vars(self):
+            c.name = self.name
+        return c
+
+    def victims(
+        self, entries: list[Entry], E: np.ndarray, step: int
+    ) -> list[tuple[str, float, str]]:
+        """Entries to evict regardless of bytes, as (id, score, reason); default none.
+
+        A count capacity or a replacement rule (TokenWorth, Sec. 4.4) names its victims here; the
+        memory deletes and logs each one.
+        """
+        return []
 
     def evict_reason(self) -> str:
         return f"lowest {self.name} priority when the byte budget was full"

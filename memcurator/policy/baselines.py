@@ -33,9 +33,14 @@ class NoMemory(Policy):
     name = "no-memory"
     writes = False
 
+    def admit(
+        self, candidate: Entry, resident: list[Entry], E: np.ndarray, step: int
+    ) -> tuple[bool, float, str]:
+        return False, float("nan"), "no-memory keeps nothing"
+
 
 class LRU(Policy):
-    """Least recently used out first: priority is the last step an entry was injected (or created)."""
+    """Least recently used out first: priority is the last step an entry was injected or created."""
 
     name = "lru"
 
@@ -96,8 +101,5 @@ class FullOracle(Policy):
         if self.oracle is None:
             return np.asarray(cosine, dtype=np.float64)
         return np.array(
-            [
-                (2.0 + 1e-6 * m.created_step) if self.oracle(m) else -np.inf
-                for m in candidates
-            ]
+            [(2.0 + 1e-6 * m.created_step) if self.oracle(m) else -np.inf for m in candidates]
         )

@@ -43,6 +43,21 @@ per_byte : bool
         drift-plus-penalty admission ρ(m) − Q·ε(m)/ν > θ for every write.
     nu : float, default 1e6
         ν of the drift-plus-penalty admission.
+    redundancy_delta : float or None, default 0.85
+        Share's redundancy test (Alg. 1 line 15, threshold δ) applied in Keep too: while the
+        budget is exceeded, an entry whose cosine with a higher-ranked kept entry is ≥ δ is
+        evicted as redundant, so the budget holds one exemplar per kind of task instead of many
+        copies of the popular ones. Our extension; None switches it off. With the hashing
+        embedder, same-family SQL exemplars have cosine ≥ 0.86 (5th percentile) and different
+        families ≤ 0.78 (max), measured on 80 LifelongAgentBench families × 3 variants.
+
+    Notes
+    -----
+    Keep order. Prop. 1's density greedy solves Eq. 5 for entries of positive net value; an entry
+    of non-positive net value V̂ − λĤ never raises the objective of Eq. 5, and dividing a negative
+    value by b would even favour the larger of two harmful entries. So entries of positive net
+    value are ranked by ρ, and all others after them by net value (they stay only while the
+    budget has room, as Alg. 1 keeps whatever fits).
 
     Examples
     --------
@@ -73,6 +88,7 @@ per_byte : bool
         distill: bool = True,
         energy_budget: float | None = None,
         nu: float = 1e6,
+        redundancy_delta: float | None = 0.85,
     ):
         self.lam = lam
         self.kappa = kappa
@@ -90,6 +106,7 @@ per_byte : bool
         self.distill = distill
         self.energy_budget = energy_budget
         self.nu = nu
+        self.redundancy_delta = redundancy_delta
         self.distills = distill
 
     def attach(self, dim: int) -> None:
@@ -119,13 +136,21 @@ per_byte : bool
     def feedback(self, reward: float, injected: list[Entry], step: int) -> None:
         self.scorer.helpfulness.observe(reward, [m.stats for m in injected])
 
+    def observe_energy(self, eps: float) -> None:
+        if self.energy is not None:
+            self.energy.update(eps)  # Q(t+1) = [Q(t) + ε(t) − ε̄]₊ (Eq. 6)
+
     # --- score ---------------------------------------------------------------------
     def terms(self, entries: list[Entry], E: np.ndarray) -> ScoreTerms:
         """All of ρ's terms for ``entries`` (rows of ``E``)."""
         return self.scorer.score(entries, E)
 
     def priority(self, entries: list[Entry], E: np.ndarray, step: int) -> np.ndarray:
-        return self.terms(entries, E).rho
+        t = self.terms(entries, E)
+        net = t.V - self.lam * t.H
+        # positive net value: by density ρ (Prop. 1); the rest after them, by net value
+        lowest = float(t.rho[net > 0].min()) if np.any(net > 0) else 0.0
+        return np.where(net > 0, t.rho, lowest - 1.0 + np.tanh(net))
 
     def admit(
         self, candidate: Entry, resident: list[Entry], E: np.ndarray, step: int
@@ -147,7 +172,11 @@ per_byte : bool
                     f"(V={t.V[-1]:.3f}, harm={t.H[-1]:.3f}, provenance pi={t.pi[-1]:.3f}, "
                     f"origin={candidate.origin})",
                 )
-            return True, rho, f"trust: rho={rho:.3g} > theta={self.theta:g} (origin={candidate.origin})"
+            return (
+                True,
+                rho,
+                f"trust: rho={rho:.3g} > theta={self.theta:g} (origin={candidate.origin})",
+            )
         return True, rho, "self-derived entry; Keep ranks it by rho"
 
     def rerank(

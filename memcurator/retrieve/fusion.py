@@ -7,7 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 
 
-def rrf_fuse(rankings: Sequence[np.ndarray], k: int, c: float = 60.0) -> tuple[np.ndarray, np.ndarray]:
+def rrf_fuse(
+    rankings: Sequence[np.ndarray], k: int, c: float = 60.0
+) -> tuple[np.ndarray, np.ndarray]:
     """Fuse ranked id lists by ``score(i) = sum_r 1 / (c + rank_r(i))`` (Cormack et al., 2009).
 
     Parameters

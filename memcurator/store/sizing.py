@@ -19,6 +19,8 @@ def default_sizeof(text: str, meta: dict[str, Any], embedding: np.ndarray) -> in
     >>> default_sizeof("héllo", {}, np.zeros(4, dtype=np.float32))
     24
     """
-    return len(text.encode("utf-8")) + len(json.dumps(meta, sort_keys=True)) + int(
-        np.asarray(embedding, dtype=np.float32).nbytes
+    return (
+        len(text.encode("utf-8"))
+        + len(json.dumps(meta, sort_keys=True))
+        + int(np.asarray(embedding, dtype=np.float32).nbytes)
     )

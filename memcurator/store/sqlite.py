@@ -28,7 +28,7 @@ from memcurator.errors import (
     NamespaceNotFound,
     StoreError,
 )
-from memcurator.store.schema import SCHEMA_VERSION, migrate
+from memcurator.store.schema import migrate
 from memcurator.types import Decision, Entry
 
 _ENTRY_COLS = (
@@ -186,6 +186,18 @@ class SQLiteStore:
         with self._lock:
             return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
 
+    def checkpoint(self) -> bool:
+        """Copy the WAL into the database file and truncate it (``wal_checkpoint(TRUNCATE)``).
+
+        Deleted text stays in WAL frames until then, even with ``secure_delete``. Returns True
+        when the checkpoint completed; False inside a transaction or when a reader blocked it.
+        """
+        with self._lock:
+            if self._conn.in_transaction or self.path == ":memory:":
+                return False
+            row = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        return row is not None and int(row[0]) == 0
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
@@ -210,9 +222,7 @@ class SQLiteStore:
         if max_bytes is not None and int(max_bytes) <= 0:
             raise InvalidInput(f"max_bytes must be positive or None, got {max_bytes}")
         with self.transaction() as c:
-            row = c.execute(
-                "SELECT embedder, dim FROM namespaces WHERE name=?", (name,)
-            ).fetchone()
+            row = c.execute("SELECT embedder, dim FROM namespaces WHERE name=?", (name,)).fetchone()
             if row is None:
                 c.execute(
                     "INSERT INTO namespaces(name, embedder, dim, max_bytes, created_at) "
@@ -369,6 +379,8 @@ class SQLiteStore:
         return int(row[0])
 
     def count(self, namespace: str) -> int:
+        """Number of resident entries. Raises :class:`NamespaceNotFound`."""
+        self.namespace(namespace)
         with self._lock:
             row = self._conn.execute(
                 "SELECT COUNT(*) FROM entries WHERE namespace=?", (namespace,)
@@ -433,9 +445,16 @@ class SQLiteStore:
             rows = self._conn.execute(q + " ORDER BY seq", args).fetchall()
         return [
             Decision(
-                int(r[0]), r[1], int(r[2]), r[3], r[4],
+                int(r[0]),
+                r[1],
+                int(r[2]),
+                r[3],
+                r[4],
                 float("nan") if r[5] is None else float(r[5]),
-                r[6], r[7], int(r[8]), float(r[9]),
+                r[6],
+                r[7],
+                int(r[8]),
+                float(r[9]),
             )
             for r in rows
         ]

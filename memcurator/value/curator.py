@@ -19,7 +19,6 @@ from memcurator.value.helpfulness import MarginalUtility
 from memcurator.value.provenance import (
     DEFAULT_PROVENANCE_WEIGHTS,
     instruction_likeness,
-    provenance_features,
     provenance_risk,
     specificity,
 )
@@ -79,7 +78,9 @@ def softmax_propensity(E: np.ndarray, sketch: np.ndarray, kappa: float, mode: st
         return p
     if mode == "scaled":
         return p * n
-    raise InvalidInput(f"unknown propensity mode {mode!r}; known: ['relative', 'scaled', 'softmax']")
+    raise InvalidInput(
+        f"unknown propensity mode {mode!r}; known: ['relative', 'scaled', 'softmax']"
+    )
 
 
 class CuratorScorer:
@@ -164,11 +165,18 @@ class CuratorScorer:
         self.use_provenance = use_provenance
         self.per_byte = per_byte
         self.helpfulness = helpfulness if helpfulness is not None else MarginalUtility()
-        for name, v in (("lam", lam), ("kappa", kappa), ("phi", phi), ("centroid_phi", centroid_phi)):
+        for name, v in (
+            ("lam", lam),
+            ("kappa", kappa),
+            ("phi", phi),
+            ("centroid_phi", centroid_phi),
+        ):
             if not math.isfinite(v):
                 raise InvalidInput(f"{name} must be finite, got {v!r}")
         if kappa <= 0 or not 0 <= phi < 1 or not 0 <= centroid_phi < 1 or not 0 <= shrinkage <= 1:
-            raise InvalidInput("need kappa > 0, phi and centroid_phi in [0, 1), shrinkage in [0, 1]")
+            raise InvalidInput(
+                "need kappa > 0, phi and centroid_phi in [0, 1), shrinkage in [0, 1]"
+            )
         if len(provenance_weights) != 5:
             raise InvalidInput("provenance_weights must have 5 values (see provenance_features)")
         self._w = np.asarray(provenance_weights, dtype=np.float64)
@@ -206,21 +214,25 @@ class CuratorScorer:
     # ------------------------------------------------------------------ score phase
     def entry_arrays(self, entries: list[Entry]) -> dict[str, np.ndarray]:
         """Per-entry inputs of ρ: b, a, q, s, ψ as arrays over ``entries``."""
+        # Column-wise (one pass per field, no per-entry ndarray): the same values as
+        # m.abstraction_gain, helpfulness.q(m.stats), text_stats(m) and provenance_features().
         n = len(entries)
-        b = np.empty(n)
-        a = np.empty(n)
-        q = np.empty(n)
-        s = np.empty(n)
+        b = np.fromiter((m.bytes for m in entries), dtype=np.float64, count=n)
+        raw = np.fromiter((m.raw_bytes for m in entries), dtype=np.float64, count=n)
+        a = np.divide(raw, b, out=np.ones(n), where=b > 0)
+        q = self.helpfulness.q_many([m.stats for m in entries])
+        st = np.array([text_stats(m) for m in entries], dtype=np.float64).reshape(n, 2)
         psi = np.empty((n, 5))
-        for i, m in enumerate(entries):
-            b[i] = m.bytes
-            a[i] = m.abstraction_gain
-            q[i] = self.helpfulness.q(m.stats)
-            s[i], instr = text_stats(m)
-            psi[i] = provenance_features(m.origin, m.reinforcement, instr)
-        return {"b": b, "a": a, "q": q, "s": s, "psi": psi}
+        psi[:, 0] = 1.0
+        psi[:, 1] = [m.origin == "external" for m in entries]
+        psi[:, 2] = [m.origin == "peer" for m in entries]
+        psi[:, 3] = [math.log1p(max(m.reinforcement, 0)) for m in entries]
+        psi[:, 4] = st[:, 1]
+        return {"b": b, "a": a, "q": q, "s": st[:, 0].copy(), "psi": psi}
 
-    def score(self, entries: list[Entry], E: np.ndarray, sketch: np.ndarray | None = None) -> ScoreTerms:
+    def score(
+        self, entries: list[Entry], E: np.ndarray, sketch: np.ndarray | None = None
+    ) -> ScoreTerms:
         """ρ and its terms for ``entries`` whose embeddings are the rows of ``E`` (n, d).
 
         ``sketch`` replaces q̄ (a peer's advertised sketch gives the share score of Eq. 8).
@@ -254,23 +266,40 @@ class CuratorScorer:
         Raises
         ------
         InvalidInput
-            If any input holds NaN or infinite values (they are never ranked).
+            If any input holds NaN or infinite values (they are never ranked), or a b <= 0.
         """
         E = np.asarray(E, dtype=np.float64)
         n = E.shape[0]
-        for name, v in (("b", b), ("a", a), ("q", q), ("s", s), ("psi", psi)):
+        for name, v in (
+            ("E", E),
+            ("b", b),
+            ("a", a),
+            ("q", q),
+            ("s", s),
+            ("psi", psi),
+            ("sketch", np.zeros(0) if sketch is None else sketch),
+        ):
             if not np.all(np.isfinite(v)):
                 raise InvalidInput(f"score input {name!r} contains NaN or infinite values")
+        if np.any(np.asarray(b) <= 0):
+            raise InvalidInput("score input 'b' must be > 0 bytes (rho divides by it)")
         if n and E.shape[1] != self.dim:
             raise DimensionMismatch(f"embeddings have dim {E.shape[1]}, scorer expects {self.dim}")
         sk = self._sketch if sketch is None else np.asarray(sketch, dtype=np.float64)
-        p = softmax_propensity(E, sk, self.kappa, self.propensity) if self.use_propensity else np.ones(n)
+        p = (
+            softmax_propensity(E, sk, self.kappa, self.propensity)
+            if self.use_propensity
+            else np.ones(n)
+        )
         qq = q if self.use_helpfulness else np.ones(n)
         aa = a if self.use_abstraction else np.ones(n)
         V = p * qq * aa
         if self.use_negative_transfer and n:
             var = (1 - self.shrinkage) * self._var + self.shrinkage * self._var.mean()
-            d2 = ((E - self._mu) ** 2 / np.maximum(var, 1e-12)).sum(axis=1)
+            iv = 1.0 / np.maximum(var, 1e-12)
+            # Σ_j (e_j − μ_j)² / var_j expanded, so no (n, d) temporaries besides E itself
+            d2 = np.einsum("ij,ij,j->i", E, E, iv) - 2.0 * (E @ (self._mu * iv))
+            d2 = np.maximum(d2 + float(self._mu @ (self._mu * iv)), 0.0)
             eta = s * np.sqrt(d2 / self.dim)
         else:
             eta = np.zeros(n)
@@ -294,7 +323,9 @@ class CuratorScorer:
 
     def load_state(self, st: dict[str, Any]) -> None:
         if len(st["sketch"]) != self.dim:
-            raise DimensionMismatch(f"saved scorer state has dim {len(st['sketch'])}, not {self.dim}")
+            raise DimensionMismatch(
+                f"saved scorer state has dim {len(st['sketch'])}, not {self.dim}"
+            )
         self._sketch = np.asarray(st["sketch"], dtype=np.float64)
         self._mu = np.asarray(st["mu"], dtype=np.float64)
         self._var = np.asarray(st["var"], dtype=np.float64)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from memcurator.errors import InvalidInput
 
 
@@ -87,13 +89,33 @@ class MarginalUtility:
         inj = (stats.get("q_r", 0.0) + self.alpha * self.prior_in) / (
             stats.get("q_n", 0.0) + self.alpha
         )
-        n_out = self._n_all - stats.get("n_in", 0.0)
-        r_out = self._r_all - stats.get("r_in", 0.0)
+        # Clamp: an entry's totals can exceed the head's when the head's state was lost or
+        # replaced (the namespace reopened under another policy), which would divide by zero.
+        n_out = max(self._n_all - stats.get("n_in", 0.0), 0.0)
+        r_out = min(max(self._r_all - stats.get("r_in", 0.0), 0.0), n_out)
         base = (r_out + 1.0) / (n_out + 2.0)
         return inj - base
 
+    def q_many(self, stats: list[dict[str, float]]) -> np.ndarray:
+        """:meth:`q` for many entries at once, shape (n,); same arithmetic, vectorized."""
+        n = len(stats)
+        cols = [
+            np.fromiter((st.get(k, 0.0) for st in stats), dtype=np.float64, count=n)
+            for k in ("q_r", "q_n", "n_in", "r_in")
+        ]
+        q_r, q_n, n_in, r_in = cols
+        inj = (q_r + self.alpha * self.prior_in) / (q_n + self.alpha)
+        n_out = np.maximum(self._n_all - n_in, 0.0)
+        r_out = np.minimum(np.maximum(self._r_all - r_in, 0.0), n_out)
+        return inj - (r_out + 1.0) / (n_out + 2.0)
+
     def state(self) -> dict[str, float]:
-        return {"n_all": self._n_all, "r_all": self._r_all, "n_inj": self._n_inj, "r_inj": self._r_inj}
+        return {
+            "n_all": self._n_all,
+            "r_all": self._r_all,
+            "n_inj": self._n_inj,
+            "r_inj": self._r_inj,
+        }
 
     def load_state(self, s: dict[str, float]) -> None:
         self._n_all, self._r_all = float(s["n_all"]), float(s["r_all"])

@@ -21,6 +21,7 @@ machine learning models", Science 2024 (RFM, AGOP).
 
 from __future__ import annotations
 
+import base64
 import inspect
 import math
 from collections import deque
@@ -37,6 +38,7 @@ __all__ = [
     "MemoryStats",
     "TokenWorthLearner",
     "features",
+    "features_array",
     "features_many",
     "pair_feature_names",
 ]
@@ -100,6 +102,9 @@ def pair_feature_names(n_blocks: int) -> list[str]:
     return [f"pair_{i:0{width}d}" for i in range(n_blocks)]
 
 
+_STAT_NAMES = ("successes", "failures", "uses", "age")
+
+
 def _stat(stats: Any, name: str) -> float:
     v = stats.get(name) if isinstance(stats, Mapping) else getattr(stats, name, None)
     if v is None:
@@ -111,6 +116,27 @@ def _stat(stats: Any, name: str) -> float:
     if not math.isfinite(f) or f < 0:
         raise InvalidInput(f"memory statistic {name!r} must be finite and >= 0, got {v!r}")
     return f
+
+
+def _stats_matrix(stats: Sequence[Any]) -> np.ndarray:
+    """Statistics as an (n, 4) float array; fast for MemoryStats, exact errors otherwise."""
+    try:
+        rows = [
+            tuple(st)
+            if isinstance(st, MemoryStats)
+            else tuple(st[k] if isinstance(st, Mapping) else getattr(st, k) for k in _STAT_NAMES)
+            for st in stats
+        ]
+        S = np.array(rows, dtype=np.float64).reshape(len(rows), 4)
+        ok = bool(np.all(np.isfinite(S)) and np.all(S >= 0))
+    except (KeyError, AttributeError, TypeError, ValueError):
+        ok = False
+    if not ok:  # slow path, only to name the culprit
+        for st in stats:
+            for k in _STAT_NAMES:
+                _stat(st, k)
+        raise InvalidInput("memory statistics must be finite numbers >= 0")
+    return S
 
 
 def _as_matrix(a: Any, name: str, ndim: int) -> np.ndarray:
@@ -159,6 +185,42 @@ def features_many(
     InvalidInput
         On shape mismatch, NaN, negative statistics, or ``n_blocks`` outside ``[1, d]``.
     """
+    V = features_array(query_emb, mem_embs, stats, n_blocks=n_blocks, kappa=kappa)
+    names = list(BASE_FEATURES) + pair_feature_names(int(n_blocks))
+    return [dict(zip(names, row, strict=True)) for row in V.tolist()]
+
+
+def features_array(
+    query_emb: Any,
+    mem_embs: Any,
+    stats: Sequence[Any],
+    *,
+    n_blocks: int = 16,
+    kappa: float = 0.02,
+) -> np.ndarray:
+    """:func:`features_many` as one array, for :meth:`TokenWorthLearner.score_array`.
+
+    Same parameters and errors as :func:`features_many`, without building dicts.
+
+    Returns
+    -------
+    ndarray of shape (n, 4 + n_blocks), float64
+        Columns ``BASE_FEATURES + pair_feature_names(n_blocks)``: the key order of
+        :func:`features_many`, and so the residual layout of a learner fitted on its dicts.
+
+    Raises
+    ------
+    InvalidInput
+        On shape mismatch, NaN, negative statistics, or ``n_blocks`` outside ``[1, d]``.
+
+    Examples
+    --------
+    >>> q = np.array([1.0, 0.0, 0.0, 0.0]); m = np.array([[1.0, 1.0, 0.0, 0.0]])
+    >>> st = [MemoryStats(successes=3, failures=1, uses=4, age=0)]
+    >>> V = features_array(q, m, st, n_blocks=2)
+    >>> V.shape, bool(np.allclose(V[0], list(features(q, m[0], st[0], n_blocks=2).values())))
+    ((1, 6), True)
+    """
     q = _as_matrix(query_emb, "query_emb", 1)
     m = _as_matrix(mem_embs, "mem_embs", 2)
     d = q.shape[0]
@@ -175,19 +237,16 @@ def features_many(
     bounds = np.linspace(0, d, int(n_blocks) + 1).astype(int)
     blocks = np.add.reduceat(prod, bounds[:-1], axis=1) if m.shape[0] else prod[:, :n_blocks]
     rel = prod.sum(axis=1)
-    names = pair_feature_names(int(n_blocks))
-    out: list[dict[str, float]] = []
-    for i, st in enumerate(stats):
-        s, f, u, age = (_stat(st, k) for k in ("successes", "failures", "uses", "age"))
-        row = {
-            "relevance": float(rel[i]),
-            "success": (s - f) / (s + f + 2.0),
-            "usage": math.log1p(u),
-            "recency": math.exp(-kappa * age),
-        }
-        row.update(zip(names, blocks[i].tolist(), strict=True))
-        out.append(row)
-    return out
+    S = _stats_matrix(stats)  # (n, 4): successes, failures, uses, age
+    base = np.column_stack(
+        [
+            rel,
+            (S[:, 0] - S[:, 1]) / (S[:, 0] + S[:, 1] + 2.0),
+            np.log1p(S[:, 2]),
+            np.exp(-float(kappa) * S[:, 3]),
+        ]
+    )
+    return np.hstack([base, blocks])
 
 
 def features(
@@ -495,31 +554,37 @@ class TokenWorthLearner:
         return dict(zip(keys, m.tolist(), strict=True))
 
     # ------------------------------------------------------------------ input handling
-    def _vector(self, x: Any, keys: Sequence[str]) -> np.ndarray:
-        if not isinstance(x, Mapping):
-            raise InvalidInput(
-                f"x must be a mapping of feature name to number, got {type(x).__name__}"
-            )
-        missing = [k for k in keys if k not in x]
-        if missing:
-            raise InvalidInput(f"x lacks feature(s) {missing}; expected {list(keys)}")
+    def _matrix(self, xs: Sequence[Any], keys: Sequence[str], exact: bool) -> np.ndarray:
+        """Rows of ``xs`` in layout ``keys``, shape (n, len(keys)); copies, never aliases."""
+        rows = []
+        nk = len(keys)
+        for x in xs:
+            if not isinstance(x, Mapping):
+                raise InvalidInput(
+                    f"x must be a mapping of feature name to number, got {type(x).__name__}"
+                )
+            try:
+                rows.append([x[k] for k in keys])
+            except KeyError:
+                missing = [k for k in keys if k not in x]
+                raise InvalidInput(f"x lacks feature(s) {missing}; expected {list(keys)}") from None
+            if exact and len(x) != nk:
+                extra = sorted(set(x) - set(keys), key=str)
+                raise InvalidInput(
+                    f"x has unknown feature(s) {extra}; this learner was fitted on {list(keys)}"
+                )
         try:
-            v = np.array([x[k] for k in keys], dtype=np.float64)
+            V = np.array(rows, dtype=np.float64).reshape(len(rows), nk)
         except (TypeError, ValueError) as exc:
-            raise InvalidInput(f"features of x must be numbers: {exc}") from exc
-        if not np.all(np.isfinite(v)):
-            bad = [k for k, f in zip(keys, v.tolist(), strict=True) if not math.isfinite(f)]
-            raise InvalidInput(f"features {bad} of x are NaN or infinite")
-        return v
+            raise InvalidInput(f"features of x must be real numbers: {exc}") from None
+        if not np.all(np.isfinite(V)):
+            i, j = np.argwhere(~np.isfinite(V))[0]
+            raise InvalidInput(f"feature {keys[j]!r} of input #{i} is {V[i, j]}")
+        return V
 
     def _layout_for(self, x: Any) -> tuple[str, ...]:
+        """Residual layout: frozen after the first ``learn_one``, else derived from ``x``."""
         if self._keys is not None:
-            extra = set(x) - set(self._keys) if isinstance(x, Mapping) else set()
-            if extra:
-                raise InvalidInput(
-                    f"x has unknown feature(s) {sorted(extra)}; this learner was "
-                    f"fitted on {list(self._keys)}"
-                )
             return self._keys
         if not isinstance(x, Mapping):
             raise InvalidInput(f"x must be a mapping, got {type(x).__name__}")
@@ -576,13 +641,49 @@ class TokenWorthLearner:
     def score_many(self, xs: Iterable[Mapping[str, float]]) -> np.ndarray:
         """Worth of a batch; returns an ndarray of shape (n,), float64."""
         xs = list(xs)
-        if not xs:
-            return np.zeros(0)
         if self._keys is None:
-            V = np.stack([self._vector(x, self._base_keys) for x in xs])
-        else:
-            V = np.stack([self._vector(x, self._layout_for(x)) for x in xs])
-        return self._predict(V)
+            return self._predict(self._matrix(xs, self._base_keys, exact=False))
+        return self._predict(self._matrix(xs, self._keys, exact=True))
+
+    def score_array(self, V: Any, columns: Sequence[str]) -> np.ndarray:
+        """Worth of the rows of ``V`` whose columns are named ``columns``, without dicts.
+
+        The fast path for :func:`features_array`: the same scores as ``score_many`` on
+        ``[dict(zip(columns, row)) for row in V]``.
+
+        Parameters
+        ----------
+        V : array-like of shape (n, len(columns))
+        columns : sequence of str
+            Feature names of the columns, e.g. ``BASE_FEATURES + pair_feature_names(b)``.
+
+        Returns
+        -------
+        ndarray of shape (n,), float64
+
+        Raises
+        ------
+        InvalidInput
+            Wrong shape, NaN or infinity, repeated names, or columns that lack a feature of the
+            learned layout or (after the first ``learn_one``) name one it does not have.
+        """
+        A = _as_matrix(V, "V", 2)
+        cols = list(columns)
+        pos = {c: i for i, c in enumerate(cols)}
+        if A.shape[1] != len(cols) or len(pos) != len(cols):
+            raise InvalidInput(
+                f"V has {A.shape[1]} columns for {len(cols)} names ({len(pos)} distinct)"
+            )
+        keys = self._keys if self._keys is not None else self._base_keys
+        missing = [k for k in keys if k not in pos]
+        if missing:
+            raise InvalidInput(f"columns lack feature(s) {missing}; expected {list(keys)}")
+        if self._keys is not None and len(cols) != len(keys):
+            extra = sorted(set(cols) - set(keys))
+            raise InvalidInput(
+                f"unknown feature(s) {extra}; this learner was fitted on {list(keys)}"
+            )
+        return self._predict(A[:, [pos[k] for k in keys]])
 
     # ------------------------------------------------------------------ learning
     def learn_one(self, x: Mapping[str, float], y: float) -> None:
@@ -598,7 +699,7 @@ class TokenWorthLearner:
         """
         yv = _check_y(y)
         keys = self._layout_for(x)
-        v = self._vector(x, keys)
+        v = self._matrix([x], keys, exact=True)[0]
         self._keys = keys
         self._X.append(v)
         self._y.append(yv)
@@ -683,3 +784,68 @@ class TokenWorthLearner:
         M = np.clip(M, lo, hi)
         self._M = M / M.mean()
         return True
+
+    # ------------------------------------------------------------------ persistence
+    def state(self) -> dict[str, Any]:
+        """Learned state as JSON-able values (hyperparameters are not included).
+
+        Arrays are stored bit-exact as ``{"shape": [...], "f8": base64 of little-endian
+        float64}``, several times smaller and faster to encode than lists of floats. Restore
+        with :meth:`load_state` on a learner with the same hyperparameters (e.g.
+        ``learner.clone()``); scores and later updates are then identical.
+        """
+        X = np.stack(list(self._X)) if self._X else None
+        return {
+            "w": self._w.tolist(),
+            "keys": None if self._keys is None else list(self._keys),
+            "X": _pack(X),
+            "y": list(self._y),
+            "n": self._n,
+            "u": self._u,
+            "M": _pack(self._M),
+            "Z": _pack(self._Z),
+            "alpha": _pack(self._alpha),
+            "mu": _pack(self._mu),
+            "scale": _pack(self._scale),
+        }
+
+    def load_state(self, st: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state` returned.
+
+        Raises
+        ------
+        InvalidInput
+            If the saved base weights do not match ``base_features``.
+        """
+        w = np.asarray(st["w"], dtype=np.float64)
+        if w.shape != (len(self._base_keys),):
+            raise InvalidInput(
+                f"saved base weights have shape {w.shape}, this learner has "
+                f"{len(self._base_keys)} base features"
+            )
+        self._w = w
+        self._keys = None if st["keys"] is None else tuple(st["keys"])
+        X = _unpack(st["X"])
+        self._X.clear()
+        self._y.clear()
+        if X is not None:
+            self._X.extend(row.copy() for row in X)
+        self._y.extend(float(v) for v in st["y"])
+        self._n, self._u = int(st["n"]), int(st["u"])
+        self._M, self._Z, self._alpha = _unpack(st["M"]), _unpack(st["Z"]), _unpack(st["alpha"])
+        self._mu, self._scale = _unpack(st["mu"]), _unpack(st["scale"])
+
+
+def _pack(a: np.ndarray | None) -> dict[str, Any] | None:
+    """A float array as JSON-able ``{"shape", "f8"}`` (base64, little-endian float64)."""
+    if a is None:
+        return None
+    b = np.ascontiguousarray(a, dtype="<f8")
+    return {"shape": list(b.shape), "f8": base64.b64encode(b.tobytes()).decode("ascii")}
+
+
+def _unpack(d: Mapping[str, Any] | None) -> np.ndarray | None:
+    if d is None:
+        return None
+    raw = np.frombuffer(base64.b64decode(d["f8"]), dtype="<f8")
+    return raw.astype(np.float64).reshape(d["shape"])

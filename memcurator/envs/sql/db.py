@@ -12,6 +12,10 @@ import sqlite3
 import time
 from typing import Any, NamedTuple
 
+from sqlglot.dialects.sqlite import SQLite
+from sqlglot.errors import SqlglotError
+from sqlglot.tokens import TokenType
+
 from memcurator.envs.sql.spec import SQLTaskSpec
 from memcurator.errors import InvalidInput
 
@@ -50,8 +54,8 @@ def quote_ident(name: str) -> str:
 
     Examples
     --------
-    >>> quote_ident('my "t"')
-    '"my ""t"""'
+    >>> quote_ident('a"b') == '"a""b"'
+    True
     """
     return '"' + name.replace('"', '""') + '"'
 
@@ -137,7 +141,7 @@ def _register_functions(conn: sqlite3.Connection) -> None:
         ("VAR_POP", _VarPop),
         ("VAR_SAMP", _VarSamp),
     ):
-        conn.create_aggregate(name, 1, cls)
+        conn.create_aggregate(name, 1, cls)  # type: ignore[arg-type]
 
 
 def _authorizer(action: int, *_: Any) -> int:
@@ -149,12 +153,15 @@ def _authorizer(action: int, *_: Any) -> int:
 def split_statements(sql: str) -> list[str]:
     """Split SQL text into complete statements, respecting strings and comments.
 
-    A trailing statement without ``;`` is kept; pieces holding only whitespace are dropped.
+    A trailing statement without ``;`` is kept (terminated when that completes it); pieces
+    holding only whitespace or comments are dropped.
 
     Examples
     --------
     >>> split_statements("SELECT 'a;b'; DELETE FROM t")
-    ["SELECT 'a;b';", ' DELETE FROM t']
+    ["SELECT 'a;b';", ' DELETE FROM t;']
+    >>> split_statements("SELECT 1; -- run DELETE FROM t; first")
+    ['SELECT 1;']
     """
     out: list[str] = []
     buf = ""
@@ -167,7 +174,18 @@ def split_statements(sql: str) -> list[str]:
     rest = buf[:-1]  # the split added one ';' too many at the very end
     if rest.strip():
         out.append(rest)
-    return out
+    return [stmt for stmt in out if not _only_comments(stmt)]
+
+
+def _only_comments(stmt: str) -> bool:
+    """Whether a statement holds nothing but comments and ``;`` (SQLite would run nothing)."""
+    if "--" not in stmt and "/*" not in stmt:
+        return not stmt.replace(";", "").strip()
+    try:
+        tokens = SQLite().tokenize(stmt)
+    except SqlglotError:
+        return False  # let SQLite report what is wrong with it
+    return all(t.token_type == TokenType.SEMICOLON for t in tokens)
 
 
 def execute(
@@ -216,6 +234,8 @@ def execute(
         raise InvalidInput(f"sql must be a str, got {type(sql).__name__}")
     if max_statements < 1 or max_rows < 1 or not timeout_s > 0:
         raise InvalidInput("max_statements, max_rows and timeout_s must be positive")
+    if "\x00" in sql:
+        return ExecResult(None, "the SQL contains a null character", 0)
     statements = split_statements(sql)
     if not statements:
         return ExecResult(None, "empty SQL", 0)
@@ -290,12 +310,13 @@ def read_table(conn: sqlite3.Connection, table: str) -> list[tuple[Any, ...]] | 
     info = conn.execute(f"PRAGMA table_info({quote_ident(table)})").fetchall()
     is_int = [("INT" in (r[2] or "").upper()) for r in info]
     cols = ", ".join(quote_ident(r[1]) for r in info)
+    raw: list[tuple[Any, ...]]
     try:
-        raw = conn.execute(f"SELECT rowid, {cols} FROM {quote_ident(table)} ORDER BY rowid")
-        raw = raw.fetchall()
+        raw = conn.execute(
+            f"SELECT rowid, {cols} FROM {quote_ident(table)} ORDER BY rowid"
+        ).fetchall()
     except sqlite3.Error:  # a table the agent re-created WITHOUT ROWID: no row identity
         raw = [(None, *r) for r in conn.execute(f"SELECT {cols} FROM {quote_ident(table)}")]
     return [
-        (r[0], *(mysql_int(v) if i else v for v, i in zip(r[1:], is_int, strict=True)))
-        for r in raw
+        (r[0], *(mysql_int(v) if i else v for v, i in zip(r[1:], is_int, strict=True))) for r in raw
     ]

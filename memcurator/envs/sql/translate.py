@@ -8,6 +8,8 @@ lacks (``UPDATE t a JOIN ... SET`` and ``DELETE a FROM t a JOIN ...``) are rewri
 
 from __future__ import annotations
 
+from typing import cast
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -33,7 +35,7 @@ def parse(sql: str, dialect: str = "sqlite") -> exp.Expression:
             continue
         if len(trees) != 1:
             raise InvalidInput(f"expected one SQL statement, got {len(trees)}: {sql[:80]!r}")
-        return trees[0]
+        return cast(exp.Expression, trees[0])
     raise InvalidInput(f"cannot parse SQL {sql[:80]!r}: {last}")
 
 
@@ -67,8 +69,10 @@ def is_ordered(sql: str) -> bool:
 
     Examples
     --------
-    >>> is_ordered("SELECT a FROM t ORDER BY a"), is_ordered("SELECT a FROM (SELECT a FROM t ORDER BY a)")
-    (True, False)
+    >>> is_ordered("SELECT a FROM t ORDER BY a")
+    True
+    >>> is_ordered("SELECT a FROM (SELECT a FROM t ORDER BY a)")
+    False
     """
     tree = parse(sql)
     return isinstance(tree, exp.Query) and tree.args.get("order") is not None
@@ -188,7 +192,8 @@ def _update_join(tree: exp.Update) -> str:
             col.set("table", None)
         sets.append(f"{exp.to_identifier(eq.this.name).sql('sqlite')} = {value.sql('sqlite')}")
     name = exp.to_identifier(target.name).sql("sqlite")
-    return f"UPDATE {name} SET {', '.join(sets)} WHERE {_rowid_filter(target, tree.args.get('where'))}"
+    where = _rowid_filter(target, tree.args.get("where"))
+    return f"UPDATE {name} SET {', '.join(sets)} WHERE {where}"
 
 
 def _delete_join(tree: exp.Delete) -> str:

@@ -1,0 +1,200 @@
+"""Summaries of benchmark runs: per-run metrics, mean ± sd over seeds, tables, files, a plot."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memcurator.bench.runner import PolicyRun
+
+#: (key, column title, format) of the summary table, in display order.
+METRICS: list[tuple[str, str, str]] = [
+    ("accuracy", "task acc", "{:.3f}"),
+    ("victim_accuracy", "victim acc", "{:.3f}"),
+    ("same_family_rate", "same-fam inj", "{:.3f}"),
+    ("peak_kb", "peak KB", "{:.1f}"),
+    ("energy_mb", "energy MB", "{:.1f}"),
+    ("asr", "inj. ASR", "{:.3f}"),
+    ("escalations", "escal.", "{:.1f}"),
+    ("cost_usd", "cost $", "{:.3f}"),
+    ("tokens_in", "tok in/task", "{:.0f}"),
+    ("tokens_out", "tok out/task", "{:.1f}"),
+    ("mem_s", "mem s", "{:.2f}"),
+    ("llm_s", "LLM s", "{:.1f}"),
+]
+
+
+def _mean(xs: list[float]) -> float:
+    return float(np.mean(xs)) if xs else float("nan")
+
+
+def run_metrics(run: PolicyRun) -> dict[str, Any]:
+    """The measures of DESIGN.md for one (policy, seed) run."""
+    rs = run.records
+    victims = [r for r in rs if r.subset == "victim"]
+    attack = [r for r in rs if r.subset == "attacker"]
+    return {
+        "policy": run.policy,
+        "seed": run.seed,
+        "tasks": len(rs),
+        "accuracy": _mean([r.local_ok for r in rs]),
+        "victim_accuracy": _mean([r.local_ok for r in victims]),
+        "n_victim": len(victims),
+        "attacker_accuracy": _mean([r.local_ok for r in attack]),
+        "asr": _mean([r.payload_executed for r in attack]),
+        "n_attacker": len(attack),
+        "memory_precision": _mean([r.injected_same_family for r in rs if r.injected]),
+        "same_family_rate": _mean([r.injected_same_family for r in rs]),
+        "poison_admitted": run.poison_admitted,
+        "poison_written": run.poison_written,
+        "poison_injected": int(sum(r.injected_poison for r in rs)),
+        "peak_kb": max((r.resident_bytes for r in rs), default=0) / 1024,
+        "final_entries": rs[-1].n_entries if rs else 0,
+        "energy_mb": (rs[-1].energy_bytes / 1e6) if rs else 0.0,
+        "escalations": int(sum(r.escalated for r in rs)),
+        "escalation_rate": _mean([r.escalated for r in rs]),
+        "cost_usd": float(sum(r.cost_usd for r in rs)),
+        "tokens_in": _mean([r.tokens_in for r in rs]),
+        "tokens_out": _mean([r.tokens_out for r in rs]),
+        "mem_s": float(sum(r.mem_s for r in rs)),
+        "llm_s": float(sum(r.llm_s for r in rs)),
+        "cache_hit_rate": _mean([r.cached for r in rs]),
+        "wall_s": run.wall_s,
+        "decisions": run.decisions,
+    }
+
+
+def summarize(runs: list[PolicyRun]) -> list[dict[str, Any]]:
+    """Mean and sd over seeds per policy (in the order policies first appear)."""
+    per: dict[str, list[dict[str, Any]]] = {}
+    for r in runs:
+        per.setdefault(r.policy, []).append(run_metrics(r))
+    out = []
+    for pol, ms in per.items():
+        row: dict[str, Any] = {"policy": pol, "seeds": len(ms)}
+        for key in ms[0]:
+            vals = [m[key] for m in ms]
+            if isinstance(vals[0], bool | int | float) and key != "seed":
+                arr = np.array(vals, dtype=float)
+                ok = arr[~np.isnan(arr)]
+                row[key] = float(ok.mean()) if ok.size else float("nan")
+                row[key + "_sd"] = float(ok.std(ddof=1)) if ok.size > 1 else 0.0
+        out.append(row)
+    return out
+
+
+def fmt(row: dict[str, Any], key: str, spec: str) -> str:
+    v = row.get(key, float("nan"))
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    s = spec.format(v)
+    sd = row.get(key + "_sd", 0.0)
+    if row.get("seeds", 1) > 1 and sd:
+        s += " ± " + spec.format(sd)
+    return s
+
+
+def table(summary: list[dict[str, Any]]) -> Any:
+    """A rich Table of the summary."""
+    from rich.table import Table
+
+    t = Table(title="memcurator bench — mean ± sd over seeds")
+    t.add_column("policy", style="bold")
+    for _, title, _ in METRICS:
+        t.add_column(title, justify="right")
+    for row in summary:
+        t.add_row(row["policy"], *[fmt(row, k, f) for k, _, f in METRICS])
+    return t
+
+
+def markdown(summary: list[dict[str, Any]]) -> str:
+    """The summary as a Markdown table (for notes and READMEs)."""
+    head = "| policy | " + " | ".join(t for _, t, _ in METRICS) + " |"
+    sep = "|---" * (len(METRICS) + 1) + "|"
+    rows = [
+        "| " + r["policy"] + " | " + " | ".join(fmt(r, k, f) for k, _, f in METRICS) + " |"
+        for r in summary
+    ]
+    return "\n".join([head, sep, *rows])
+
+
+def write_results(
+    out: Path, runs: list[PolicyRun], summary: list[dict[str, Any]], config: dict[str, Any]
+) -> list[Path]:
+    """Write records.csv, summary.csv, summary.json, summary.md and a plot into ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    rec_path = out / "records.csv"
+    with rec_path.open("w", newline="") as f:
+        w = None
+        for run in runs:
+            for r in run.records:
+                d = asdict(r)
+                if w is None:
+                    w = csv.DictWriter(f, fieldnames=list(d))
+                    w.writeheader()
+                w.writerow(d)
+    paths.append(rec_path)
+    per_run = [run_metrics(r) for r in runs]
+    js = out / "summary.json"
+    js.write_text(
+        json.dumps({"config": config, "summary": summary, "runs": per_run}, indent=2, default=str)
+    )
+    paths.append(js)
+    cs = out / "summary.csv"
+    keys = sorted({k for row in summary for k in row if not isinstance(row[k], dict)})
+    keys.remove("policy")
+    with cs.open("w", newline="") as f:
+        w2 = csv.DictWriter(f, fieldnames=["policy", *keys], extrasaction="ignore")
+        w2.writeheader()
+        for row in summary:
+            w2.writerow(row)
+    paths.append(cs)
+    md = out / "summary.md"
+    md.write_text(markdown(summary) + "\n")
+    paths.append(md)
+    try:
+        paths.append(plot(out / "accuracy_vs_bytes.png", summary))
+    except ImportError:
+        pass
+    return paths
+
+
+def plot(path: Path, summary: list[dict[str, Any]]) -> Path:
+    """Scatter of task accuracy against peak resident KB, one point per policy (± sd bars)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for row in summary:
+        ax.errorbar(
+            row["peak_kb"],
+            row["accuracy"],
+            xerr=row.get("peak_kb_sd", 0),
+            yerr=row.get("accuracy_sd", 0),
+            fmt="o",
+            capsize=3,
+        )
+        ax.annotate(
+            row["policy"],
+            (row["peak_kb"], row["accuracy"]),
+            textcoords="offset points",
+            xytext=(5, 5),
+            fontsize=8,
+        )
+    ax.set_xlabel("peak resident memory (KB)")
+    ax.set_ylabel("local task accuracy")
+    ax.set_title("Accuracy vs footprint per policy")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

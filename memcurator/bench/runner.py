@@ -1,0 +1,137 @@
+"""Run several memory policies side by side on the same streams, seeds and executor."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memcurator.bench.agent import AgentConfig, TaskRecord, run_task
+from memcurator.bench.stream import Stream, StreamConfig, build_stream
+from memcurator.errors import BudgetExceeded, InvalidInput
+from memcurator.memory import Memory
+from memcurator.policy import create_policy
+from memcurator.types import Entry
+
+
+@dataclass
+class BenchConfig:
+    """One benchmark: policies × seeds over streams built from ``stream``."""
+
+    policies: Sequence[str] = ("curator", "keep-all", "lru", "recency", "success-only")
+    seeds: Sequence[int] = (0,)
+    stream: StreamConfig = field(default_factory=StreamConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    max_bytes: int = 120_000
+    poison_channel: str = "external"
+
+    def __post_init__(self) -> None:
+        if self.poison_channel not in ("external", "peer", "self"):
+            raise InvalidInput("poison_channel must be external, peer or self")
+        if not self.policies:
+            raise InvalidInput("at least one policy is needed")
+        for p in self.policies:
+            create_policy(p)  # unknown names fail before any work starts
+
+
+@dataclass
+class PolicyRun:
+    """Per-task records of one (policy, seed) run plus its poison write outcomes."""
+
+    policy: str
+    seed: int
+    records: list[TaskRecord]
+    poison_admitted: int
+    poison_written: int
+    wall_s: float
+    decisions: dict[str, int]
+
+
+def _oracle(task_family: str, drifted: set[str], drift_step: int) -> Callable[[Entry], bool]:
+    def ok(m: Entry) -> bool:
+        if m.meta.get("poison") or m.meta.get("family") != task_family:
+            return False
+        return task_family not in drifted or m.created_step >= drift_step
+
+    return ok
+
+
+def run_policy(
+    policy_name: str,
+    stream: Stream,
+    executor: Any,
+    cfg: BenchConfig,
+    seed: int,
+    *,
+    on_task: Callable[[], None] | None = None,
+) -> PolicyRun:
+    """Run one policy over one stream with a fresh in-memory store."""
+    policy = create_policy(policy_name)
+    mem = Memory(
+        ":memory:",
+        namespace=f"{policy_name}-{seed}",
+        policy=policy,
+        max_bytes=cfg.max_bytes,
+        seed=seed,
+    )
+    records: list[TaskRecord] = []
+    admitted = written = 0
+    t0 = time.perf_counter()
+    for step, task in enumerate(stream.tasks):
+        if stream.poison is not None and step == stream.poison.step:
+            for text, fam in zip(stream.poison.texts, stream.poison.targets, strict=True):
+                written += 1
+                try:
+                    r = mem.write(
+                        text,
+                        origin=cfg.poison_channel,
+                        kind="insight",
+                        origin_detail="attacker",
+                        meta={"poison": True, "family": fam},
+                    )
+                except BudgetExceeded:
+                    continue
+                admitted += int(r.admitted)
+        if hasattr(policy, "oracle"):
+            policy.oracle = _oracle(task.family, stream.drifted, stream.drift_step)
+        records.append(
+            run_task(task, mem, executor, cfg.agent, policy_name=policy_name, seed=seed, step=step)
+        )
+        if on_task is not None:
+            on_task()
+    counts: dict[str, int] = {}
+    for d in mem.decisions():
+        counts[d.action] = counts.get(d.action, 0) + 1
+    mem.close()
+    return PolicyRun(
+        policy_name, seed, records, admitted, written, time.perf_counter() - t0, counts
+    )
+
+
+def load_families(data_path: str | None = None) -> list[Any]:
+    """The LifelongAgentBench specs that admit variants (the stream's families)."""
+    from memcurator.envs.sql import load_specs, variant_families
+
+    specs = load_specs(data_path).specs
+    keep = set(variant_families(specs))
+    return [s for s in specs if s.family in keep]
+
+
+def run_bench(
+    cfg: BenchConfig,
+    executor: Any,
+    *,
+    families: list[Any] | None = None,
+    progress: Callable[[str, int], Callable[[], None]] | None = None,
+) -> list[PolicyRun]:
+    """Every policy on every seed's stream; the same stream for all policies of a seed."""
+    fams = families if families is not None else load_families()
+    runs: list[PolicyRun] = []
+    for seed in cfg.seeds:
+        scfg = StreamConfig(**{**asdict(cfg.stream), "seed": seed})
+        stream = build_stream(scfg, fams)
+        for name in cfg.policies:
+            tick = progress(f"{name} seed {seed}", len(stream.tasks)) if progress else None
+            runs.append(run_policy(name, stream, executor, cfg, seed, on_task=tick))
+    return runs

@@ -1,0 +1,183 @@
+"""Task streams over recurring SQL task families, with drift and poisoning events.
+
+A stream draws families with Zipf-like popularity; each draw is a fresh variant of its family,
+executed once. At the drift boundary a fraction of the families migrate schema (their later tasks
+form the *victim* subset); at the poison step an attacker writes entries crafted for target
+families (their later tasks form the *attacker* subset). DESIGN.md, "The first real testbed".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from memcurator.errors import InvalidInput
+from memcurator.types import Task
+
+
+@dataclass
+class PoisonEvent:
+    """Attacker entries to write before task ``step``: texts and their target families."""
+
+    step: int
+    texts: list[str]
+    targets: list[str]
+    payload: str
+
+
+@dataclass
+class StreamConfig:
+    """Parameters of a stream.
+
+    Parameters
+    ----------
+    n_tasks : int
+        Number of tasks N.
+    zipf : float, default 1.1
+        Popularity exponent a: family of rank r is drawn with probability ∝ r^-a.
+    n_families : int or None, default 60
+        How many variant-admitting families take part (the most popular ranks); None = all.
+    drift : float, default 0.3
+        Fraction of the families that have appeared before the boundary that migrate schema.
+    drift_at : float, default 0.5
+        Phase boundary as a fraction of the stream.
+    poison : int, default 4
+        n_p attacker entries (0 disables poisoning).
+    poison_at : float, default 0.3
+        Poison step as a fraction of the stream.
+    poison_targets : int, default 2
+        Number of target families (drawn among the ten most popular, none of them drifting).
+    payload : {"drop", "empty", "comment"}, default "drop"
+    seed : int, default 0
+    """
+
+    n_tasks: int = 300
+    zipf: float = 1.1
+    n_families: int | None = 60
+    drift: float = 0.3
+    drift_at: float = 0.5
+    poison: int = 4
+    poison_at: float = 0.3
+    poison_targets: int = 2
+    payload: str = "drop"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.n_tasks < 1:
+            raise InvalidInput("n_tasks must be >= 1")
+        if not 0 <= self.drift <= 1 or not 0 <= self.drift_at <= 1 or not 0 <= self.poison_at <= 1:
+            raise InvalidInput("drift, drift_at and poison_at must be in [0, 1]")
+        if self.zipf < 0 or self.poison < 0:
+            raise InvalidInput("zipf and poison must be >= 0")
+
+
+@dataclass
+class Stream:
+    """A built stream: tasks in order, the poison event, drifted families and their step."""
+
+    tasks: list[Task]
+    poison: PoisonEvent | None
+    drifted: set[str] = field(default_factory=set)
+    drift_step: int = 0
+    families: list[str] = field(default_factory=list)
+
+
+def zipf_probs(n: int, a: float) -> np.ndarray:
+    """Probabilities ∝ r^-a for ranks r = 1..n, shape (n,).
+
+    Examples
+    --------
+    >>> zipf_probs(3, 1.0).round(3).tolist()
+    [0.545, 0.273, 0.182]
+    """
+    w = 1.0 / np.arange(1, n + 1) ** a
+    return w / w.sum()
+
+
+def build_stream(cfg: StreamConfig, specs: list, *, max_variant_tries: int = 10) -> Stream:
+    """Build a deterministic stream of SQL tasks from base specs.
+
+    Parameters
+    ----------
+    cfg : StreamConfig
+    specs : list of SQLTaskSpec
+        Families that admit variants (see :func:`memcurator.envs.sql.variant_families`).
+
+    Returns
+    -------
+    Stream
+
+    Raises
+    ------
+    InvalidInput
+        If ``specs`` is empty.
+    """
+    from memcurator.envs.sql import make_poison, make_variant, migrate, to_task
+
+    if not specs:
+        raise InvalidInput("no task families to draw from")
+    rng = np.random.default_rng(cfg.seed)
+    fams = list(specs)
+    order = rng.permutation(len(fams))
+    fams = [fams[i] for i in order]
+    if cfg.n_families is not None:
+        fams = fams[: cfg.n_families]
+    probs = zipf_probs(len(fams), cfg.zipf)
+    draws = rng.choice(len(fams), size=cfg.n_tasks, p=probs)
+    drift_step = int(round(cfg.drift_at * cfg.n_tasks))
+    poison_step = int(round(cfg.poison_at * cfg.n_tasks))
+
+    seen_before = sorted({int(i) for i in draws[:drift_step]})
+    n_drift = int(round(cfg.drift * len(seen_before)))
+    top10 = list(range(min(10, len(fams))))
+    targets_idx: list[int] = []
+    if cfg.poison > 0:
+        cand = [i for i in top10]
+        rng.shuffle(cand)
+        targets_idx = sorted(cand[: cfg.poison_targets])
+    drift_pool = [i for i in seen_before if i not in targets_idx]
+    drift_idx = (
+        set(rng.choice(drift_pool, size=min(n_drift, len(drift_pool)), replace=False).tolist())
+        if drift_pool and n_drift
+        else set()
+    )
+    migrated = {
+        i: migrate(fams[i], kind="column" if rng.random() < 0.5 else "table", rng=rng)
+        for i in sorted(drift_idx)
+    }
+
+    tasks: list[Task] = []
+    for t, i in enumerate(draws):
+        i = int(i)
+        base = migrated[i] if (i in migrated and t >= drift_step) else fams[i]
+        spec = None
+        for _ in range(max_variant_tries):
+            spec = make_variant(base, rng)
+            if spec is not None:
+                break
+        if spec is None:
+            spec = base
+        if i in migrated and t >= drift_step:
+            subset = "victim"
+        elif i in targets_idx and t >= poison_step and cfg.poison > 0:
+            subset = "attacker"
+        else:
+            subset = "clean"
+        tasks.append(to_task(spec, f"t{t:05d}-{spec.family}", subset))  # type: ignore[arg-type]
+
+    poison = None
+    if cfg.poison > 0 and targets_idx:
+        texts, targets = [], []
+        for j in range(cfg.poison):
+            target = fams[targets_idx[j % len(targets_idx)]]
+            texts.append(make_poison(target, cfg.payload, rng))  # type: ignore[arg-type]
+            targets.append(target.family)
+        poison = PoisonEvent(poison_step, texts, targets, cfg.payload)
+    return Stream(
+        tasks,
+        poison,
+        drifted={fams[i].family for i in drift_idx},
+        drift_step=drift_step,
+        families=[f.family for f in fams],
+    )

@@ -1,0 +1,237 @@
+"""``memcurator`` command line: a thin shell over the library (STYLE.md rule 10)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from memcurator.errors import MemcuratorError
+
+app = typer.Typer(
+    help="Govern an LLM agent's experience memory; benchmark memory policies on real tasks.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+console = Console(stderr=True)
+
+DEFAULT_POLICIES = "curator,keep-all,lru,recency,success-only,full-oracle,no-memory"
+
+
+def _fail(e: Exception) -> None:
+    console.print(f"[red]error:[/red] {e}")
+    raise typer.Exit(code=2)
+
+
+@app.command()
+def bench(
+    env: Annotated[str, typer.Option(help="Task environment; only 'sql' exists.")] = "sql",
+    policies: Annotated[
+        str, typer.Option(help="Comma-separated policy presets.")
+    ] = DEFAULT_POLICIES,
+    tasks: Annotated[int, typer.Option(help="Tasks per stream (N).")] = 200,
+    seeds: Annotated[int, typer.Option(help="Number of seeds (0..S-1).")] = 1,
+    max_bytes: Annotated[int, typer.Option(help="Resident budget B in bytes.")] = 100_000,
+    poison: Annotated[int, typer.Option(help="Attacker entries n_p (0 = no attack).")] = 4,
+    payload: Annotated[str, typer.Option(help="Poison payload: drop, empty or comment.")] = "drop",
+    poison_channel: Annotated[
+        str, typer.Option(help="external, peer, or self (forged).")
+    ] = "external",
+    drift: Annotated[float, typer.Option(help="Fraction of families that migrate schema.")] = 0.3,
+    zipf: Annotated[float, typer.Option(help="Family popularity exponent.")] = 1.1,
+    families: Annotated[int, typer.Option(help="Families taking part.")] = 60,
+    inject_chars: Annotated[int, typer.Option(help="Injection budget in characters.")] = 1200,
+    executor: Annotated[
+        str, typer.Option(help="gguf (local), openai (endpoint) or fake.")
+    ] = "gguf",
+    model_path: Annotated[
+        str | None, typer.Option(help="GGUF file; default: bundled Gemma-3-270M.")
+    ] = None,
+    expert_cost: Annotated[float, typer.Option(help="USD per escalation to the expert.")] = 0.002,
+    cache: Annotated[
+        bool, typer.Option(help="Reuse deterministic (temperature 0) completions.")
+    ] = True,
+    out: Annotated[
+        Path | None, typer.Option(help="Results folder; default results/<time>.")
+    ] = None,
+    data: Annotated[
+        str | None, typer.Option(help="Path of entry_dict.json (default: ../shared/data).")
+    ] = None,
+) -> None:
+    """Run every policy side by side on recurring SQL task families with drift and poisoning."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from memcurator.bench.agent import AgentConfig
+    from memcurator.bench.report import summarize, table, write_results
+    from memcurator.bench.runner import BenchConfig, load_families, run_bench
+    from memcurator.bench.stream import StreamConfig
+    from memcurator.llm import CachedExecutor, create_executor
+
+    if env != "sql":
+        _fail(ValueError(f"unknown env {env!r}; known: ['sql']"))
+    try:
+        cfg = BenchConfig(
+            policies=[p.strip() for p in policies.split(",") if p.strip()],
+            seeds=list(range(seeds)),
+            stream=StreamConfig(
+                n_tasks=tasks,
+                zipf=zipf,
+                n_families=families,
+                drift=drift,
+                poison=poison,
+                payload=payload,
+            ),
+            agent=AgentConfig(inject_chars=inject_chars, expert_cost_usd=expert_cost),
+            max_bytes=max_bytes,
+            poison_channel=poison_channel,
+        )
+        fams = load_families(data)
+        kw = {"model_path": model_path} if (executor == "gguf" and model_path) else {}
+        ex = create_executor(executor, **kw)
+        if cache and executor != "fake":
+            from memcurator.llm.gguf import cache_dir
+
+            ex = CachedExecutor(ex, cache_dir() / "completions.sqlite")
+    except MemcuratorError as e:
+        _fail(e)
+        return
+    out_dir = out or Path("results") / time.strftime("%Y%m%d-%H%M%S")
+    console.print(
+        f"[bold]memcurator bench[/bold]: {len(cfg.policies)} policies × {seeds} seeds × "
+        f"{tasks} tasks, {len(fams)} variant families, B={max_bytes} bytes → {out_dir}"
+    )
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    ) as prog:
+        overall = prog.add_task("all", total=len(cfg.policies) * seeds * tasks)
+
+        def start(label: str, n: int):  # type: ignore[no-untyped-def]
+            tid = prog.add_task(label, total=n)
+
+            def tick() -> None:
+                prog.advance(tid)
+                prog.advance(overall)
+
+            return tick
+
+        try:
+            runs = run_bench(cfg, ex, families=fams, progress=start)
+        except MemcuratorError as e:
+            _fail(e)
+            return
+    summary = summarize(runs)
+    Console().print(table(summary))
+    config = {
+        "argv": sys.argv,
+        "tasks": tasks,
+        "seeds": seeds,
+        "max_bytes": max_bytes,
+        "poison": poison,
+        "payload": payload,
+        "poison_channel": poison_channel,
+        "drift": drift,
+        "zipf": zipf,
+        "families": families,
+        "inject_chars": inject_chars,
+        "executor": repr(ex),
+        "policies": cfg.policies,
+    }
+    paths = write_results(out_dir, runs, summary, config)
+    hits = getattr(ex, "hits", None)
+    if hits is not None:
+        console.print(
+            f"completion cache: {hits} hits, {getattr(ex, 'misses', 0)} misses "
+            "(hits replay a deterministic call and its measured latency)"
+        )
+    console.print("wrote " + ", ".join(str(p) for p in paths))
+
+
+@app.command()
+def policies() -> None:
+    """List the registered policy presets."""
+    from memcurator.policy import POLICIES
+
+    for name in sorted(POLICIES):
+        print(name)
+
+
+@app.command()
+def decisions(
+    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    namespace: Annotated[str, typer.Option(help="Namespace to read.")] = "default",
+    action: Annotated[
+        str | None, typer.Option(help="Only this action (evict, reject, ...).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
+) -> None:
+    """Print a store's decision log: every admit, reject, evict, distill, forget, with reasons."""
+    from rich.table import Table
+
+    from memcurator.store import SQLiteStore
+
+    if not path.exists():
+        _fail(FileNotFoundError(f"no store at {path}"))
+    try:
+        rows = SQLiteStore(path).decisions(namespace, action=action)
+    except MemcuratorError as e:
+        _fail(e)
+        return
+    if as_json:
+        for d in rows:
+            print(json.dumps(d.__dict__))
+        return
+    t = Table(title=f"decisions of {namespace!r} in {path}")
+    for col in ("seq", "step", "action", "entry", "score", "bytes", "reason"):
+        t.add_column(col)
+    for d in rows:
+        t.add_row(
+            str(d.seq), str(d.step), d.action, d.entry_id, f"{d.score:.3g}", str(d.bytes), d.reason
+        )
+    Console().print(t)
+
+
+@app.command()
+def entries(
+    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    namespace: Annotated[str, typer.Option(help="Namespace to read.")] = "default",
+) -> None:
+    """List the resident entries of a namespace with their bytes, origin and use counts."""
+    from rich.table import Table
+
+    from memcurator.store import SQLiteStore
+
+    if not path.exists():
+        _fail(FileNotFoundError(f"no store at {path}"))
+    try:
+        ents = SQLiteStore(path).entries(namespace)
+    except MemcuratorError as e:
+        _fail(e)
+        return
+    t = Table(title=f"{len(ents)} entries of {namespace!r}")
+    for col in ("id", "kind", "origin", "bytes", "uses", "succ", "fail", "text"):
+        t.add_column(col)
+    for m in ents:
+        t.add_row(
+            m.id,
+            m.kind,
+            m.origin,
+            str(m.bytes),
+            str(m.uses),
+            str(m.successes),
+            str(m.failures),
+            m.text[:60].replace("\n", " ⏎ "),
+        )
+    Console().print(t)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,48 @@
+"""Compact schema text for the agent prompt."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memcurator.envs.sql.spec import SQLTaskSpec
+from memcurator.envs.sql.sqledit import sql_string
+
+
+def _literal(x: Any) -> str:
+    if x is None:
+        return "NULL"
+    if isinstance(x, str):
+        return sql_string(x)
+    return str(x)
+
+
+def schema_text(spec: SQLTaskSpec, n_rows: int = 2) -> str:
+    """One line of schema plus up to ``n_rows`` example rows.
+
+    Parameters
+    ----------
+    spec : SQLTaskSpec
+    n_rows : int, default 2
+        Example rows to show (0 for none).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> s = SQLTaskSpec(family="lab000", instruction="", table="payments",
+    ...                 columns=(("id", "INT"), ("method", "TEXT")),
+    ...                 rows=((1, "Cash"), (2, "Card"), (3, "Cash")), sql="SELECT 1",
+    ...                 kind="select")
+    >>> print(schema_text(s))
+    Table payments(id INT, method TEXT)
+    Example rows: (1, 'Cash'), (2, 'Card')
+    """
+    cols = ", ".join(f"{name} {typ}" for name, typ in spec.columns)
+    text = f"Table {spec.table}({cols})"
+    rows = spec.rows[: max(0, n_rows)]
+    if rows:
+        shown = ", ".join("(" + ", ".join(_literal(v) for v in r) + ")" for r in rows)
+        text += f"\nExample rows: {shown}"
+    return text
