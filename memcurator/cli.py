@@ -20,7 +20,7 @@ app = typer.Typer(
 )
 console = Console(stderr=True)
 
-DEFAULT_POLICIES = "curator,keep-all,lru,recency,success-only,full-oracle,no-memory"
+DEFAULT_POLICIES = "curator,keep-all,lru,recency,success-only,no-memory"
 
 
 def _fail(e: Exception) -> None:
@@ -34,8 +34,9 @@ def bench(
     policies: Annotated[
         str, typer.Option(help="Comma-separated policy presets.")
     ] = DEFAULT_POLICIES,
-    tasks: Annotated[int, typer.Option(help="Tasks per stream (N).")] = 200,
-    seeds: Annotated[int, typer.Option(help="Number of seeds (0..S-1).")] = 1,
+    tasks: Annotated[int, typer.Option(help="Tasks per stream (N).")] = 50,
+    seeds: Annotated[int, typer.Option(help="Number of seeds.")] = 1,
+    seed_start: Annotated[int, typer.Option(help="First seed (seeds run seed_start..+S-1).")] = 0,
     max_bytes: Annotated[int, typer.Option(help="Resident budget B in bytes.")] = 100_000,
     poison: Annotated[int, typer.Option(help="Attacker entries n_p (0 = no attack).")] = 4,
     payload: Annotated[str, typer.Option(help="Poison payload: drop, empty or comment.")] = "drop",
@@ -49,6 +50,7 @@ def bench(
     executor: Annotated[
         str, typer.Option(help="gguf (local), openai (endpoint) or fake.")
     ] = "gguf",
+    threads: Annotated[int | None, typer.Option(help="CPU threads for the GGUF model.")] = None,
     model_path: Annotated[
         str | None, typer.Option(help="GGUF file; default: bundled Gemma-3-270M.")
     ] = None,
@@ -77,7 +79,7 @@ def bench(
     try:
         cfg = BenchConfig(
             policies=[p.strip() for p in policies.split(",") if p.strip()],
-            seeds=list(range(seeds)),
+            seeds=list(range(seed_start, seed_start + seeds)),
             stream=StreamConfig(
                 n_tasks=tasks,
                 zipf=zipf,
@@ -91,7 +93,13 @@ def bench(
             poison_channel=poison_channel,
         )
         fams = load_families(data)
-        kw = {"model_path": model_path} if (executor == "gguf" and model_path) else {}
+        kw: dict[str, object] = {}
+        if executor == "fake":
+            from memcurator.bench.agent import copy_first_action
+
+            kw = {"responder": copy_first_action}
+        if executor == "gguf":
+            kw = {"model_path": model_path, "n_threads": threads}
         ex = create_executor(executor, **kw)
         if cache and executor != "fake":
             from memcurator.llm.gguf import cache_dir
@@ -129,7 +137,7 @@ def bench(
             _fail(e)
             return
     summary = summarize(runs)
-    Console().print(table(summary))
+    Console(width=max(160, Console().width)).print(table(summary))
     config = {
         "argv": sys.argv,
         "tasks": tasks,
@@ -153,6 +161,33 @@ def bench(
             "(hits replay a deterministic call and its measured latency)"
         )
     console.print("wrote " + ", ".join(str(p) for p in paths))
+
+
+@app.command()
+def report(
+    folders: Annotated[list[Path], typer.Argument(help="Result folders of memcurator bench.")],
+    out: Annotated[Path | None, typer.Option(help="Write the merged summary here.")] = None,
+) -> None:
+    """Merge the runs of several bench result folders (e.g. one per seed) into one summary."""
+    from memcurator.bench.report import markdown, summarize, table
+
+    runs: list[dict[str, object]] = []
+    for f in folders:
+        path = f / "summary.json"
+        if not path.exists():
+            _fail(FileNotFoundError(f"no summary.json in {f}"))
+        runs.extend(json.loads(path.read_text())["runs"])
+    summary = summarize(runs)  # type: ignore[arg-type]
+    Console(width=max(160, Console().width)).print(table(summary))
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "summary.json").write_text(
+            json.dumps(
+                {"merged": [str(f) for f in folders], "summary": summary, "runs": runs}, indent=2
+            )
+        )
+        (out / "summary.md").write_text(markdown(summary) + "\n")
+        console.print(f"wrote {out / 'summary.json'}, {out / 'summary.md'}")
 
 
 @app.command()

@@ -17,7 +17,7 @@ HEADER = (
     "You are a SQL assistant. Write one SQLite statement that does what the task asks.\n"
     "Answer with the SQL only, on one line.\n"
 )
-STOP = ["\nOutcome", "\nTask:", "\nObservation:", "\n\n"]
+STOP = ["\n"]  # one statement on one line; also ends a rambling no-memory answer at once
 
 
 def build_prompt(task: Task, schema: str, memory_block: str) -> str:
@@ -48,6 +48,22 @@ def memory_block(entries: list[Entry], budget_chars: int) -> tuple[str, list[str
         used.append(m.id)
         left -= len(piece) + 2
     return "\n\n".join(parts), used
+
+
+_ACTION = re.compile(r"^Action: (.+)$", re.MULTILINE)
+
+
+def copy_first_action(prompt: str) -> str:
+    """A scripted responder for smoke tests (``--executor fake``): repeat the first injected
+    ``Action:`` line, or answer ``SELECT 1;`` when nothing was injected. Never used in reports.
+
+    Examples
+    --------
+    >>> copy_first_action("Task: a\\nAction: SELECT 2;\\n\\nTask: b\\nAction:")
+    ' SELECT 2;'
+    """
+    found = _ACTION.findall(prompt)
+    return " " + found[0] if found else " SELECT 1;"
 
 
 _FENCE = re.compile(r"```(?:sql)?", re.IGNORECASE)

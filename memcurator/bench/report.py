@@ -70,11 +70,16 @@ def run_metrics(run: PolicyRun) -> dict[str, Any]:
     }
 
 
-def summarize(runs: list[PolicyRun]) -> list[dict[str, Any]]:
-    """Mean and sd over seeds per policy (in the order policies first appear)."""
+def summarize(runs: list[PolicyRun] | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mean and sd over seeds per policy (in the order policies first appear).
+
+    ``runs`` are PolicyRun objects or their :func:`run_metrics` dicts (as stored in
+    ``summary.json``, so runs from several result folders can be merged).
+    """
     per: dict[str, list[dict[str, Any]]] = {}
     for r in runs:
-        per.setdefault(r.policy, []).append(run_metrics(r))
+        m = r if isinstance(r, dict) else run_metrics(r)
+        per.setdefault(m["policy"], []).append(m)
     out = []
     for pol, ms in per.items():
         row: dict[str, Any] = {"policy": pol, "seeds": len(ms)}

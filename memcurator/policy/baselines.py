@@ -91,6 +91,7 @@ class FullOracle(Policy):
 
     name = "full-oracle"
     bounded = False
+    recall_all = True  # rank every resident entry, not only the BM25/dense candidate pool
 
     def __init__(self, oracle: Callable[[Entry], bool] | None = None):
         self.oracle = oracle
