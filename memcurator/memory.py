@@ -145,10 +145,12 @@ class Memory:
         self.distiller = distiller if distiller is not None else ExtractiveDistiller()
         self.max_text_bytes = max_text_bytes
         self.candidates = candidates
-        self._rng = random.Random(seed)
         self.store.create_namespace(
             namespace, embedder=self.embedder.name, dim=self.embedder.dim, max_bytes=self.max_bytes
         )
+        # ids are drawn from the seed and the log's length, so a reopened store (same seed)
+        # never draws an id it already used, while a fresh run stays reproducible
+        self._rng = random.Random(f"{seed}:{namespace}:{self.store.last_seq()}")
         self.step = 0
         saved = self.store.load_state(namespace)
         if saved is not None and saved[0] == self.policy.name:
@@ -359,6 +361,8 @@ class Memory:
         raw_text: str | None = None,
         meta: dict[str, Any] | None = None,
         step: int | None = None,
+        raw_bytes: int | None = None,
+        stats: dict[str, float] | None = None,
     ) -> WriteResult:
         """Offer one entry to the memory.
 
@@ -421,6 +425,8 @@ class Memory:
             self.energy_bytes += len(text.encode("utf-8"))
             b = int(self.sizeof(text, meta, e))
             b0 = int(self.sizeof(raw_text, meta, e)) if raw_text else b
+            if raw_bytes is not None:
+                b0 = int(raw_bytes)
             eid = self._new_id(text)
             cand = Entry(
                 eid,
@@ -434,6 +440,7 @@ class Memory:
                 origin_detail,
                 created_step=st,
                 meta=meta,
+                stats=dict(stats or {}),
             )
             if self.max_bytes is not None and b > self.max_bytes:
                 # Log and commit the rejection, then raise outside the transaction: raising inside
@@ -533,6 +540,122 @@ class Memory:
             for m in injected:
                 self.store.update(m)
             self._save_state()
+
+    # ------------------------------------------------------------------ share / receive
+    @property
+    def sketch(self) -> np.ndarray:
+        """The query sketch q̄ this memory advertises to peers (CURATOR Eq. 8), shape (d,)."""
+        sk = getattr(self.policy, "scorer", None)
+        if sk is None:
+            raise InvalidInput(f"policy {self.policy.name!r} keeps no query sketch; use curator")
+        return np.asarray(sk.sketch)
+
+    def share(
+        self,
+        peer_sketch: np.ndarray,
+        uplink_bytes: int,
+        *,
+        tau: float = 0.0,
+        tau_rise: float = 5e-5,
+        delta: float = 0.9,
+    ) -> list[Any]:
+        """Select resident entries to send a peer (CURATOR Alg. 1 lines 13-17, Eq. 7-8).
+
+        Parameters
+        ----------
+        peer_sketch : ndarray of shape (d,)
+            The peer's advertised query sketch q̄_p.
+        uplink_bytes : int
+            Uplink budget L for this round, bytes.
+        tau, tau_rise, delta : float
+            See :func:`memcurator.policy.share.select_for_peer`.
+
+        Returns
+        -------
+        list of SharedEntry
+            Each selected entry is logged as a ``share`` decision with its ρ_s.
+
+        Raises
+        ------
+        InvalidInput
+            The policy does not score entries (only curator-style policies share).
+        DimensionMismatch
+            ``peer_sketch`` has the wrong dimension.
+        """
+        from memcurator.errors import DimensionMismatch
+        from memcurator.policy.share import SharedEntry, select_for_peer
+
+        scorer = getattr(self.policy, "scorer", None)
+        if scorer is None:
+            raise InvalidInput(f"policy {self.policy.name!r} cannot share; use a curator policy")
+        sk = np.asarray(peer_sketch, dtype=np.float64)
+        if sk.shape != (self.embedder.dim,):
+            raise DimensionMismatch(
+                f"peer sketch has shape {sk.shape}, expected ({self.embedder.dim},)"
+            )
+        if not np.all(np.isfinite(sk)):
+            raise InvalidInput("peer sketch contains NaN or infinite values")
+        self._sync()
+        if not self._entries:
+            return []
+        t = scorer.score(self._entries, self.matrix, sketch=sk)
+        chosen, _ = select_for_peer(
+            self._entries,
+            self.matrix,
+            t.rho,
+            t.q,
+            uplink_bytes=uplink_bytes,
+            tau=tau,
+            tau_rise=tau_rise,
+            delta=delta,
+        )
+        out = []
+        with self.store.transaction():
+            for i, thr in chosen:
+                m = self._entries[i]
+                out.append(
+                    SharedEntry(
+                        m.text, m.kind, m.bytes, float(t.q[i]), float(t.a[i]), float(t.rho[i]), m.id
+                    )
+                )
+                self._log(
+                    self.step,
+                    "share",
+                    m.id,
+                    float(t.rho[i]),
+                    f"rho_s={t.rho[i]:.3g} > tau={thr:.3g}; q={t.q[i]:.3f}, a={t.a[i]:.2f}",
+                    m.bytes,
+                )
+        return out
+
+    def receive(self, shared: Iterable[Any], peer: str) -> list[WriteResult]:
+        """Offer entries received from ``peer`` to this memory (CURATOR Trust, Alg. 1 l. 18-22).
+
+        Each is written with ``origin="peer"``; the sender's advertised q and a are kept (q as
+        ``stats["q_adv"]``, a through ``raw_bytes = a·b``) while propensity and harm are
+        recomputed locally by the policy's admission gate.
+        """
+        out = []
+        for s in shared:
+            if not isinstance(peer, str) or not peer:
+                raise InvalidInput("peer must be a non-empty string")
+            a = float(s.a)
+            if not np.isfinite(a) or a < 1.0 or not np.isfinite(float(s.q)):
+                raise InvalidInput(f"advertised q={s.q!r}, a={s.a!r} must be finite, a >= 1")
+            text = self._check_text(s.text)
+            e_b = int(self.sizeof(text, {}, self.embedder.embed(text)))
+            out.append(
+                self.write(
+                    text,
+                    origin="peer",
+                    kind=s.kind,
+                    origin_detail=peer,
+                    raw_bytes=int(round(a * e_b)),
+                    stats={"q_adv": float(np.clip(s.q, -1.0, 1.0))},
+                    meta={"received_from": peer},
+                )
+            )
+        return out
 
     def forget(self, entry_id: str, *, reason: str = "forget requested") -> None:
         """Hard-delete one entry: its text leaves the table and every index; a tombstone id

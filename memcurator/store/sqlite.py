@@ -428,6 +428,12 @@ class SQLiteStore:
                 (namespace, step, action, entry_id, sc, reason, policy, int(nbytes), self.clock()),
             )
 
+    def last_seq(self) -> int:
+        """Sequence number of the newest decision in the whole store (0 when none)."""
+        with self._lock:
+            row = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM decisions").fetchone()
+        return int(row[0])
+
     def decisions(
         self, namespace: str, *, since: int = 0, action: str | None = None
     ) -> list[Decision]:

@@ -24,6 +24,10 @@ class MarginalUtility:
 
         q(m) = (r_m + α·π_in) / (n_m + α)  −  (R − R_m + 1) / (N − N_m + 2)
 
+    An entry received from a peer carries the sender's advertised ``q_adv`` in its stats (Eq. 8:
+    helpfulness transfers unchanged); it counts as ``alpha`` pseudo-uses, so local outcomes take
+    over as they accumulate.
+
     The first term is the entry's reward rate when injected, shrunk toward the population rate
     ``π_in`` of tasks that had any injection (empirical-Bayes calibration: an unused entry starts
     at the average effect of memory, not at zero). The second is the reward rate of the tasks in
@@ -94,7 +98,11 @@ class MarginalUtility:
         n_out = max(self._n_all - stats.get("n_in", 0.0), 0.0)
         r_out = min(max(self._r_all - stats.get("r_in", 0.0), 0.0), n_out)
         base = (r_out + 1.0) / (n_out + 2.0)
-        return inj - base
+        q = inj - base
+        if "q_adv" in stats:  # a peer's advertised q (CURATOR Eq. 8), until local evidence
+            w = self.alpha / (stats.get("q_n", 0.0) + self.alpha)
+            q = w * float(stats["q_adv"]) + (1.0 - w) * q
+        return q
 
     def q_many(self, stats: list[dict[str, float]]) -> np.ndarray:
         """:meth:`q` for many entries at once, shape (n,); same arithmetic, vectorized."""
@@ -107,7 +115,10 @@ class MarginalUtility:
         inj = (q_r + self.alpha * self.prior_in) / (q_n + self.alpha)
         n_out = np.maximum(self._n_all - n_in, 0.0)
         r_out = np.minimum(np.maximum(self._r_all - r_in, 0.0), n_out)
-        return inj - (r_out + 1.0) / (n_out + 2.0)
+        q = inj - (r_out + 1.0) / (n_out + 2.0)
+        adv = np.fromiter((st.get("q_adv", np.nan) for st in stats), dtype=np.float64, count=n)
+        w = self.alpha / (q_n + self.alpha)
+        return np.where(np.isnan(adv), q, w * adv + (1.0 - w) * q)
 
     def state(self) -> dict[str, float]:
         return {
