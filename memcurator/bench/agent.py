@@ -21,13 +21,16 @@ STOP = ["\n"]  # one statement on one line; also ends a rambling no-memory answe
 
 
 def build_prompt(task: Task, schema: str, memory_block: str) -> str:
-    """The prompt: header, the injected memory block (may be empty), then the task to solve.
+    """The prompt: header, the injected memory block (may be empty), the table, then the task.
 
-    The task is laid out exactly as a stored raw trajectory (``Task`` / ``Observation`` /
-    ``Action``) so a small model can continue the pattern of a recalled exemplar.
+    The task block ends ``Task: ...`` / ``Action:`` so that a small model continues the pattern of
+    a recalled exemplar, raw trajectory or distilled insight alike. Measured with Gemma-3-270M on
+    30 same-family (task, exemplar) pairs: with the table given as an ``Observation:`` line inside
+    the task block, raw exemplars were copied correctly 22/30 times but insights only 4/30 (their
+    pattern lacks that line); with the table before the block, 20/30 and 20/30.
     """
     mem = f"Solved examples from memory:\n{memory_block}\n\n" if memory_block else ""
-    return f"{HEADER}\n{mem}Task: {task.instruction}\nObservation: {schema}\nAction:"
+    return f"{HEADER}\n{mem}Table: {schema}\nTask: {task.instruction}\nAction:"
 
 
 def memory_block(entries: list[Entry], budget_chars: int) -> tuple[str, list[str]]:

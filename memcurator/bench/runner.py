@@ -48,11 +48,17 @@ class PolicyRun:
     decisions: dict[str, int]
 
 
-def _oracle(task_family: str, drifted: set[str], drift_step: int) -> Callable[[Entry], bool]:
+def _oracle(
+    task_family: str, step: int, drifted: set[str], drift_step: int
+) -> Callable[[Entry], bool]:
+    """Whether an entry is a correct, current exemplar for a task of ``task_family`` at ``step``:
+    same family, not poison, and, for a drifted family after its migration, written after it."""
+    stale_before = drift_step if (task_family in drifted and step >= drift_step) else None
+
     def ok(m: Entry) -> bool:
         if m.meta.get("poison") or m.meta.get("family") != task_family:
             return False
-        return task_family not in drifted or m.created_step >= drift_step
+        return stale_before is None or m.created_step >= stale_before
 
     return ok
 
@@ -94,7 +100,7 @@ def run_policy(
                     continue
                 admitted += int(r.admitted)
         if hasattr(policy, "oracle"):
-            policy.oracle = _oracle(task.family, stream.drifted, stream.drift_step)
+            policy.oracle = _oracle(task.family, step, stream.drifted, stream.drift_step)
         records.append(
             run_task(task, mem, executor, cfg.agent, policy_name=policy_name, seed=seed, step=step)
         )
