@@ -111,7 +111,8 @@ def bench(
     out_dir = out or Path("results") / time.strftime("%Y%m%d-%H%M%S")
     console.print(
         f"[bold]memcurator bench[/bold]: {len(cfg.policies)} policies × {seeds} seeds × "
-        f"{tasks} tasks, {len(fams)} variant families, B={max_bytes} bytes → {out_dir}"
+        f"{tasks} tasks, {families} of {len(fams)} variant families, B={max_bytes} bytes "
+        f"→ {out_dir}"
     )
     with Progress(
         TextColumn("{task.description}"),

@@ -134,7 +134,7 @@ class Entry:
     text: str
     bytes: int
     raw_bytes: int
-    embedding: np.ndarray
+    embedding: np.ndarray = field(repr=False)
     origin: str = "self"
     origin_detail: str = ""
     reinforcement: int = 0

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from memcurator.errors import InvalidInput
 from memcurator.memory import Memory
 from memcurator.types import Entry, Step, Task, Trajectory
 
@@ -116,6 +117,12 @@ class AgentConfig:
     inject_chars: int = 1200
     max_tokens: int = 96
     expert_cost_usd: float = 0.002
+
+    def __post_init__(self) -> None:
+        if self.k < 1 or self.inject_chars < 0 or self.max_tokens < 1:
+            raise InvalidInput("need k >= 1, inject_chars >= 0 and max_tokens >= 1")
+        if not self.expert_cost_usd >= 0:
+            raise InvalidInput("expert_cost_usd must be >= 0")
 
 
 def run_task(

@@ -34,6 +34,17 @@ def _mean(xs: list[float]) -> float:
     return float(np.mean(xs)) if xs else float("nan")
 
 
+def _json_safe(x: Any) -> Any:
+    """NaN and infinities become null, so the file is strict JSON."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_json_safe(v) for v in x]
+    return x
+
+
 def run_metrics(run: PolicyRun) -> dict[str, Any]:
     """The measures of DESIGN.md for one (policy, seed) run."""
     rs = run.records
@@ -148,9 +159,8 @@ def write_results(
     paths.append(rec_path)
     per_run = [run_metrics(r) for r in runs]
     js = out / "summary.json"
-    js.write_text(
-        json.dumps({"config": config, "summary": summary, "runs": per_run}, indent=2, default=str)
-    )
+    doc = _json_safe({"config": config, "summary": summary, "runs": per_run})
+    js.write_text(json.dumps(doc, indent=2, default=str, allow_nan=False))
     paths.append(js)
     cs = out / "summary.csv"
     keys = sorted({k for row in summary for k in row if not isinstance(row[k], dict)})
@@ -178,23 +188,20 @@ def plot(path: Path, summary: list[dict[str, Any]]) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for row in summary:
+    fig, ax = plt.subplots(figsize=(8, 4.8))
+    markers = "osD^v<>phX*P"
+    for i, row in enumerate(summary):
         ax.errorbar(
             row["peak_kb"],
             row["accuracy"],
-            xerr=row.get("peak_kb_sd", 0),
-            yerr=row.get("accuracy_sd", 0),
-            fmt="o",
+            xerr=row.get("peak_kb_sd", 0) or 0,
+            yerr=row.get("accuracy_sd", 0) or 0,
+            fmt=markers[i % len(markers)],
             capsize=3,
+            label=row["policy"],
+            alpha=0.85,
         )
-        ax.annotate(
-            row["policy"],
-            (row["peak_kb"], row["accuracy"]),
-            textcoords="offset points",
-            xytext=(5, 5),
-            fontsize=8,
-        )
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.set_xlabel("peak resident memory (KB)")
     ax.set_ylabel("local task accuracy")
     ax.set_title("Accuracy vs footprint per policy")

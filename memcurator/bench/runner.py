@@ -31,6 +31,12 @@ class BenchConfig:
             raise InvalidInput("poison_channel must be external, peer or self")
         if not self.policies:
             raise InvalidInput("at least one policy is needed")
+        if not self.seeds:
+            raise InvalidInput("at least one seed is needed")
+        if self.max_bytes < 1:
+            raise InvalidInput(
+                f"max_bytes must be a positive number of bytes, got {self.max_bytes}"
+            )
         for p in self.policies:
             create_policy(p)  # unknown names fail before any work starts
 

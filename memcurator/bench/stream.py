@@ -70,6 +70,14 @@ class StreamConfig:
             raise InvalidInput("drift, drift_at and poison_at must be in [0, 1]")
         if self.zipf < 0 or self.poison < 0:
             raise InvalidInput("zipf and poison must be >= 0")
+        if self.n_families is not None and self.n_families < 1:
+            raise InvalidInput("n_families must be >= 1 (or None for all)")
+        if self.poison_targets < 1:
+            raise InvalidInput("poison_targets must be >= 1")
+        from memcurator.envs.sql import PAYLOADS
+
+        if self.payload not in PAYLOADS:
+            raise InvalidInput(f"payload must be one of {list(PAYLOADS)}, got {self.payload!r}")
 
 
 @dataclass
