@@ -86,7 +86,7 @@ class FullOracle(Policy):
     oracle : callable (Entry) -> bool, optional
         Set by the benchmark per task: whether an entry is a correct, current exemplar for the
         task at hand (same family, written after the family's last drift). Recall keeps only
-        those candidates, newest first; with no oracle it ranks like keep-all.
+        those entries, ranked by cosine like the others; with no oracle it ranks like keep-all.
     """
 
     name = "full-oracle"
