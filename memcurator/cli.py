@@ -178,6 +178,9 @@ def report(
         if not path.exists():
             _fail(FileNotFoundError(f"no summary.json in {f}"))
         runs.extend(json.loads(path.read_text())["runs"])
+    # a later folder's run of the same (policy, seed) replaces an earlier one (a rerun)
+    latest = {(r["policy"], r["seed"]): r for r in runs}
+    runs = list(latest.values())
     summary = summarize(runs)  # type: ignore[arg-type]
     Console(width=max(160, Console().width)).print(table(summary))
     if out is not None:

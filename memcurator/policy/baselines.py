@@ -101,6 +101,5 @@ class FullOracle(Policy):
     ) -> np.ndarray:
         if self.oracle is None:
             return np.asarray(cosine, dtype=np.float64)
-        return np.array(
-            [(2.0 + 1e-6 * m.created_step) if self.oracle(m) else -np.inf for m in candidates]
-        )
+        ok = np.array([bool(self.oracle(m)) for m in candidates])
+        return np.where(ok, np.asarray(cosine, dtype=np.float64), -np.inf)
