@@ -15,7 +15,6 @@ TokenWorth, Sec. 4.1 (recall, rank, inject one), Sec. 4.2-4.3 (the learner,
 
 from __future__ import annotations
 
-import base64
 import inspect
 from collections import deque
 from collections.abc import Mapping
@@ -33,6 +32,8 @@ from memcurator.value.tokenworth import (
     BASE_FEATURES,
     MemoryStats,
     TokenWorthLearner,
+    _pack,
+    _unpack,
     features_array,
     pair_feature_names,
 )
@@ -161,21 +162,6 @@ class _WorthModel:
             self.probes.extend(row.copy() for row in P)
         self.last_q = _unpack(st["last_q"])
         self.pending = {}
-
-
-def _pack(a: np.ndarray | None) -> dict[str, Any] | None:
-    """A float array as JSON-able ``{"shape", "f8"}`` (base64, little-endian float64)."""
-    if a is None:
-        return None
-    b = np.ascontiguousarray(a, dtype="<f8")
-    return {"shape": list(b.shape), "f8": base64.b64encode(b.tobytes()).decode("ascii")}
-
-
-def _unpack(d: Mapping[str, Any] | None) -> np.ndarray | None:
-    if d is None:
-        return None
-    raw = np.frombuffer(base64.b64decode(d["f8"]), dtype="<f8")
-    return raw.astype(np.float64).reshape(d["shape"])
 
 
 def _make_learner(
