@@ -15,6 +15,7 @@ from pathlib import Path
 
 from memcurator.errors import InvalidInput, StoreError
 from memcurator.llm.base import Completion, Executor, check_request
+from memcurator.store.sqlite import retry_busy
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS completions (
@@ -92,15 +93,19 @@ class CachedExecutor:
         self.misses = 0
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
+        what = f"prompt cache {str(p)!r}"
         try:
-            self._db: sqlite3.Connection | None = sqlite3.connect(
-                p, timeout=busy_timeout_s, isolation_level=None
-            )
-            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute(_SCHEMA)
+            db = sqlite3.connect(p, timeout=busy_timeout_s, isolation_level=None)
+            db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
         except sqlite3.Error as e:
-            raise StoreError(f"cannot open prompt cache {str(p)!r}: {e}") from e
+            raise StoreError(f"cannot open {what}: {e}") from e
+        # a second process opening a brand-new file can meet "database is locked" while the first
+        # switches it to WAL; SQLite's busy handler does not cover that, so retry
+        retry_busy(
+            lambda: db.execute("PRAGMA journal_mode = WAL"), timeout_s=busy_timeout_s, what=what
+        )
+        retry_busy(lambda: db.execute(_SCHEMA), timeout_s=busy_timeout_s, what=what)
+        self._db: sqlite3.Connection | None = db
 
     @property
     def name(self) -> str:
@@ -173,11 +178,15 @@ class CachedExecutor:
         key = hashlib.sha256(json.dumps(fields, sort_keys=True).encode("utf-8")).hexdigest()
         db = self._conn()
         try:
-            row = db.execute(
-                "SELECT text, tokens_in, tokens_out, latency_s, cost_usd, out_model "
-                "FROM completions WHERE key = ?",
-                (key,),
-            ).fetchone()
+            row = retry_busy(
+                lambda: db.execute(
+                    "SELECT text, tokens_in, tokens_out, latency_s, cost_usd, out_model "
+                    "FROM completions WHERE key = ?",
+                    (key,),
+                ).fetchone(),
+                timeout_s=self.busy_timeout_s,
+                what=f"prompt cache {str(self.path)!r}",
+            )
         except sqlite3.Error as e:
             raise StoreError(f"prompt cache {str(self.path)!r} read failed: {e}") from e
         if row is not None:
@@ -188,23 +197,28 @@ class CachedExecutor:
         c = self.inner.complete(prompt, max_tokens=max_tokens, stop=stops)
         try:
             # another process may have stored the same deterministic call meanwhile: keep the first
-            db.execute(
-                "INSERT OR IGNORE INTO completions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    key,
-                    fields["executor"],
-                    fields["model"],
-                    prompt,
-                    max_tokens,
-                    json.dumps(stops),
-                    0.0,
-                    c.text,
-                    c.tokens_in,
-                    c.tokens_out,
-                    c.latency_s,
-                    c.cost_usd,
-                    c.model,
+            row_values = (
+                key,
+                fields["executor"],
+                fields["model"],
+                prompt,
+                max_tokens,
+                json.dumps(stops),
+                0.0,
+                c.text,
+                c.tokens_in,
+                c.tokens_out,
+                c.latency_s,
+                c.cost_usd,
+                c.model,
+            )
+            retry_busy(
+                lambda: db.execute(
+                    "INSERT OR IGNORE INTO completions VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    row_values,
                 ),
+                timeout_s=self.busy_timeout_s,
+                what=f"prompt cache {str(self.path)!r}",
             )
         except sqlite3.Error as e:
             raise StoreError(f"prompt cache {str(self.path)!r} write failed: {e}") from e

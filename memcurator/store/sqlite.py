@@ -37,6 +37,55 @@ _ENTRY_COLS = (
 )
 
 
+def retry_busy(
+    fn: Callable[[], Any], *, timeout_s: float, what: str, rng: random.Random | None = None
+) -> Any:
+    """Call ``fn`` until SQLite stops answering "database is locked" / "busy", or time runs out.
+
+    SQLite's busy handler does not cover every lock upgrade (switching a new file to WAL, for
+    one), so opening and writing retry here with jittered exponential back-off (5 ms doubling to
+    200 ms).
+
+    Parameters
+    ----------
+    fn : callable
+        The SQLite operation; its return value is passed through.
+    timeout_s : float
+        Seconds to keep retrying.
+    what : str
+        Names the file in error messages.
+    rng : random.Random, optional
+        Jitter source (seeded for reproducible tests).
+
+    Raises
+    ------
+    StoreError
+        Any other SQLite error, or still locked after ``timeout_s`` seconds.
+
+    Examples
+    --------
+    >>> retry_busy(lambda: 42, timeout_s=1.0, what="demo")
+    42
+    """
+    rng = rng or random.Random()
+    deadline = time.monotonic() + timeout_s
+    delay = 0.005
+    while True:
+        try:
+            return fn()
+        except sqlite3.OperationalError as e:
+            msg = str(e)
+            if "locked" not in msg and "busy" not in msg:
+                raise StoreError(f"SQLite error on {what}: {msg}") from e
+            if time.monotonic() > deadline:
+                raise StoreError(
+                    f"{what} stayed locked by another writer for more than "
+                    f"{timeout_s} s; raise the timeout or reduce concurrent writers"
+                ) from e
+            time.sleep(delay * (1 + rng.random()))
+            delay = min(delay * 2, 0.2)
+
+
 @dataclass(frozen=True)
 class NamespaceInfo:
     """What a namespace records about itself: its embedder and dimension, and its budget."""
@@ -138,22 +187,7 @@ class SQLiteStore:
 
     # ------------------------------------------------------------------ plumbing
     def _retry(self, fn: Callable[[], Any]) -> Any:
-        deadline = time.monotonic() + self.timeout_s
-        delay = 0.005
-        while True:
-            try:
-                return fn()
-            except sqlite3.OperationalError as e:
-                msg = str(e)
-                if "locked" not in msg and "busy" not in msg:
-                    raise StoreError(f"SQLite error on {self.path}: {msg}") from e
-                if time.monotonic() > deadline:
-                    raise StoreError(
-                        f"store {self.path} stayed locked by another writer for more than "
-                        f"{self.timeout_s} s; raise timeout_s or reduce concurrent writers"
-                    ) from e
-                time.sleep(delay * (1 + self._rng.random()))
-                delay = min(delay * 2, 0.2)
+        return retry_busy(fn, timeout_s=self.timeout_s, what=f"store {self.path}", rng=self._rng)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

@@ -60,8 +60,9 @@ def find_data(path: str | os.PathLike[str] | None = None) -> Path:
     """Locate ``entry_dict.json``.
 
     Looks, in order, at ``path`` (the file, or a folder holding it or ``lifelongagentbench-db/``),
-    at ``$MEMCURATOR_DATA_DIR/lifelongagentbench-db/entry_dict.json``, then upward from the current
-    directory and from this package for ``shared/data/lifelongagentbench-db/entry_dict.json``.
+    at ``$MEMCURATOR_DATA_DIR/lifelongagentbench-db/entry_dict.json``, then upward from this
+    package and then from the current directory for
+    ``shared/data/lifelongagentbench-db/entry_dict.json`` (or ``data/...``).
 
     Parameters
     ----------
@@ -91,7 +92,8 @@ def find_data(path: str | os.PathLike[str] | None = None) -> Path:
         looked.append(cand)
         if cand.is_file():
             return cand
-    for start in (Path.cwd(), Path(__file__).resolve().parent):
+    # the package's own checkout first: a cwd under e.g. /tmp must not pick up a stray copy
+    for start in (Path(__file__).resolve().parent, Path.cwd()):
         for base in (start, *start.parents):
             for rel in _SEARCH_REL:
                 cand = base / rel
