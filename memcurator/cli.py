@@ -70,7 +70,7 @@ def bench(
 
     from memcurator.bench.agent import AgentConfig
     from memcurator.bench.report import summarize, table, write_results
-    from memcurator.bench.runner import BenchConfig, load_families, run_bench
+    from memcurator.bench.runner import BenchConfig, PolicyRun, load_families, run_bench
     from memcurator.bench.stream import StreamConfig
     from memcurator.llm import CachedExecutor, create_executor
 
@@ -114,35 +114,11 @@ def bench(
         f"{tasks} tasks, {families} of {len(fams)} variant families, B={max_bytes} bytes "
         f"→ {out_dir}"
     )
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    ) as prog:
-        overall = prog.add_task("all", total=len(cfg.policies) * seeds * tasks)
-
-        def start(label: str, n: int):  # type: ignore[no-untyped-def]
-            tid = prog.add_task(label, total=n)
-
-            def tick() -> None:
-                prog.advance(tid)
-                prog.advance(overall)
-
-            return tick
-
-        try:
-            runs = run_bench(cfg, ex, families=fams, progress=start)
-        except MemcuratorError as e:
-            _fail(e)
-            return
-    summary = summarize(runs)
-    Console(width=max(160, Console().width)).print(table(summary))
     config = {
         "argv": sys.argv,
         "tasks": tasks,
         "seeds": seeds,
+        "seed_start": seed_start,
         "max_bytes": max_bytes,
         "poison": poison,
         "payload": payload,
@@ -154,7 +130,53 @@ def bench(
         "executor": repr(ex),
         "policies": cfg.policies,
     }
-    paths = write_results(out_dir, runs, summary, config)
+    n_runs = len(cfg.policies) * seeds
+
+    def save(done: list[PolicyRun]) -> None:
+        write_partial(done)
+
+    def write_partial(done: list[PolicyRun]) -> list[Path]:
+        # rewritten after every (policy, seed) run: an interrupted benchmark keeps what it finished
+        meta = {**config, "complete": len(done) == n_runs, "runs_done": len(done)}
+        return write_results(out_dir, done, summarize(done), meta)
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    ) as prog:
+        overall = prog.add_task("all", total=n_runs * tasks)
+        plain = not console.is_terminal  # a log file: rich draws nothing until the end
+
+        def start(label: str, n: int):  # type: ignore[no-untyped-def]
+            tid = prog.add_task(label, total=n)
+            t0 = time.monotonic()
+            done = [0]
+            every = max(1, n // 10)
+
+            def tick() -> None:
+                prog.advance(tid)
+                prog.advance(overall)
+                done[0] += 1
+                if plain and (done[0] % every == 0 or done[0] == n):
+                    print(
+                        f"{label}: {done[0]}/{n} tasks, {time.monotonic() - t0:.0f} s",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+
+            return tick
+
+        try:
+            runs = run_bench(cfg, ex, families=fams, progress=start, on_run=save)
+        except MemcuratorError as e:
+            _fail(e)
+            return
+    summary = summarize(runs)
+    Console(width=max(160, Console().width)).print(table(summary))
+    paths = write_partial(runs)
     hits = getattr(ex, "hits", None)
     if hits is not None:
         console.print(
@@ -170,28 +192,52 @@ def report(
     out: Annotated[Path | None, typer.Option(help="Write the merged summary here.")] = None,
 ) -> None:
     """Merge the runs of several bench result folders (e.g. one per seed) into one summary."""
-    from memcurator.bench.report import markdown, summarize, table
+    from memcurator.bench.report import json_safe, markdown, plot, summarize, table
 
     runs: list[dict[str, object]] = []
+    partial: list[str] = []
     for f in folders:
         path = f / "summary.json"
         if not path.exists():
             _fail(FileNotFoundError(f"no summary.json in {f}"))
-        runs.extend(json.loads(path.read_text())["runs"])
+        doc = json.loads(path.read_text())
+        if doc.get("config", {}).get("complete") is False:
+            partial.append(f"{f} ({doc['config'].get('runs_done')} runs finished)")
+        runs.extend(doc["runs"])
+    if not runs:
+        _fail(ValueError(f"no runs in {[str(f) for f in folders]}"))
+    lengths = sorted({int(r["tasks"]) for r in runs})  # type: ignore[call-overload]
+    if len(lengths) > 1:
+        _fail(
+            ValueError(
+                f"the folders hold streams of different lengths {lengths} tasks; "
+                "merge runs of one configuration only"
+            )
+        )
     # a later folder's run of the same (policy, seed) replaces an earlier one (a rerun)
     latest = {(r["policy"], r["seed"]): r for r in runs}
     runs = list(latest.values())
     summary = summarize(runs)  # type: ignore[arg-type]
     Console(width=max(160, Console().width)).print(table(summary))
+    if partial:
+        console.print("[yellow]partial folders (interrupted runs):[/yellow] " + "; ".join(partial))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "summary.json").write_text(
             json.dumps(
-                {"merged": [str(f) for f in folders], "summary": summary, "runs": runs}, indent=2
+                json_safe({"merged": [str(f) for f in folders], "summary": summary, "runs": runs}),
+                indent=2,
+                default=str,
+                allow_nan=False,
             )
         )
         (out / "summary.md").write_text(markdown(summary) + "\n")
-        console.print(f"wrote {out / 'summary.json'}, {out / 'summary.md'}")
+        written = [out / "summary.json", out / "summary.md"]
+        try:
+            written.append(plot(out / "accuracy_vs_bytes.png", summary))
+        except ImportError:
+            pass
+        console.print("wrote " + ", ".join(str(p) for p in written))
 
 
 @app.command()

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from memcurator.bench.agent import AgentConfig, copy_first_action, extract_sql, memory_block
-from memcurator.bench.report import _json_safe
+from memcurator.bench.report import json_safe
 from memcurator.bench.runner import BenchConfig
 from memcurator.bench.stream import StreamConfig
 from memcurator.errors import InvalidInput, UnknownName
@@ -50,7 +50,7 @@ def test_bench_config_rejects_bad_values() -> None:
 
 
 def test_summary_is_strict_json() -> None:
-    doc = _json_safe({"a": float("nan"), "b": [1.0, float("inf")], "c": {"d": 2}})
+    doc = json_safe({"a": float("nan"), "b": [1.0, float("inf")], "c": {"d": 2}})
     text = json.dumps(doc, allow_nan=False)
     assert json.loads(text) == {"a": None, "b": [1.0, None], "c": {"d": 2}}
     assert not any(isinstance(v, float) and math.isnan(v) for v in doc.values())

@@ -34,14 +34,22 @@ def _mean(xs: list[float]) -> float:
     return float(np.mean(xs)) if xs else float("nan")
 
 
-def _json_safe(x: Any) -> Any:
-    """NaN and infinities become null, so the file is strict JSON."""
+def json_safe(x: Any) -> Any:
+    """Return ``x`` with NaN and infinities (in nested dicts, lists, tuples) replaced by None.
+
+    So that summary files are strict JSON.
+
+    Examples
+    --------
+    >>> json_safe({"a": [1.0, float("nan")], "b": float("inf")})
+    {'a': [1.0, None], 'b': None}
+    """
     if isinstance(x, float) and not math.isfinite(x):
         return None
     if isinstance(x, dict):
-        return {k: _json_safe(v) for k, v in x.items()}
+        return {k: json_safe(v) for k, v in x.items()}
     if isinstance(x, list | tuple):
-        return [_json_safe(v) for v in x]
+        return [json_safe(v) for v in x]
     return x
 
 
@@ -159,7 +167,7 @@ def write_results(
     paths.append(rec_path)
     per_run = [run_metrics(r) for r in runs]
     js = out / "summary.json"
-    doc = _json_safe({"config": config, "summary": summary, "runs": per_run})
+    doc = json_safe({"config": config, "summary": summary, "runs": per_run})
     js.write_text(json.dumps(doc, indent=2, default=str, allow_nan=False))
     paths.append(js)
     cs = out / "summary.csv"

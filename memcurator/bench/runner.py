@@ -136,8 +136,19 @@ def run_bench(
     *,
     families: list[Any] | None = None,
     progress: Callable[[str, int], Callable[[], None]] | None = None,
+    on_run: Callable[[list[PolicyRun]], None] | None = None,
 ) -> list[PolicyRun]:
-    """Every policy on every seed's stream; the same stream for all policies of a seed."""
+    """Every policy on every seed's stream; the same stream for all policies of a seed.
+
+    Parameters
+    ----------
+    progress : callable, optional
+        ``progress(label, n_tasks)`` is called when a (policy, seed) run starts and returns a
+        callable invoked once per finished task.
+    on_run : callable, optional
+        Called with the list of finished runs after each (policy, seed) run, so that a long
+        benchmark can save what it has (the CLI writes partial results this way).
+    """
     fams = families if families is not None else load_families()
     runs: list[PolicyRun] = []
     for seed in cfg.seeds:
@@ -146,4 +157,6 @@ def run_bench(
         for name in cfg.policies:
             tick = progress(f"{name} seed {seed}", len(stream.tasks)) if progress else None
             runs.append(run_policy(name, stream, executor, cfg, seed, on_task=tick))
+            if on_run is not None:
+                on_run(list(runs))
     return runs
