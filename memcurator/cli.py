@@ -241,6 +241,51 @@ def report(
 
 
 @app.command()
+def compare(
+    folders: Annotated[list[Path], typer.Argument(help="Result folders of memcurator bench.")],
+    baseline: Annotated[str, typer.Option(help="Policy the others are compared with.")] = (
+        "keep-all"
+    ),
+    outcome: Annotated[
+        str, typer.Option(help="0/1 column: local_ok, escalated, payload_executed, ...")
+    ] = "local_ok",
+    subset: Annotated[
+        str | None, typer.Option(help="Only tasks of this subset: clean, victim, attacker.")
+    ] = None,
+    n_boot: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 2000,
+) -> None:
+    """Paired per-task comparison of each policy with a baseline (bootstrap CI, McNemar)."""
+    from rich.table import Table
+
+    from memcurator.bench.compare import paired_differences, read_records
+
+    try:
+        rows = paired_differences(
+            read_records(folders), baseline, outcome=outcome, subset=subset, n_boot=n_boot
+        )
+    except (MemcuratorError, FileNotFoundError) as e:
+        _fail(e)
+        return
+    what = outcome + (f" on {subset} tasks" if subset else "")
+    t = Table(title=f"{what}: each policy − {baseline}, paired by (seed, task)")
+    for col in ("policy", "n", outcome, baseline, "Δ", "95% CI", "only policy", "only base", "p"):
+        t.add_column(col, justify="right")
+    for r in rows:
+        t.add_row(
+            r["policy"],
+            str(r["n"]),
+            f"{r['rate']:.3f}",
+            f"{r['baseline_rate']:.3f}",
+            f"{r['diff']:+.3f}",
+            f"[{r['lo']:+.3f}, {r['hi']:+.3f}]",
+            str(r["wins"]),
+            str(r["losses"]),
+            f"{r['p']:.2g}",
+        )
+    Console(width=max(120, Console().width)).print(t)
+
+
+@app.command()
 def policies() -> None:
     """List the registered policy presets."""
     from memcurator.policy import POLICIES

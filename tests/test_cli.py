@@ -141,3 +141,13 @@ def test_policies_lists_the_registry() -> None:
     assert res.exit_code == 0
     names = res.output.split()
     assert {"curator", "keep-all", "tokenworth", "curator+worth"} <= set(names)
+
+
+def test_compare_pairs_tasks(two_seeds: tuple[Path, Path]) -> None:
+    s0, s1 = two_seeds
+    res = runner.invoke(app, ["compare", str(s0), str(s1), "--baseline", "keep-all"])
+    assert res.exit_code == 0, res.output
+    assert "no-memory" in res.output and "24" in res.output  # 12 tasks x 2 seeds paired
+    bad = runner.invoke(app, ["compare", str(s0), "--baseline", "curator"])
+    assert bad.exit_code != 0
+    assert "no records of baseline 'curator'" in " ".join(bad.output.split())

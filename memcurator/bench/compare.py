@@ -1,0 +1,195 @@
+"""Paired comparison of policies on the same task streams.
+
+Within a seed every policy sees the same stream, so two policies' outcomes on one task form a
+pair. :func:`paired_differences` reports, for each policy against a baseline, the mean difference
+of a per-task 0/1 outcome (default: local success) with a 95% bootstrap interval that resamples
+tasks within each seed, the discordant counts (tasks only the policy solved / only the baseline
+solved) and the exact McNemar p-value on them. This is sharper than comparing mean ± sd over three
+seeds, whose spread mixes stream difficulty into the comparison.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memcurator.errors import InvalidInput
+
+#: per-task 0/1 outcomes in ``records.csv`` that can be compared
+OUTCOMES = ("local_ok", "escalated", "payload_executed", "injected_same_family")
+
+
+def read_records(folders: Iterable[Path]) -> list[dict[str, Any]]:
+    """Read ``records.csv`` of bench result folders; a later folder's (policy, seed) wins.
+
+    Parameters
+    ----------
+    folders : iterable of Path
+        Result folders written by ``memcurator bench``.
+
+    Returns
+    -------
+    list of dict
+        One dict per (policy, seed, step) with the CSV's columns (strings as written).
+
+    Raises
+    ------
+    FileNotFoundError
+        A folder without ``records.csv``.
+    """
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for f in folders:
+        path = Path(f) / "records.csv"
+        if not path.exists():
+            raise FileNotFoundError(f"no records.csv in {f}")
+        here: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        with path.open(newline="") as fh:
+            for row in csv.DictReader(fh):
+                here.setdefault((row["policy"], row["seed"]), []).append(row)
+        runs.update(here)
+    return [r for rows in runs.values() for r in rows]
+
+
+def _flag(v: str) -> float:
+    if v in ("True", "1", "true"):
+        return 1.0
+    if v in ("False", "0", "false"):
+        return 0.0
+    raise InvalidInput(f"not a 0/1 outcome: {v!r}")
+
+
+def mcnemar_p(wins: int, losses: int) -> float:
+    """Exact two-sided McNemar p-value: a binomial test of ``wins`` of ``wins + losses`` at 1/2.
+
+    Examples
+    --------
+    >>> round(mcnemar_p(10, 0), 4)
+    0.002
+    >>> mcnemar_p(0, 0)
+    1.0
+    """
+    from scipy.stats import binomtest
+
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    return float(binomtest(wins, n, 0.5).pvalue)
+
+
+def paired_differences(
+    records: list[dict[str, Any]],
+    baseline: str,
+    *,
+    outcome: str = "local_ok",
+    subset: str | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Each policy against ``baseline`` on the tasks both ran (paired by seed and step).
+
+    Parameters
+    ----------
+    records : list of dict
+        Per-task records (see :func:`read_records`).
+    baseline : str
+        Policy every other policy is compared with.
+    outcome : str, default "local_ok"
+        A 0/1 column of ``records.csv`` (one of :data:`OUTCOMES`).
+    subset : str, optional
+        Only tasks of this subset ("clean", "victim", "attacker").
+    n_boot : int, default 2000
+        Bootstrap resamples (tasks resampled with replacement within each seed).
+    seed : int, default 0
+        Seed of the bootstrap.
+
+    Returns
+    -------
+    list of dict
+        Per policy: ``n`` pairs, ``rate`` and ``baseline_rate``, ``diff`` (mean of policy −
+        baseline), ``lo``/``hi`` (95% percentile interval), ``wins``/``losses`` (discordant
+        pairs), ``p`` (exact McNemar).
+
+    Raises
+    ------
+    InvalidInput
+        Unknown outcome, no records of the baseline, or ``n_boot < 100``.
+
+    Examples
+    --------
+    >>> rows = [{"policy": p, "seed": "0", "step": str(i), "subset": "clean",
+    ...          "local_ok": str(ok)} for p, oks in (("a", [1, 1, 1, 0]), ("b", [0, 0, 1, 0]))
+    ...         for i, ok in enumerate(oks)]
+    >>> d = paired_differences(rows, "b", n_boot=200)[0]
+    >>> (d["policy"], d["n"], d["diff"], d["wins"], d["losses"])
+    ('a', 4, 0.5, 2, 0)
+    """
+    if outcome not in OUTCOMES:
+        raise InvalidInput(f"unknown outcome {outcome!r}; known: {list(OUTCOMES)}")
+    if n_boot < 100:
+        raise InvalidInput(f"n_boot must be >= 100 resamples, got {n_boot!r}")
+    by_pol: dict[str, dict[tuple[str, str], float]] = {}
+    for r in records:
+        if subset is not None and r.get("subset") != subset:
+            continue
+        by_pol.setdefault(r["policy"], {})[(r["seed"], r["step"])] = _flag(str(r[outcome]))
+    if baseline not in by_pol:
+        raise InvalidInput(
+            f"no records of baseline {baseline!r}"
+            + (f" in subset {subset!r}" if subset else "")
+            + f"; policies: {sorted(by_pol)}"
+        )
+    base = by_pol[baseline]
+    rng = np.random.default_rng(seed)
+    out: list[dict[str, Any]] = []
+    for pol, vals in by_pol.items():
+        if pol == baseline:
+            continue
+        keys = sorted(set(vals) & set(base))
+        if not keys:
+            continue
+        a = np.array([vals[k] for k in keys])
+        b = np.array([base[k] for k in keys])
+        d = a - b
+        seeds = np.array([k[0] for k in keys])
+        groups = [np.flatnonzero(seeds == s) for s in np.unique(seeds)]
+        boots = np.empty(n_boot)
+        for i in range(n_boot):
+            idx = np.concatenate([g[rng.integers(0, g.size, g.size)] for g in groups])
+            boots[i] = d[idx].mean()
+        wins = int(np.sum(d > 0))
+        losses = int(np.sum(d < 0))
+        out.append(
+            {
+                "policy": pol,
+                "n": len(keys),
+                "rate": float(a.mean()),
+                "baseline_rate": float(b.mean()),
+                "diff": float(d.mean()),
+                "lo": float(np.percentile(boots, 2.5)),
+                "hi": float(np.percentile(boots, 97.5)),
+                "wins": wins,
+                "losses": losses,
+                "p": mcnemar_p(wins, losses),
+            }
+        )
+    return out
+
+
+def markdown(rows: list[dict[str, Any]], baseline: str, outcome: str = "local_ok") -> str:
+    """The comparison as a Markdown table."""
+    lines = [
+        f"| policy | n | {outcome} | {baseline} | Δ | 95% CI | only policy | only {baseline} | "
+        "McNemar p |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['policy']} | {r['n']} | {r['rate']:.3f} | {r['baseline_rate']:.3f} | "
+            f"{r['diff']:+.3f} | [{r['lo']:+.3f}, {r['hi']:+.3f}] | {r['wins']} | {r['losses']} | "
+            f"{r['p']:.2g} |"
+        )
+    return "\n".join(lines)
