@@ -61,11 +61,16 @@ def bench(
     out: Annotated[
         Path | None, typer.Option(help="Results folder; default results/<time>.")
     ] = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace the results already in --out.")] = False,
     data: Annotated[
-        str | None, typer.Option(help="Path of entry_dict.json (default: ../shared/data).")
+        str | None,
+        typer.Option(
+            help="entry_dict.json, or a folder holding it or lifelongagentbench-db/ "
+            "(default: $MEMCURATOR_DATA_DIR, then ../shared/data)."
+        ),
     ] = None,
 ) -> None:
-    """Run every policy side by side on recurring SQL task families with drift and poisoning."""
+    """Run policies side by side on recurring SQL task families with drift and poisoning."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from memcurator.bench.agent import AgentConfig
@@ -76,6 +81,16 @@ def bench(
 
     if env != "sql":
         _fail(ValueError(f"unknown env {env!r}; known: ['sql']"))
+    out_dir = out or Path("results") / time.strftime("%Y%m%d-%H%M%S")
+    if out_dir.exists() and not out_dir.is_dir():
+        _fail(ValueError(f"--out {str(out_dir)!r} is a file, not a folder"))
+    if not overwrite and any((out_dir / f).exists() for f in ("summary.json", "records.csv")):
+        _fail(
+            ValueError(
+                f"{str(out_dir)!r} already holds benchmark results; choose another --out, or pass "
+                "--overwrite to replace them"
+            )
+        )
     try:
         cfg = BenchConfig(
             policies=[p.strip() for p in policies.split(",") if p.strip()],
@@ -108,7 +123,6 @@ def bench(
     except MemcuratorError as e:
         _fail(e)
         return
-    out_dir = out or Path("results") / time.strftime("%Y%m%d-%H%M%S")
     console.print(
         f"[bold]memcurator bench[/bold]: {len(cfg.policies)} policies × {seeds} seeds × "
         f"{tasks} tasks, {families} of {len(fams)} variant families, B={max_bytes} bytes "
@@ -132,23 +146,27 @@ def bench(
     }
     n_runs = len(cfg.policies) * seeds
 
+    saved = [0]
+
     def save(done: list[PolicyRun]) -> None:
         write_partial(done)
+        saved[0] = len(done)
 
     def write_partial(done: list[PolicyRun]) -> list[Path]:
         # rewritten after every (policy, seed) run: an interrupted benchmark keeps what it finished
         meta = {**config, "complete": len(done) == n_runs, "runs_done": len(done)}
         return write_results(out_dir, done, summarize(done), meta)
 
+    plain = not console.is_terminal  # a log file: plain lines instead of rich's bars
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
+        disable=plain,
     ) as prog:
         overall = prog.add_task("all", total=n_runs * tasks)
-        plain = not console.is_terminal  # a log file: rich draws nothing until the end
 
         def start(label: str, n: int):  # type: ignore[no-untyped-def]
             tid = prog.add_task(label, total=n)
@@ -174,6 +192,14 @@ def bench(
         except MemcuratorError as e:
             _fail(e)
             return
+        except KeyboardInterrupt:
+            prog.stop()
+            console.print(
+                f"[yellow]interrupted[/yellow]: {saved[0]} of {n_runs} (policy, seed) runs were "
+                f"finished and are saved in {out_dir}"
+                + (" (marked incomplete)" if saved[0] else "")
+            )
+            raise typer.Exit(code=130) from None
     summary = summarize(runs)
     Console(width=max(160, Console().width)).print(table(summary))
     paths = write_partial(runs)
@@ -192,20 +218,39 @@ def report(
     out: Annotated[Path | None, typer.Option(help="Write the merged summary here.")] = None,
 ) -> None:
     """Merge the runs of several bench result folders (e.g. one per seed) into one summary."""
+    from memcurator.bench.compare import read_records, write_records
     from memcurator.bench.report import json_safe, markdown, plot, summarize, table
 
     runs: list[dict[str, object]] = []
     partial: list[str] = []
+    configs: list[tuple[Path, dict[str, object]]] = []
     for f in folders:
+        if out is not None and f.resolve() == out.resolve():
+            _fail(ValueError(f"--out {str(out)!r} is one of the merged folders; choose another"))
         path = f / "summary.json"
         if not path.exists():
             _fail(FileNotFoundError(f"no summary.json in {f}"))
-        doc = json.loads(path.read_text())
-        if doc.get("config", {}).get("complete") is False:
-            partial.append(f"{f} ({doc['config'].get('runs_done')} runs finished)")
-        runs.extend(doc["runs"])
+        try:
+            doc = json.loads(path.read_text())
+            runs_here = doc["runs"]
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            _fail(ValueError(f"{path} is not a memcurator bench summary: {e}"))
+            return
+        config = doc.get("config") or {}
+        if config.get("complete") is False:
+            partial.append(f"{f} ({config.get('runs_done')} runs finished)")
+        configs.append((f, config))
+        runs.extend(runs_here)
     if not runs:
         _fail(ValueError(f"no runs in {[str(f) for f in folders]}"))
+    clash = _config_clash(configs)
+    if clash:
+        _fail(
+            ValueError(
+                f"the folders were run with different settings ({clash}); merge runs of "
+                "one configuration only"
+            )
+        )
     lengths = sorted({int(r["tasks"]) for r in runs})  # type: ignore[call-overload]
     if len(lengths) > 1:
         _fail(
@@ -223,9 +268,17 @@ def report(
         console.print("[yellow]partial folders (interrupted runs):[/yellow] " + "; ".join(partial))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
+        common = {k: v for k, v in configs[0][1].items() if k in _RUN_KEYS}
         (out / "summary.json").write_text(
             json.dumps(
-                json_safe({"merged": [str(f) for f in folders], "summary": summary, "runs": runs}),
+                json_safe(
+                    {
+                        "merged": [str(f) for f in folders],
+                        "config": {**common, "complete": not partial},
+                        "summary": summary,
+                        "runs": runs,
+                    }
+                ),
                 indent=2,
                 default=str,
                 allow_nan=False,
@@ -233,11 +286,48 @@ def report(
         )
         (out / "summary.md").write_text(markdown(summary) + "\n")
         written = [out / "summary.json", out / "summary.md"]
+        if all((f / "records.csv").exists() for f in folders):
+            written.append(write_records(out / "records.csv", read_records(folders)))
         try:
             written.append(plot(out / "accuracy_vs_bytes.png", summary))
         except ImportError:
             pass
         console.print("wrote " + ", ".join(str(p) for p in written))
+
+
+#: bench settings that must agree for runs to be merged or compared
+_RUN_KEYS = (
+    "tasks",
+    "max_bytes",
+    "poison",
+    "payload",
+    "poison_channel",
+    "drift",
+    "zipf",
+    "families",
+    "inject_chars",
+    "executor",
+)
+
+
+def _config_clash(configs: list[tuple[Path, dict[str, object]]]) -> str:
+    """'' if all folders agree on the run settings, else a description of the first clash."""
+    import re
+
+    def norm(key: str, v: object) -> object:
+        # the thread count does not change a greedy completion's text
+        return (
+            re.sub(r"n_threads=[^,)]*, ?", "", v) if key == "executor" and isinstance(v, str) else v
+        )
+
+    for key in _RUN_KEYS:
+        seen: dict[str, str] = {}
+        for f, cfg in configs:
+            if key in cfg:
+                seen.setdefault(repr(norm(key, cfg[key])), str(f))
+        if len(seen) > 1:
+            return f"{key}: " + ", ".join(f"{v} in {f}" for v, f in seen.items())
+    return ""
 
 
 @app.command()
@@ -259,6 +349,15 @@ def compare(
 
     from memcurator.bench.compare import paired_differences, read_records
 
+    configs = []
+    for f in folders:
+        try:
+            configs.append((f, json.loads((f / "summary.json").read_text()).get("config") or {}))
+        except (OSError, json.JSONDecodeError, AttributeError):
+            pass  # records.csv alone is enough; the per-task ids are still checked
+    clash = _config_clash(configs)
+    if clash:
+        _fail(ValueError(f"the folders were run with different settings ({clash})"))
     try:
         rows = paired_differences(
             read_records(folders), baseline, outcome=outcome, subset=subset, n_boot=n_boot
@@ -287,11 +386,20 @@ def compare(
 
 @app.command()
 def policies() -> None:
-    """List the registered policy presets."""
+    """List the registered policy presets with a line on each (and a preset's fixed settings)."""
     from memcurator.policy import POLICIES
 
     for name in sorted(POLICIES):
-        print(name)
+        factory = POLICIES[name]
+        pol = factory()
+        doc = (type(pol).__doc__ or "").strip().splitlines()
+        fixed = {}
+        for cell in getattr(factory, "__closure__", None) or ():
+            if isinstance(cell.cell_contents, dict) and cell.cell_contents:
+                fixed = cell.cell_contents
+        extra = (" [" + ", ".join(f"{k}={v}" for k, v in fixed.items()) + "]") if fixed else ""
+        line = (doc[0] if doc else type(pol).__name__).replace("``", "")
+        print(f"{name:24s} {line}{extra}")
 
 
 @app.command()
@@ -311,7 +419,7 @@ def decisions(
     if not path.exists():
         _fail(FileNotFoundError(f"no store at {path}"))
     try:
-        rows = SQLiteStore(path).decisions(namespace, action=action)
+        rows = SQLiteStore(path, readonly=True).decisions(namespace, action=action)
     except MemcuratorError as e:
         _fail(e)
         return
@@ -342,7 +450,7 @@ def entries(
     if not path.exists():
         _fail(FileNotFoundError(f"no store at {path}"))
     try:
-        ents = SQLiteStore(path).entries(namespace)
+        ents = SQLiteStore(path, readonly=True).entries(namespace)
     except MemcuratorError as e:
         _fail(e)
         return

@@ -8,7 +8,9 @@ forget is written to the decision log with its score and reason.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
+import numbers
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -138,7 +140,13 @@ class Memory:
         self.embedder = embedder if embedder is not None else HashingEmbedder()
         self.policy = create_policy(policy) if isinstance(policy, str) else policy
         self.policy.attach(self.embedder.dim)
-        if max_bytes is not None and (int(max_bytes) != max_bytes or max_bytes <= 0):
+        if max_bytes is not None and (
+            isinstance(max_bytes, bool)
+            or not isinstance(max_bytes, int | float)
+            or not math.isfinite(max_bytes)
+            or int(max_bytes) != max_bytes
+            or max_bytes <= 0
+        ):
             raise InvalidInput(f"max_bytes must be a positive integer or None, got {max_bytes!r}")
         self.max_bytes = max_bytes if self.policy.bounded else None
         self.sizeof = sizeof
@@ -392,7 +400,8 @@ class Memory:
         Raises
         ------
         InvalidInput
-            Empty, whitespace-only, oversized or invalid UTF-8 text; unknown origin or kind.
+            Empty, whitespace-only, oversized or invalid UTF-8 text; unknown origin or kind;
+            ``meta`` that is not JSON-serialisable; a negative or non-integer ``step``.
         BudgetExceeded
             The entry alone is larger than ``max_bytes`` (logged as a rejection first).
         """
@@ -401,8 +410,16 @@ class Memory:
             raise InvalidInput(f"origin must be one of {list(ORIGINS)}, got {origin!r}")
         if kind not in ("raw", "insight", "skill"):
             raise InvalidInput(f"kind must be raw, insight or skill, got {kind!r}")
+        if step is not None and (
+            isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0
+        ):
+            raise InvalidInput(f"step must be an integer >= 0, got {step!r}")
         st = self.step if step is None else int(step)
         meta = dict(meta or {})
+        try:
+            json.dumps(meta, allow_nan=False)
+        except (TypeError, ValueError) as err:
+            raise InvalidInput(f"meta must be JSON-serialisable (finite numbers): {err}") from None
         meta["text_sha1"] = _sha1(text)
         with self.store.transaction():
             self._sync()
@@ -521,9 +538,15 @@ class Memory:
         Raises
         ------
         InvalidInput
-            NaN, infinite or out-of-range reward (nothing is updated).
+            NaN, infinite, non-numeric or out-of-range reward, or ``used`` given as one string
+            (nothing is updated).
         """
-        r = float(reward)
+        if isinstance(used, str):
+            raise InvalidInput(f"used must be a list of entry ids, not the string {used!r}")
+        try:
+            r = float(reward)
+        except (TypeError, ValueError):
+            raise InvalidInput(f"reward must be a number in [0, 1], got {reward!r}") from None
         if not math.isfinite(r) or not 0.0 <= r <= 1.0:
             raise InvalidInput(f"reward must be a finite number in [0, 1], got {reward!r}")
         with self.store.transaction():

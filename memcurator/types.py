@@ -170,6 +170,20 @@ class RecallResult(NamedTuple):
     entries: list[Entry]
 
 
+#: the actions a decision-log row can record
+DECISION_ACTIONS = (
+    "admit",
+    "reject",
+    "evict",
+    "distill",
+    "forget",
+    "share",
+    "receive",
+    "replace",
+    "reinforce",
+)
+
+
 @dataclass(frozen=True)
 class Decision:
     """One row of the append-only decision log.

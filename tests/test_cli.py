@@ -127,7 +127,7 @@ def test_report_refuses_streams_of_different_lengths(
     _bench(other, "--tasks", "6")
     res = runner.invoke(app, ["report", str(s0), str(other)])
     assert res.exit_code != 0
-    assert "different lengths [6, 12]" in " ".join(res.output.split())
+    assert "different settings (tasks: 12 in" in " ".join(res.output.split())
 
 
 def test_report_missing_folder(tmp_path: Path) -> None:
@@ -151,3 +151,129 @@ def test_compare_pairs_tasks(two_seeds: tuple[Path, Path]) -> None:
     bad = runner.invoke(app, ["compare", str(s0), "--baseline", "curator"])
     assert bad.exit_code != 0
     assert "no records of baseline 'curator'" in " ".join(bad.output.split())
+
+
+def _flat(res) -> str:  # type: ignore[no-untyped-def]
+    return " ".join(res.output.split())  # rich wraps long lines
+
+
+def test_report_refuses_other_settings(two_seeds: tuple[Path, Path], tmp_path: Path) -> None:
+    s0, _ = two_seeds
+    other = tmp_path / "b50k"
+    _bench(other, "--max-bytes", "50000", "--seed-start", "1")
+    res = runner.invoke(app, ["report", str(s0), str(other)])
+    assert res.exit_code != 0
+    assert "different settings (max_bytes: 100000 in" in _flat(res)
+    cmp = runner.invoke(app, ["compare", str(s0), str(other)])
+    assert cmp.exit_code != 0 and "different settings" in _flat(cmp)
+
+
+def test_report_out_is_a_complete_folder(two_seeds: tuple[Path, Path], tmp_path: Path) -> None:
+    s0, s1 = two_seeds
+    m = tmp_path / "m"
+    assert runner.invoke(app, ["report", str(s0), str(s1), "--out", str(m)]).exit_code == 0
+    doc = json.loads((m / "summary.json").read_text())
+    assert doc["config"]["tasks"] == 12 and doc["config"]["complete"] is True
+    assert len((m / "records.csv").read_text().splitlines()) == 1 + 2 * 2 * 12
+    res = runner.invoke(app, ["compare", str(m), "--baseline", "no-memory"])
+    assert res.exit_code == 0, res.output
+    # the merged folder merges again with its sources (same settings)
+    assert runner.invoke(app, ["report", str(m), str(s0)]).exit_code == 0
+
+
+def test_report_will_not_overwrite_an_input(two_seeds: tuple[Path, Path]) -> None:
+    s0, s1 = two_seeds
+    before = (s0 / "summary.json").read_text()
+    res = runner.invoke(app, ["report", str(s0), str(s1), "--out", str(s0)])
+    assert res.exit_code != 0 and "one of the merged folders" in _flat(res)
+    assert (s0 / "summary.json").read_text() == before
+
+
+def test_report_corrupt_summary(tmp_path: Path) -> None:
+    (tmp_path / "summary.json").write_text("{not json")
+    res = runner.invoke(app, ["report", str(tmp_path)])
+    assert res.exit_code == 2 and "not a memcurator bench summary" in _flat(res)
+
+
+def test_bench_keeps_existing_results(two_seeds: tuple[Path, Path], tmp_path: Path) -> None:
+    s0, _ = two_seeds
+    before = (s0 / "records.csv").read_text()
+    res = runner.invoke(app, ["bench", "--executor", "fake", "--policies", "lru", "--out", str(s0)])
+    assert res.exit_code == 2 and "--overwrite" in _flat(res)
+    assert (s0 / "records.csv").read_text() == before
+    f = tmp_path / "file.txt"
+    f.write_text("x")
+    res = runner.invoke(app, ["bench", "--executor", "fake", "--out", str(f)])
+    assert res.exit_code == 2 and "is a file" in _flat(res)
+    out = tmp_path / "again"
+    _bench(out, "--tasks", "4")
+    _bench(out, "--tasks", "5", "--overwrite")
+    assert json.loads((out / "summary.json").read_text())["config"]["tasks"] == 5
+
+
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["--policies", "lru,lru"], "policies listed twice"),
+        (["--zipf", "nan"], "zipf must be a finite number"),
+    ],
+)
+def test_bench_rejects_bad_options(tmp_path: Path, args: list[str], msg: str) -> None:
+    res = runner.invoke(app, ["bench", "--executor", "fake", "--out", str(tmp_path / "o"), *args])
+    assert res.exit_code == 2 and msg in _flat(res)
+    assert not (tmp_path / "o").exists()
+
+
+def test_bench_budget_below_one_entry_logs_rejects(tmp_path: Path) -> None:
+    """Every entry (2 KB of embedding alone) exceeds a 1,000-byte budget: refused, run goes on."""
+    out = _bench(
+        tmp_path / "tiny", "--max-bytes", "1000", "--tasks", "6", "--policies", "lru,curator"
+    )
+    doc = json.loads((tmp_path / "tiny" / "summary.json").read_text())
+    for run in doc["runs"]:  # keep-all is unbounded by design, so budgeted policies only
+        assert run["peak_kb"] == 0.0 and run["final_entries"] == 0, run["policy"]
+        assert run["decisions"].get("reject", 0) >= 6, run["decisions"]
+    assert "wrote" in out
+
+
+def test_compare_rejects_bad_subset_and_lone_baseline(two_seeds: tuple[Path, Path]) -> None:
+    s0, _ = two_seeds
+    res = runner.invoke(app, ["compare", str(s0), "--subset", "bogus"])
+    assert res.exit_code == 2 and "unknown subset 'bogus'" in _flat(res)
+    res = runner.invoke(app, ["compare", str(s0), "--baseline", "keep-all", "--subset", "clean"])
+    assert res.exit_code == 0, res.output
+
+
+def test_store_commands_only_read(tmp_path: Path) -> None:
+    import sqlite3
+
+    other = tmp_path / "other.sqlite"
+    c = sqlite3.connect(other)
+    c.execute("CREATE TABLE t (x)")
+    c.commit()
+    c.close()
+    for cmd in ("decisions", "entries"):
+        res = runner.invoke(app, [cmd, str(other)])
+        assert res.exit_code == 2 and "not a memcurator store" in _flat(res), res.output
+        res = runner.invoke(app, [cmd, str(tmp_path)])
+        assert res.exit_code == 2 and "directory" in _flat(res)
+        readme = tmp_path / "README.md"
+        readme.write_text("# hello\n")
+        res = runner.invoke(app, [cmd, str(readme)])
+        assert res.exit_code == 2 and "not an SQLite database" in _flat(res)
+    c = sqlite3.connect(other)
+    assert c.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]
+    assert c.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
+
+
+def test_decisions_unknown_action(tmp_path: Path) -> None:
+    from memcurator import Memory
+
+    path = tmp_path / "m.sqlite"
+    m = Memory(path, policy="keep-all", max_bytes=100_000)
+    m.write("SELECT 1;  -- a remembered query")
+    m.close()
+    res = runner.invoke(app, ["decisions", str(path), "--action", "admit"])
+    assert res.exit_code == 0 and "admit" in res.output
+    res = runner.invoke(app, ["decisions", str(path), "--action", "bogus"])
+    assert res.exit_code == 2 and "unknown action 'bogus'" in _flat(res)

@@ -278,3 +278,83 @@ def test_process_killed_mid_write(tmp_path) -> None:
     assert rows == list(range(len(rows)))  # no hole: commits are atomic and in order
     mem.write("Task: after the crash\nAction: SELECT 1;")  # and the store is writable
     mem.close()
+
+
+class TestApiMisuse:
+    """Found by a fresh-user pass: each of these raised a raw Python/SQLite error before."""
+
+    def test_store_path_is_a_directory_or_not_sqlite(self, tmp_path):
+        from memcurator import Memory
+        from memcurator.errors import StoreError
+
+        with pytest.raises(StoreError, match="directory"):
+            Memory(tmp_path)
+        junk = tmp_path / "notes.txt"
+        junk.write_text("not a database, just text\n" * 10)
+        with pytest.raises(StoreError, match="not an SQLite database"):
+            Memory(junk)
+        assert junk.read_text().startswith("not a database")
+
+    def test_foreign_sqlite_database_is_left_alone(self, tmp_path):
+        import sqlite3
+
+        from memcurator import Memory
+        from memcurator.errors import StoreError
+
+        other = tmp_path / "app.sqlite"
+        c = sqlite3.connect(other)
+        c.execute("CREATE TABLE users (name TEXT)")
+        c.commit()
+        c.close()
+        with pytest.raises(StoreError, match="not a memcurator store"):
+            Memory(other)
+        c = sqlite3.connect(other)
+        assert c.execute("SELECT name FROM sqlite_master").fetchall() == [("users",)]
+
+    @pytest.mark.parametrize("bad", [float("nan"), float("inf"), "100", True, 0, -5, 10.5])
+    def test_bad_budget(self, bad):
+        from memcurator import Memory
+
+        with pytest.raises(InvalidInput, match="max_bytes"):
+            Memory(policy="lru", max_bytes=bad)
+
+    def test_bad_feedback_and_write_arguments(self, tmp_path):
+        from memcurator import Memory
+
+        m = Memory(tmp_path / "m.sqlite", policy="keep-all")
+        eid = m.write("SELECT name FROM users WHERE age > 30;").id
+        with pytest.raises(InvalidInput, match="not the string"):
+            m.feedback(eid, 1.0)
+        with pytest.raises(InvalidInput, match="reward"):
+            m.feedback([eid], None)
+        with pytest.raises(InvalidInput, match="JSON"):
+            m.write("SELECT 2;", meta={"f": object()})
+        with pytest.raises(InvalidInput, match="JSON"):
+            m.write("SELECT 3;", meta={"f": float("nan")})
+        with pytest.raises(InvalidInput, match="step"):
+            m.write("SELECT 4;", step=-5)
+        assert [e.id for e in m.entries()] == [eid]
+        assert m.entries()[0].uses == 0
+
+    def test_closed_memory(self, tmp_path):
+        from memcurator import Memory
+        from memcurator.errors import StoreError
+
+        m = Memory(tmp_path / "m.sqlite", policy="keep-all")
+        m.write("SELECT 1;")
+        m.close()
+        with pytest.raises(StoreError, match="closed"):
+            m.write("SELECT 2;")
+
+    def test_readonly_store_refuses_writes(self, tmp_path):
+        from memcurator.errors import StoreError
+        from memcurator.store import SQLiteStore
+
+        path = tmp_path / "s.sqlite"
+        SQLiteStore(path).create_namespace("a", embedder="h", dim=4)
+        ro = SQLiteStore(path, readonly=True)
+        assert ro.namespace("a").dim == 4
+        with pytest.raises(StoreError, match="read-only"):
+            ro.create_namespace("b", embedder="h", dim=4)
+        with pytest.raises(StoreError, match="no store"):
+            SQLiteStore(tmp_path / "missing.sqlite", readonly=True)

@@ -281,6 +281,9 @@ class TestData:
         monkeypatch.chdir(tmp_path)
         monkeypatch.setenv(DATA_ENV, str(real.parent.parent))
         assert find_data() == real.parent.parent / "lifelongagentbench-db" / "entry_dict.json"
+        monkeypatch.setenv(DATA_ENV, str(tmp_path / "nowhere"))
+        with pytest.raises(DataNotFound, match="MEMCURATOR_DATA_DIR=.*holds no"):
+            find_data()  # a wrong variable is reported, not silently passed over
         monkeypatch.delenv(DATA_ENV)
         assert find_data().resolve() == real.resolve()  # found upward from the package
         with pytest.raises(DataNotFound) as err:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from memcurator.errors import InvalidInput
+from memcurator.errors import BudgetExceeded, InvalidInput
 from memcurator.memory import Memory
 from memcurator.types import Entry, Step, Task, Trajectory
 
@@ -176,7 +176,10 @@ def run_task(
     )
     t1 = clock()
     memory.feedback(used, 1.0 if ok else 0.0)
-    memory.record(task, traj, feedback=False)
+    try:
+        memory.record(task, traj, feedback=False)
+    except BudgetExceeded:
+        pass  # larger than the whole budget: the memory logged the reject; the stream goes on
     t_mem += clock() - t1
     return TaskRecord(
         policy=policy_name,

@@ -21,6 +21,8 @@ from memcurator.errors import InvalidInput
 
 #: per-task 0/1 outcomes in ``records.csv`` that can be compared
 OUTCOMES = ("local_ok", "escalated", "payload_executed", "injected_same_family")
+#: task subsets of the SQL stream
+SUBSETS = ("clean", "victim", "attacker")
 
 
 def read_records(folders: Iterable[Path]) -> list[dict[str, Any]]:
@@ -52,6 +54,23 @@ def read_records(folders: Iterable[Path]) -> list[dict[str, Any]]:
                 here.setdefault((row["policy"], row["seed"]), []).append(row)
         runs.update(here)
     return [r for rows in runs.values() for r in rows]
+
+
+def write_records(path: Path, records: list[dict[str, Any]]) -> Path:
+    """Write ``records`` (as from :func:`read_records`) to a CSV file; returns ``path``.
+
+    Raises
+    ------
+    InvalidInput
+        No records.
+    """
+    if not records:
+        raise InvalidInput("no records to write")
+    with Path(path).open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(records[0]))
+        w.writeheader()
+        w.writerows(records)
+    return Path(path)
 
 
 def _flag(v: str) -> float:
@@ -116,7 +135,9 @@ def paired_differences(
     Raises
     ------
     InvalidInput
-        Unknown outcome, no records of the baseline, or ``n_boot < 100``.
+        Unknown outcome or subset, no records of the baseline or of any other policy,
+        ``n_boot < 100``, or two runs of one seed on different streams (the task at a step
+        differs).
 
     Examples
     --------
@@ -131,6 +152,20 @@ def paired_differences(
         raise InvalidInput(f"unknown outcome {outcome!r}; known: {list(OUTCOMES)}")
     if n_boot < 100:
         raise InvalidInput(f"n_boot must be >= 100 resamples, got {n_boot!r}")
+    if subset is not None and subset not in SUBSETS:
+        raise InvalidInput(f"unknown subset {subset!r}; known: {list(SUBSETS)}")
+    task_at: dict[tuple[str, str], tuple[str, str]] = {}
+    for r in records:
+        key, tid = (r["seed"], r["step"]), r.get("task_id")
+        if tid is None:
+            continue
+        first = task_at.setdefault(key, (tid, r["policy"]))
+        if first[0] != tid:
+            raise InvalidInput(
+                f"seed {key[0]} step {key[1]}: {first[1]} ran task {first[0]} but {r['policy']} "
+                f"ran {tid}; these runs come from different streams (other --tasks, --families, "
+                "...) and cannot be paired"
+            )
     by_pol: dict[str, dict[tuple[str, str], float]] = {}
     for r in records:
         if subset is not None and r.get("subset") != subset:
@@ -175,6 +210,10 @@ def paired_differences(
                 "losses": losses,
                 "p": mcnemar_p(wins, losses),
             }
+        )
+    if not out:
+        raise InvalidInput(
+            f"no policy other than {baseline!r} shares tasks with it; policies: {sorted(by_pol)}"
         )
     return out
 

@@ -15,6 +15,7 @@ from memcurator.bench.runner import PolicyRun
 
 #: (key, column title, format) of the summary table, in display order.
 METRICS: list[tuple[str, str, str]] = [
+    ("seeds", "seeds", "{:d}"),
     ("accuracy", "task acc", "{:.3f}"),
     ("victim_accuracy", "victim acc", "{:.3f}"),
     ("same_family_rate", "same-fam inj", "{:.3f}"),

@@ -31,6 +31,11 @@ class BenchConfig:
             raise InvalidInput("poison_channel must be external, peer or self")
         if not self.policies:
             raise InvalidInput("at least one policy is needed")
+        dup = sorted({p for p in self.policies if list(self.policies).count(p) > 1})
+        if dup:
+            raise InvalidInput(f"policies listed twice: {dup}")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise InvalidInput(f"seeds listed twice: {list(self.seeds)}")
         if not self.seeds:
             raise InvalidInput("at least one seed is needed")
         if self.max_bytes < 1:

@@ -8,6 +8,7 @@ families (their later tasks form the *attacker* subset). DESIGN.md, "The first r
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -68,8 +69,11 @@ class StreamConfig:
             raise InvalidInput("n_tasks must be >= 1")
         if not 0 <= self.drift <= 1 or not 0 <= self.drift_at <= 1 or not 0 <= self.poison_at <= 1:
             raise InvalidInput("drift, drift_at and poison_at must be in [0, 1]")
-        if self.zipf < 0 or self.poison < 0:
-            raise InvalidInput("zipf and poison must be >= 0")
+        if not math.isfinite(self.zipf) or self.zipf < 0 or self.poison < 0:
+            raise InvalidInput(
+                f"zipf must be a finite number >= 0 and poison >= 0, got zipf={self.zipf!r}, "
+                f"poison={self.poison!r}"
+            )
         if self.n_families is not None and self.n_families < 1:
             raise InvalidInput("n_families must be >= 1 (or None for all)")
         if self.poison_targets < 1:

@@ -68,6 +68,15 @@ BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;
 MIGRATIONS: dict[int, str] = {1: _V1}
 
 
+def migrate_check(version: int) -> None:
+    """Raise :class:`StoreError` if a file's schema ``version`` is newer than this code's."""
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"store schema version {version} is newer than this memcurator's ({SCHEMA_VERSION}); "
+            "upgrade memcurator"
+        )
+
+
 def migrate(conn: sqlite3.Connection) -> int:
     """Apply the migrations the file lacks; returns the resulting version.
 
@@ -77,11 +86,7 @@ def migrate(conn: sqlite3.Connection) -> int:
         If the file was written by a newer memcurator (its version is above ours).
     """
     current = int(conn.execute("PRAGMA user_version").fetchone()[0])
-    if current > SCHEMA_VERSION:
-        raise StoreError(
-            f"store schema version {current} is newer than this memcurator's ({SCHEMA_VERSION}); "
-            "upgrade memcurator"
-        )
+    migrate_check(current)
     for v in range(current + 1, SCHEMA_VERSION + 1):
         for stmt in MIGRATIONS[v].split(";\n"):
             if stmt.strip():

@@ -14,6 +14,7 @@ import random
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,13 +29,26 @@ from memcurator.errors import (
     NamespaceNotFound,
     StoreError,
 )
-from memcurator.store.schema import migrate
-from memcurator.types import Decision, Entry
+from memcurator.store.schema import migrate, migrate_check
+from memcurator.types import DECISION_ACTIONS, Decision, Entry
 
 _ENTRY_COLS = (
     "id, namespace, kind, text, bytes, raw_bytes, embedding, origin, origin_detail, "
     "reinforcement, uses, successes, failures, created_step, last_used_step, meta, stats"
 )
+
+
+class _Closed:
+    """Stands in for the connection of a closed store: every use raises StoreError."""
+
+    def __init__(self, path: str):
+        self._path = path
+
+    def __getattr__(self, name: str) -> Any:
+        raise StoreError(f"store {self._path!r} is closed")
+
+    def close(self) -> None:
+        pass
 
 
 def retry_busy(
@@ -141,6 +155,16 @@ class SQLiteStore:
         Wall clock for decision timestamps (seconds since the epoch); pass a fake in tests.
     seed : int, default 0
         Seeds the retry jitter only.
+    readonly : bool, default False
+        Open an existing store for reading only (no WAL switch, no migration); writes raise
+        :class:`StoreError`. The CLI's ``decisions`` and ``entries`` read this way.
+
+    Raises
+    ------
+    StoreError
+        ``path`` is a directory, not an SQLite file, another application's SQLite database
+        (tables but no memcurator schema version; nothing is written into it), a newer schema,
+        or (``readonly``) missing or empty.
 
     Notes
     -----
@@ -165,19 +189,54 @@ class SQLiteStore:
         timeout_s: float = 30.0,
         clock: Callable[[], float] = time.time,
         seed: int = 0,
+        readonly: bool = False,
     ):
         self.path = str(path)
         self.timeout_s = timeout_s
         self.clock = clock
         self.seed = seed
+        self.readonly = readonly
         self._rng = random.Random(seed)
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(
-            self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False
-        )
+        mem = self.path == ":memory:"
+        if not mem and os.path.isdir(self.path):
+            raise StoreError(f"{self.path!r} is a directory, not a store file")
+        if readonly and not mem and not os.path.isfile(self.path):
+            raise StoreError(f"no store at {self.path!r}")
+        try:
+            if readonly and not mem:
+                uri = "file:" + urllib.parse.quote(os.path.abspath(self.path)) + "?mode=ro"
+                conn = sqlite3.connect(
+                    uri, uri=True, timeout=timeout_s, isolation_level=None, check_same_thread=False
+                )
+            else:
+                conn = sqlite3.connect(
+                    self.path, timeout=timeout_s, isolation_level=None, check_same_thread=False
+                )
+            conn.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
+            version = int(self._retry(lambda: conn.execute("PRAGMA user_version").fetchone()[0]))
+            n_tables = int(
+                self._retry(
+                    lambda: conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+                )
+            )
+        except sqlite3.Error as e:
+            if "not a database" in str(e):
+                raise StoreError(f"{self.path!r} is not an SQLite database (not a store)") from e
+            raise StoreError(f"cannot open store {self.path!r}: {e}") from e
+        if version == 0 and (n_tables > 0 or readonly):
+            conn.close()
+            raise StoreError(
+                f"{self.path!r} is not a memcurator store (no schema version"
+                + (", it holds other tables); refusing to write into it" if n_tables else ")")
+            )
+        self._conn: Any = conn
+        if readonly:
+            if version > 0:
+                migrate_check(version)
+            return
         c = self._conn
-        c.execute(f"PRAGMA busy_timeout={int(timeout_s * 1000)}")
-        if self.path != ":memory:":
+        if not mem:
             self._retry(lambda: c.execute("PRAGMA journal_mode=WAL"))
         c.execute("PRAGMA synchronous=FULL")
         c.execute("PRAGMA secure_delete=ON")
@@ -199,6 +258,8 @@ class SQLiteStore:
             If the write lock cannot be taken within ``timeout_s``.
         """
         with self._lock:
+            if self.readonly:
+                raise StoreError(f"store {self.path!r} is open read-only")
             if self._conn.in_transaction:
                 yield self._conn
                 return
@@ -233,8 +294,10 @@ class SQLiteStore:
         return row is not None and int(row[0]) == 0
 
     def close(self) -> None:
+        """Close the file; any later call raises :class:`StoreError`."""
         with self._lock:
             self._conn.close()
+            self._conn = _Closed(self.path)
 
     # ------------------------------------------------------------------ namespaces
     def create_namespace(
@@ -471,7 +534,17 @@ class SQLiteStore:
     def decisions(
         self, namespace: str, *, since: int = 0, action: str | None = None
     ) -> list[Decision]:
-        """Decisions of ``namespace`` with ``seq > since``, oldest first."""
+        """Decisions of ``namespace`` with ``seq > since``, oldest first.
+
+        Raises
+        ------
+        NamespaceNotFound
+            Unknown namespace.
+        InvalidInput
+            ``action`` is not one of :data:`memcurator.types.DECISION_ACTIONS`.
+        """
+        if action is not None and action not in DECISION_ACTIONS:
+            raise InvalidInput(f"unknown action {action!r}; known: {list(DECISION_ACTIONS)}")
         self.namespace(namespace)
         q = (
             "SELECT seq, namespace, step, action, entry_id, score, reason, policy, bytes, at "

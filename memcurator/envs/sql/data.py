@@ -76,7 +76,8 @@ def find_data(path: str | os.PathLike[str] | None = None) -> Path:
     Raises
     ------
     DataNotFound
-        If no candidate exists; the message lists where it looked.
+        If no candidate exists, or ``$MEMCURATOR_DATA_DIR`` is set but holds no data; the
+        message lists where it looked.
     """
     looked: list[Path] = []
     if path is not None:
@@ -85,13 +86,16 @@ def find_data(path: str | os.PathLike[str] | None = None) -> Path:
             looked.append(cand)
             if cand.is_file():
                 return cand
-        raise DataNotFound(f"no LifelongAgentBench data at {path}; looked at {looked}")
+        raise DataNotFound(
+            f"no LifelongAgentBench data at {path}; looked at {', '.join(map(str, looked))}"
+        )
     env = os.environ.get(DATA_ENV)
     if env:
         cand = Path(env) / DATA_REL
-        looked.append(cand)
         if cand.is_file():
             return cand
+        # a set but wrong variable is a mistake to report, not a reason to read other data
+        raise DataNotFound(f"${DATA_ENV}={env} holds no {DATA_REL} (looked at {cand})")
     # the package's own checkout first: a cwd under e.g. /tmp must not pick up a stray copy
     for start in (Path(__file__).resolve().parent, Path.cwd()):
         for base in (start, *start.parents):
@@ -101,8 +105,8 @@ def find_data(path: str | os.PathLike[str] | None = None) -> Path:
                     return cand
         looked.append(start / "..." / _SEARCH_REL[0])
     raise DataNotFound(
-        f"cannot find {DATA_REL}; set {DATA_ENV} to the folder holding lifelongagentbench-db/ "
-        f"or pass path=; looked at {looked}"
+        f"cannot find {DATA_REL}; pass --data (CLI) or path= (Python), or set {DATA_ENV} to the "
+        f"folder holding lifelongagentbench-db/; looked at {', '.join(map(str, looked))}"
     )
 
 
