@@ -219,7 +219,14 @@ def report(
 ) -> None:
     """Merge the runs of several bench result folders (e.g. one per seed) into one summary."""
     from memcurator.bench.compare import read_records, write_records
-    from memcurator.bench.report import json_safe, markdown, plot, summarize, table
+    from memcurator.bench.report import (
+        json_safe,
+        markdown,
+        plot,
+        plot_over_time,
+        summarize,
+        table,
+    )
 
     runs: list[dict[str, object]] = []
     partial: list[str] = []
@@ -286,10 +293,15 @@ def report(
         )
         (out / "summary.md").write_text(markdown(summary) + "\n")
         written = [out / "summary.json", out / "summary.md"]
-        if all((f / "records.csv").exists() for f in folders):
-            written.append(write_records(out / "records.csv", read_records(folders)))
+        records = (
+            read_records(folders) if all((f / "records.csv").exists() for f in folders) else []
+        )
+        if records:
+            written.append(write_records(out / "records.csv", records))
         try:
             written.append(plot(out / "accuracy_vs_bytes.png", summary))
+            if records:
+                written.append(plot_over_time(out / "accuracy_over_time.png", records))
         except ImportError:
             pass
         console.print("wrote " + ", ".join(str(p) for p in written))

@@ -52,6 +52,8 @@ def test_bench_writes_complete_results(two_seeds: tuple[Path, Path]) -> None:
         ("keep-all", 0, 12),
         ("no-memory", 0, 12),
     ]
+    for png in ("accuracy_vs_bytes.png", "accuracy_over_time.png"):
+        assert (s0 / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     header = (s0 / "records.csv").read_text().splitlines()[0]
     assert header.startswith("policy,seed,step,task_id")
 
@@ -175,6 +177,7 @@ def test_report_out_is_a_complete_folder(two_seeds: tuple[Path, Path], tmp_path:
     doc = json.loads((m / "summary.json").read_text())
     assert doc["config"]["tasks"] == 12 and doc["config"]["complete"] is True
     assert len((m / "records.csv").read_text().splitlines()) == 1 + 2 * 2 * 12
+    assert (m / "accuracy_over_time.png").stat().st_size > 1000
     res = runner.invoke(app, ["compare", str(m), "--baseline", "no-memory"])
     assert res.exit_code == 0, res.output
     # the merged folder merges again with its sources (same settings)
@@ -277,3 +280,15 @@ def test_decisions_unknown_action(tmp_path: Path) -> None:
     assert res.exit_code == 0 and "admit" in res.output
     res = runner.invoke(app, ["decisions", str(path), "--action", "bogus"])
     assert res.exit_code == 2 and "unknown action 'bogus'" in _flat(res)
+
+
+def test_plot_over_time_rejects_bad_input(tmp_path: Path) -> None:
+    from memcurator.bench.report import plot_over_time
+    from memcurator.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="no records"):
+        plot_over_time(tmp_path / "x.png", [])
+    row = {"policy": "a", "seed": "0", "step": "0", "local_ok": "True", "subset": "clean"}
+    with pytest.raises(InvalidInput, match="window"):
+        plot_over_time(tmp_path / "x.png", [row], window=0)
+    assert plot_over_time(tmp_path / "x.png", [row], window=5).exists()

@@ -152,7 +152,7 @@ def markdown(summary: list[dict[str, Any]]) -> str:
 def write_results(
     out: Path, runs: list[PolicyRun], summary: list[dict[str, Any]], config: dict[str, Any]
 ) -> list[Path]:
-    """Write records.csv, summary.csv, summary.json, summary.md and a plot into ``out``."""
+    """Write records.csv, summary.csv, summary.json, summary.md and two plots into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     rec_path = out / "records.csv"
@@ -185,6 +185,9 @@ def write_results(
     paths.append(md)
     try:
         paths.append(plot(out / "accuracy_vs_bytes.png", summary))
+        rows = [asdict(r) for run in runs for r in run.records]
+        if rows:
+            paths.append(plot_over_time(out / "accuracy_over_time.png", rows))
     except ImportError:
         pass
     return paths
@@ -215,6 +218,84 @@ def plot(path: Path, summary: list[dict[str, Any]]) -> Path:
     ax.set_ylabel("local task accuracy")
     ax.set_title("Accuracy vs footprint per policy")
     ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def _truth(v: Any) -> float:
+    return 1.0 if v in (True, 1, "True", "true", "1") else 0.0
+
+
+def plot_over_time(path: Path, records: list[dict[str, Any]], window: int = 50) -> Path:
+    """Rolling local accuracy against the task step, one line per policy (mean over seeds).
+
+    Dotted vertical lines mark the first victim task (after the schema drift) and the first
+    attacker-query task (after the poison was written), read from the records themselves.
+
+    Parameters
+    ----------
+    path : Path
+        PNG file to write.
+    records : list of dict
+        Per-task records (``records.csv`` rows or ``asdict(TaskRecord)``): ``policy``, ``seed``,
+        ``step``, ``local_ok``, ``subset``.
+    window : int, default 50
+        Tasks per trailing window (fewer at the start of the stream).
+
+    Raises
+    ------
+    InvalidInput
+        No records, or ``window < 1``.
+    """
+    from memcurator.errors import InvalidInput
+
+    if not records:
+        raise InvalidInput("no records to plot")
+    if window < 1:
+        raise InvalidInput(f"window must be >= 1 tasks, got {window!r}")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    n = 1 + max(int(r["step"]) for r in records)
+    per: dict[str, dict[str, np.ndarray]] = {}
+    for r in records:
+        runs = per.setdefault(str(r["policy"]), {})
+        arr = runs.setdefault(str(r["seed"]), np.full(n, np.nan))
+        arr[int(r["step"])] = _truth(r["local_ok"])
+    first: dict[str, int] = {}
+    for r in records:
+        sub = str(r.get("subset", ""))
+        if sub in ("victim", "attacker"):
+            first[sub] = min(first.get(sub, n), int(r["step"]))
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    styles = ["-", "--", "-.", ":"]
+    kernel = np.ones(window)
+    for i, (pol, runs) in enumerate(per.items()):
+        mean = np.nanmean(np.vstack(list(runs.values())), axis=0)
+        ok = ~np.isnan(mean)
+        num = np.convolve(np.where(ok, mean, 0.0), kernel)[:n]
+        den = np.convolve(ok.astype(float), kernel)[:n]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rolling = num / den
+        ax.plot(np.arange(n), rolling, styles[(i // 10) % len(styles)], label=pol, lw=1.3)
+    for sub, label in (
+        ("victim", "first victim task (drift)"),
+        ("attacker", "first attacker query"),
+    ):
+        if sub in first:
+            ax.axvline(first[sub], color="grey", ls=":", lw=1)
+            ax.text(first[sub], 1.0, " " + label, fontsize=7, va="top", rotation=90, color="grey")
+    seeds = max(len(v) for v in per.values())
+    ax.set_xlabel("task step")
+    ax.set_ylabel(f"local accuracy, trailing {window} tasks")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(f"Accuracy over the stream (mean of {seeds} seed{'s' * (seeds > 1)})")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
