@@ -73,10 +73,22 @@ def write_records(path: Path, records: list[dict[str, Any]]) -> Path:
     return Path(path)
 
 
-def _flag(v: str) -> float:
-    if v in ("True", "1", "true"):
+def flag(v: object) -> float:
+    """A 0/1 outcome as written in records (bool, or its CSV text) → 1.0 / 0.0.
+
+    Raises
+    ------
+    InvalidInput
+        Anything else.
+
+    Examples
+    --------
+    >>> flag("True"), flag(False)
+    (1.0, 0.0)
+    """
+    if v in (True, "True", "1", "true"):
         return 1.0
-    if v in ("False", "0", "false"):
+    if v in (False, "False", "0", "false"):
         return 0.0
     raise InvalidInput(f"not a 0/1 outcome: {v!r}")
 
@@ -170,7 +182,7 @@ def paired_differences(
     for r in records:
         if subset is not None and r.get("subset") != subset:
             continue
-        by_pol.setdefault(r["policy"], {})[(r["seed"], r["step"])] = _flag(str(r[outcome]))
+        by_pol.setdefault(r["policy"], {})[(r["seed"], r["step"])] = flag(r[outcome])
     if baseline not in by_pol:
         raise InvalidInput(
             f"no records of baseline {baseline!r}"

@@ -224,10 +224,6 @@ def plot(path: Path, summary: list[dict[str, Any]]) -> Path:
     return path
 
 
-def _truth(v: Any) -> float:
-    return 1.0 if v in (True, 1, "True", "true", "1") else 0.0
-
-
 def plot_over_time(path: Path, records: list[dict[str, Any]], window: int = 50) -> Path:
     """Rolling local accuracy against the task step, one line per policy (mean over seeds).
 
@@ -249,6 +245,7 @@ def plot_over_time(path: Path, records: list[dict[str, Any]], window: int = 50) 
     InvalidInput
         No records, or ``window < 1``.
     """
+    from memcurator.bench.compare import flag
     from memcurator.errors import InvalidInput
 
     if not records:
@@ -265,7 +262,7 @@ def plot_over_time(path: Path, records: list[dict[str, Any]], window: int = 50) 
     for r in records:
         runs = per.setdefault(str(r["policy"]), {})
         arr = runs.setdefault(str(r["seed"]), np.full(n, np.nan))
-        arr[int(r["step"])] = _truth(r["local_ok"])
+        arr[int(r["step"])] = flag(r["local_ok"])
     first: dict[str, int] = {}
     for r in records:
         sub = str(r.get("subset", ""))

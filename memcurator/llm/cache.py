@@ -93,7 +93,7 @@ class CachedExecutor:
         self.misses = 0
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        what = f"prompt cache {str(p)!r}"
+        what = self._what = f"prompt cache {str(p)!r}"
         try:
             db = sqlite3.connect(p, timeout=busy_timeout_s, isolation_level=None)
             db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
@@ -185,7 +185,7 @@ class CachedExecutor:
                     (key,),
                 ).fetchone(),
                 timeout_s=self.busy_timeout_s,
-                what=f"prompt cache {str(self.path)!r}",
+                what=self._what,
             )
         except sqlite3.Error as e:
             raise StoreError(f"prompt cache {str(self.path)!r} read failed: {e}") from e
@@ -218,7 +218,7 @@ class CachedExecutor:
                     row_values,
                 ),
                 timeout_s=self.busy_timeout_s,
-                what=f"prompt cache {str(self.path)!r}",
+                what=self._what,
             )
         except sqlite3.Error as e:
             raise StoreError(f"prompt cache {str(self.path)!r} write failed: {e}") from e
