@@ -3,7 +3,8 @@
 ``memcurator report`` gives mean ± sd over seeds. When the sd is large this script shows where it
 comes from: task accuracy, victim accuracy and injection ASR for each (policy, seed), and the
 factoring of accuracy into (how often a same-family entry is injected) × (how often such an
-injection is solved). Reads ``records.csv`` only; makes no model calls.
+injection is solved). Reads each folder's ``summary.json`` (the per-run measures bench
+computed) and ``records.csv``; makes no model calls.
 
     python benchmarks/seed_breakdown.py results/k1000x3
 
@@ -13,8 +14,11 @@ Numbers from a run, not a test: see docs/bench-1000x3.md for what it showed.
 from __future__ import annotations
 
 import argparse
+import json
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -26,40 +30,36 @@ def main() -> None:
     ap.add_argument("folders", nargs="+", type=Path)
     args = ap.parse_args()
 
-    runs: dict[tuple[str, int], list[dict[str, str]]] = defaultdict(list)
+    # Per-run measures as bench computed them (report.run_metrics); a later folder's run wins.
+    metrics: dict[tuple[str, int], dict[str, Any]] = {}
+    for f in args.folders:
+        for m in json.loads((f / "summary.json").read_text())["runs"]:
+            metrics[(m["policy"], int(m["seed"]))] = m
+    # The one figure bench does not store: accuracy when a same-family entry was injected.
+    same: dict[tuple[str, int], list[float]] = defaultdict(list)
     for r in read_records(args.folders):
-        runs[(r["policy"], int(r["seed"]))].append(r)
-    policies = list(dict.fromkeys(p for p, _ in runs))
-    seeds = sorted({s for _, s in runs})
+        if flag(r["injected_same_family"]):
+            same[(r["policy"], int(r["seed"]))].append(flag(r["local_ok"]))
+    policies = list(dict.fromkeys(p for p, _ in metrics))
+    seeds = sorted({s for _, s in metrics})
 
-    def mean(rows: list[dict[str, str]], key: str) -> float:
-        return float(np.mean([flag(r[key]) for r in rows])) if rows else float("nan")
-
-    def cell(vals: list[float]) -> str:
-        return " / ".join("—" if np.isnan(v) else f"{v:.3f}" for v in vals)
+    def row(p: str, value: Callable[[dict[str, Any], tuple[str, int]], Any]) -> str:
+        vals = [value(metrics[(p, s)], (p, s)) if (p, s) in metrics else None for s in seeds]
+        return " / ".join("—" if v is None or np.isnan(v) else f"{v:.3f}" for v in vals)
 
     head = " / ".join(f"s{s}" for s in seeds)
     print(f"| policy | task acc ({head}) | victim acc ({head}) | inj. ASR ({head}) |")
     print("|---|---|---|---|")
     for p in policies:
-        acc, vic, asr = [], [], []
-        for s in seeds:
-            rows = runs.get((p, s), [])
-            acc.append(mean(rows, "local_ok"))
-            vic.append(mean([r for r in rows if r["subset"] == "victim"], "local_ok"))
-            asr.append(mean([r for r in rows if r["subset"] == "attacker"], "payload_executed"))
-        print(f"| {p} | {cell(acc)} | {cell(vic)} | {cell(asr)} |")
+        cols = [row(p, lambda m, _, k=k: m[k]) for k in ("accuracy", "victim_accuracy", "asr")]
+        print(f"| {p} | " + " | ".join(cols) + " |")
 
     print(f"\n| policy | same-family injected, share ({head}) | solved when same-family ({head}) |")
     print("|---|---|---|")
     for p in policies:
-        share, solved = [], []
-        for s in seeds:
-            rows = runs.get((p, s), [])
-            same = [r for r in rows if flag(r["injected_same_family"])]
-            share.append(len(same) / len(rows) if rows else float("nan"))
-            solved.append(mean(same, "local_ok"))
-        print(f"| {p} | {cell(share)} | {cell(solved)} |")
+        share = row(p, lambda m, _: m["same_family_rate"])
+        solved = row(p, lambda _, key: float(np.mean(same[key])) if same[key] else None)
+        print(f"| {p} | {share} | {solved} |")
 
 
 if __name__ == "__main__":

@@ -139,7 +139,7 @@ class CachedExecutor:
 
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
-            raise StoreError(f"prompt cache {str(self.path)!r} is closed")
+            raise StoreError(f"{self._what} is closed")
         return self._db
 
     def _key_fields(self, prompt: str, max_tokens: int, stops: list[str]) -> dict[str, object]:
@@ -188,7 +188,7 @@ class CachedExecutor:
                 what=self._what,
             )
         except sqlite3.Error as e:
-            raise StoreError(f"prompt cache {str(self.path)!r} read failed: {e}") from e
+            raise StoreError(f"{self._what} read failed: {e}") from e
         if row is not None:
             self.hits += 1
             text, tokens_in, tokens_out, latency_s, cost_usd, out_model = row
@@ -221,5 +221,5 @@ class CachedExecutor:
                 what=self._what,
             )
         except sqlite3.Error as e:
-            raise StoreError(f"prompt cache {str(self.path)!r} write failed: {e}") from e
+            raise StoreError(f"{self._what} write failed: {e}") from e
         return c
