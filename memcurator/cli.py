@@ -397,21 +397,28 @@ def compare(
 
 
 @app.command()
-def policies() -> None:
-    """List the registered policy presets with a line on each (and a preset's fixed settings)."""
-    from memcurator.policy import POLICIES
+def policies(
+    as_json: Annotated[bool, typer.Option("--json", help="Full specs as JSON.")] = False,
+) -> None:
+    """List the policy presets: each decision's component and a line on the preset."""
+    from memcurator.policy import POLICIES, policy_spec
 
+    if as_json:
+        print(json.dumps({n: policy_spec(n) for n in sorted(POLICIES)}, indent=1))
+        return
     for name in sorted(POLICIES):
-        factory = POLICIES[name]
-        pol = factory()
-        doc = (type(pol).__doc__ or "").strip().splitlines()
-        fixed = {}
-        for cell in getattr(factory, "__closure__", None) or ():
-            if isinstance(cell.cell_contents, dict) and cell.cell_contents:
-                fixed = cell.cell_contents
-        extra = (" [" + ", ".join(f"{k}={v}" for k, v in fixed.items()) + "]") if fixed else ""
-        line = (doc[0] if doc else type(pol).__name__).replace("``", "")
-        print(f"{name:24s} {line}{extra}")
+        spec = policy_spec(name)
+        comps = []
+        for d in ("admit", "form", "keep", "rank", "learn", "share"):
+            v = spec.get(d)
+            if d == "learn":
+                if v:
+                    comps.append("learn=" + "+".join(c["name"] for c in v))
+            elif v:
+                comps.append(f"{d}={v['name']}")
+        unb = "" if spec.get("bounded", True) else " [unbounded in bench]"
+        print(f"{name:24s} {spec.get('description', '')}{unb}")
+        print(f"{'':24s}   {' '.join(comps)}")
 
 
 @app.command()

@@ -1,71 +1,38 @@
-"""``Memory``: the object a user reaches for. It wires a store, an embedder and a policy.
+"""``Memory``: the object a user reaches for — a thin facade over the lifecycle modules.
 
-The store enforces the byte budget; the policy only chooses the order in which entries stay
-resident (STYLE.md rule 1). Every admission, rejection, eviction, distillation, reinforcement and
-forget is written to the decision log with its score and reason.
+It wires a store, an embedder and a policy (a bundle of components, :mod:`memcurator.policy`).
+The resident set enforces the byte budget for every policy; the policy only chooses what is
+admitted, in what order entries stay and how recall ranks (STYLE.md rule 1). Every admission,
+rejection, eviction, distillation, reinforcement and forget is in the decision log.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
-import numbers
 import random
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
 from memcurator.curate.distill import ExtractiveDistiller, render_insight, render_raw
 from memcurator.embed import Embedder, HashingEmbedder
-from memcurator.errors import BudgetExceeded, EntryNotFound, InvalidInput
+from memcurator.errors import EntryNotFound, InvalidInput
+from memcurator.lifecycle import exchange, keep
+from memcurator.lifecycle import recall as _recall
+from memcurator.lifecycle import write as _write
+from memcurator.lifecycle.keep import GovernResult
+from memcurator.lifecycle.resident import ResidentSet
+from memcurator.lifecycle.write import WriteResult, sha1
 from memcurator.policy import create_policy
 from memcurator.policy.base import Policy
-from memcurator.retrieve import BM25Index, dense_topk, rrf_fuse
 from memcurator.store.sizing import default_sizeof
-from memcurator.store.sqlite import SQLiteStore
-from memcurator.types import ORIGINS, Entry, RecallResult, Task, Trajectory
+from memcurator.store.sqlite import KEEP, SQLiteStore
+from memcurator.types import Entry, RecallResult, Task, Trajectory
 
-
-@dataclass
-class WriteResult:
-    """What happened to one write.
-
-    Attributes
-    ----------
-    id : str or None
-        The entry id (None when rejected before an id was useful).
-    admitted : bool
-    reason : str
-    score : float
-        The policy's admission score (NaN where none applies).
-    evicted : list of str
-        Ids evicted by the governance pass this write triggered (may include ``id`` itself).
-    distilled : list of str
-        Ids distilled in that pass.
-    """
-
-    id: str | None
-    admitted: bool
-    reason: str
-    score: float = float("nan")
-    evicted: list[str] = field(default_factory=list)
-    distilled: list[str] = field(default_factory=list)
-
-
-@dataclass
-class GovernResult:
-    """Outcome of one governance (Keep) pass: evicted and distilled ids, resident bytes after."""
-
-    evicted: list[str]
-    distilled: list[str]
-    used_bytes: int
-
-
-def _sha1(text: str) -> str:
-    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+#: ``max_bytes`` not given: keep the namespace's stored budget (unbounded for a new one).
+UNSET: Any = KEEP
 
 
 class Memory:
@@ -78,10 +45,10 @@ class Memory:
     namespace : str, default "default"
         One namespace per user/agent; every read and write is scoped to it.
     policy : str or Policy, default "curator"
-        A registered preset name (see :func:`memcurator.policy.create_policy`) or an instance.
-    max_bytes : int or None, default None
-        Resident budget B in bytes; None means unbounded. Unbounded policies (keep-all,
-        full-oracle) ignore it.
+        A preset name (``memcurator policies``) or an instance.
+    max_bytes : int or None, optional
+        Resident budget B in bytes, enforced for every policy; None means unbounded. Omitted,
+        the namespace keeps the budget it was stored with (unbounded when new).
     store : SQLiteStore, optional
         Pass an open store to share it between memories (multi-tenant).
     embedder : Embedder, optional
@@ -95,8 +62,7 @@ class Memory:
     seed : int, default 0
         Seeds entry-id generation only.
     candidates : int, default 12
-        Recall candidate pool K_c from BM25 and dense search before the policy reranks (raised
-        to ``k`` when a recall asks for more).
+        Recall candidate pool K_c from BM25 and dense search before the policy reranks.
 
     Raises
     ------
@@ -104,6 +70,8 @@ class Memory:
         If the namespace was created with another embedder or dimension.
     UnknownName
         If ``policy`` is not a registered name.
+    InvalidInput
+        ``max_bytes`` that is not a positive integer or None.
 
     Examples
     --------
@@ -125,7 +93,7 @@ class Memory:
         path: str = ":memory:",
         namespace: str = "default",
         policy: str | Policy = "curator",
-        max_bytes: int | None = None,
+        max_bytes: int | None = UNSET,
         *,
         store: SQLiteStore | None = None,
         embedder: Embedder | None = None,
@@ -135,27 +103,37 @@ class Memory:
         seed: int = 0,
         candidates: int = 12,
     ):
+        if (
+            max_bytes is not UNSET
+            and max_bytes is not None
+            and (
+                isinstance(max_bytes, bool)
+                or not isinstance(max_bytes, int | float)
+                or not math.isfinite(max_bytes)
+                or int(max_bytes) != max_bytes
+                or max_bytes <= 0
+            )
+        ):
+            raise InvalidInput(f"max_bytes must be a positive integer or None, got {max_bytes!r}")
         self.store = store if store is not None else SQLiteStore(path)
         self.namespace = namespace
         self.embedder = embedder if embedder is not None else HashingEmbedder()
         self.policy = create_policy(policy) if isinstance(policy, str) else policy
         self.policy.attach(self.embedder.dim)
-        if max_bytes is not None and (
-            isinstance(max_bytes, bool)
-            or not isinstance(max_bytes, int | float)
-            or not math.isfinite(max_bytes)
-            or int(max_bytes) != max_bytes
-            or max_bytes <= 0
-        ):
-            raise InvalidInput(f"max_bytes must be a positive integer or None, got {max_bytes!r}")
-        self.max_bytes = max_bytes if self.policy.bounded else None
         self.sizeof = sizeof
         self.distiller = distiller if distiller is not None else ExtractiveDistiller()
         self.max_text_bytes = max_text_bytes
         self.candidates = candidates
         self.store.create_namespace(
-            namespace, embedder=self.embedder.name, dim=self.embedder.dim, max_bytes=self.max_bytes
+            namespace,
+            embedder=self.embedder.name,
+            dim=self.embedder.dim,
+            max_bytes=None
+            if max_bytes is None
+            else (int(max_bytes) if max_bytes is not UNSET else UNSET),
         )
+        stored = self.store.namespace(namespace).max_bytes
+        self.max_bytes: int | None = None if stored is None else int(stored)
         # ids are drawn from the seed and the log's length, so a reopened store (same seed)
         # never draws an id it already used, while a fresh run stays reproducible
         self._rng = random.Random(f"{seed}:{namespace}:{self.store.last_seq()}")
@@ -166,99 +144,75 @@ class Memory:
             self.policy.load_state(saved[2])
         self.energy_bytes = 0.0  # energy proxy: bytes embedded + resident bytes scanned
         self._energy_mark = 0.0  # energy_bytes at the start of the current step
-        self._version = -1
-        self._reload()
-        if self.max_bytes is not None and self._used > self.max_bytes:
+        self._depth = 0
+        self._res = ResidentSet(
+            self.store, namespace, self.embedder.dim, self.policy.redundancy_delta
+        )
+        if self.max_bytes is not None and self._res.used > self.max_bytes:
             self.govern()  # reopened with a smaller budget: restore it before anything else
 
-    # ------------------------------------------------------------------ cache
-    def _reload(self) -> None:
-        self._entries: list[Entry] = self.store.entries(self.namespace)
-        self._index = {m.id: i for i, m in enumerate(self._entries)}
-        self._matrix: np.ndarray | None = None
-        self._bm25: BM25Index | None = None
-        self._used = sum(m.bytes for m in self._entries)
-        self._version = self.store.data_version()
-        self._near: dict[str, dict[str, float]] = {}
-        if self._delta is not None and self._entries:
-            M = self.matrix
-            for lo in range(0, len(self._entries), 1024):
-                S = M[lo : lo + 1024] @ M.T
-                for r, c in zip(*np.nonzero(S >= self._delta), strict=True):
-                    i = lo + int(r)
-                    if i != int(c):
-                        a, b = self._entries[i].id, self._entries[int(c)].id
-                        self._near.setdefault(a, {})[b] = float(S[r, c])
+    # ------------------------------------------------------------------ plumbing
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """One store transaction; the resident set is synced first and, after this handle's
+        own commit, marked current (a rollback makes the next call reload it)."""
+        with self.store.transaction():
+            self._depth += 1
+            try:
+                self._res.sync()
+                yield
+            finally:
+                self._depth -= 1
+        if self._depth == 0:
+            self._res.mark_synced()
 
-    @property
-    def _delta(self) -> float | None:
-        d = getattr(self.policy, "redundancy_delta", None)
-        return None if d is None else float(d)
+    def _log(self, step: int, action: str, eid: str, score: float, reason: str, nb: int) -> None:
+        self.store.log(
+            self.namespace,
+            step=step,
+            action=action,
+            entry_id=eid,
+            score=score,
+            reason=reason,
+            policy=self.policy.name,
+            nbytes=nb,
+        )
 
-    def _link(self, m: Entry, exclude: int | None = None) -> None:
-        """Record m's near-duplicates (cosine >= the policy's redundancy δ) among the residents."""
-        if self._delta is None:
-            return
-        for nb in self._near.pop(m.id, {}):
-            self._near.get(nb, {}).pop(m.id, None)
-        if not self._entries:
-            return
-        sims = self.matrix @ m.embedding
-        for jj in np.nonzero(sims >= self._delta)[0]:
-            j = int(jj)
-            if j == exclude or self._entries[j].id == m.id:
-                continue
-            other = self._entries[j].id
-            c = float(sims[j])
-            self._near.setdefault(m.id, {})[other] = c
-            self._near.setdefault(other, {})[m.id] = c
+    def _save_state(self) -> None:
+        self.store.save_state(self.namespace, self.policy.name, self.step, self.policy.state())
 
-    def _sync(self) -> None:
-        """Reload if another connection committed since we last looked."""
-        if self.store.data_version() != self._version:
-            self._reload()
-
-    def _dirty(self) -> None:
-        self._index = {m.id: i for i, m in enumerate(self._entries)}
-        self._matrix = None
-        self._bm25 = None
-        self._used = sum(m.bytes for m in self._entries)
-
-    @property
-    def matrix(self) -> np.ndarray:
-        """Embeddings of the resident entries, shape (n, d), float32, in ``entries()`` order."""
-        if self._matrix is None:
-            d = self.embedder.dim
-            self._matrix = (
-                np.vstack([m.embedding for m in self._entries]).astype(np.float32)
-                if self._entries
-                else np.zeros((0, d), dtype=np.float32)
-            )
-        return self._matrix
+    def _new_id(self, text: str) -> str:
+        return f"{sha1(text)[:10]}{self._rng.getrandbits(32):08x}"
 
     # ------------------------------------------------------------------ reads
     @property
+    def matrix(self) -> np.ndarray:
+        """Embeddings of the resident entries, shape (n, d), float32, in ``entries()`` order."""
+        self._res.sync()
+        return self._res.matrix.copy()
+
+    @property
     def used_bytes(self) -> int:
         """Resident bytes ``sum(b(m))``."""
-        self._sync()
-        return self._used
+        self._res.sync()
+        return self._res.used
 
     def __len__(self) -> int:
-        self._sync()
-        return len(self._entries)
+        self._res.sync()
+        return len(self._res.entries)
 
     def entries(self) -> list[Entry]:
-        """The resident entries (copies of the cached objects are not made; do not mutate)."""
-        self._sync()
-        return list(self._entries)
+        """Copies of the resident entries (editing them changes nothing stored)."""
+        self._res.sync()
+        return [ResidentSet.copy_of(m) for m in self._res.entries]
 
     def get(self, entry_id: str) -> Entry:
-        """Raises :class:`EntryNotFound` for an id that is not resident."""
-        self._sync()
-        i = self._index.get(entry_id)
-        if i is None:
+        """A copy of one resident entry; :class:`EntryNotFound` for an id that is not resident."""
+        self._res.sync()
+        m = self._res.get(entry_id)
+        if m is None:
             raise EntryNotFound(f"no entry {entry_id!r} in namespace {self.namespace!r}")
-        return self._entries[i]
+        return ResidentSet.copy_of(m)
 
     def decisions(self, *, since: int = 0, action: str | None = None) -> list[Any]:
         """The decision log of this namespace, oldest first."""
@@ -273,11 +227,7 @@ class Memory:
         where: Callable[[Entry], bool] | None = None,
         observe: bool = True,
     ) -> RecallResult:
-        """Recall up to ``k`` entries for ``query``.
-
-        BM25 and dense cosine each propose ``candidates`` entries; reciprocal-rank fusion merges
-        them; the policy reranks the pool (by default on cosine). A policy with
-        ``recall_all = True`` (the oracle) reranks every resident entry instead.
+        """Recall up to ``k`` entries for ``query`` (:func:`memcurator.lifecycle.recall.recall`).
 
         Parameters
         ----------
@@ -285,14 +235,15 @@ class Memory:
         k : int, default 1
             At most this many results; fewer when fewer entries are resident or pass ``where``.
         where : callable (Entry) -> bool, optional
-            A filter applied before ranking.
+            A filter applied before ranking (it receives copies).
         observe : bool, default True
             Fold the query into the policy's running statistics (CURATOR's sketch).
 
         Returns
         -------
         RecallResult
-            ``ids`` (length ``k' <= k``), ``scores`` of shape (k',) descending, ``entries``.
+            ``ids`` (length ``k' <= k``), ``scores`` of shape (k',) descending, ``entries``
+            (copies), and the ``features`` and ``step`` that :meth:`feedback` learns from.
 
         Raises
         ------
@@ -303,62 +254,23 @@ class Memory:
             raise InvalidInput("query must be a non-empty string")
         if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
             raise InvalidInput(f"k must be a positive integer, got {k!r}")
-        self._sync()
+        self._res.sync()
         e_q = self.embedder.embed(query)
-        self.energy_bytes += len(query.encode("utf-8")) + self._used
+        self.energy_bytes += len(query.encode("utf-8")) + self._res.used
         if observe:
             self.policy.observe_query(e_q)
-        n = len(self._entries)
-        if n == 0:
-            return RecallResult([], np.zeros(0), [])
-        if getattr(self.policy, "recall_all", False):
-            pool = np.arange(n)
-        else:
-            if self._bm25 is None:
-                self._bm25 = BM25Index()
-                self._bm25.fit([m.text for m in self._entries])
-            kc = max(self.candidates, int(k))  # a pool smaller than k could not return k results
-            b_ids, _ = self._bm25.search(query, kc)
-            d_ids, _ = dense_topk(self.matrix, e_q, kc)
-            pool, _ = rrf_fuse([b_ids, d_ids], k=2 * kc)
-        cands = [self._entries[i] for i in pool]
-        if where is not None:
-            keep = [j for j, m in enumerate(cands) if where(m)]
-            pool = pool[keep]
-            cands = [cands[j] for j in keep]
-        if not cands:
-            return RecallResult([], np.zeros(0), [])
-        cos = (self.matrix[pool] @ e_q).astype(np.float64)
-        scores = np.asarray(self.policy.rerank(cands, cos, e_q, self.step), dtype=np.float64)
-        ok = np.isfinite(scores)  # NaN or -inf scores are never ranked
-        order = [j for j in np.argsort(-np.where(ok, scores, -np.inf), kind="stable") if ok[j]][:k]
-        return RecallResult([cands[j].id for j in order], scores[order], [cands[j] for j in order])
+        return _recall.recall(
+            self._res,
+            self.policy,
+            query,
+            e_q,
+            int(k),
+            candidates=self.candidates,
+            step=self.step,
+            where=where,
+        )
 
     # ------------------------------------------------------------------ writes
-    def _check_text(self, text: Any) -> str:
-        if isinstance(text, bytes | bytearray):
-            try:
-                text = bytes(text).decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise InvalidInput(f"text is not valid UTF-8: {e}") from None
-        if not isinstance(text, str):
-            raise InvalidInput(f"text must be str or UTF-8 bytes, got {type(text).__name__}")
-        try:
-            nbytes = len(text.encode("utf-8"))
-        except UnicodeEncodeError as e:  # lone surrogates
-            raise InvalidInput(f"text is not valid Unicode: {e}") from None
-        if not text.strip():
-            raise InvalidInput("text is empty or whitespace; nothing to remember")
-        if nbytes > self.max_text_bytes:
-            raise InvalidInput(
-                f"text is {nbytes} bytes, over max_text_bytes={self.max_text_bytes}; distill it or "
-                "raise the limit"
-            )
-        return text
-
-    def _new_id(self, text: str) -> str:
-        return f"{_sha1(text)[:10]}{self._rng.getrandbits(32):08x}"
-
     def write(
         self,
         text: str | bytes,
@@ -372,11 +284,7 @@ class Memory:
         raw_bytes: int | None = None,
         stats: dict[str, float] | None = None,
     ) -> WriteResult:
-        """Offer one entry to the memory.
-
-        The policy's admission gate runs first (CURATOR's Trust for peer and external writes);
-        an identical text already resident is reinforced instead of duplicated; then the Keep
-        pass restores the budget.
+        """Offer one entry: the policy's admission gate, de-duplication, then the Keep pass.
 
         Parameters
         ----------
@@ -389,9 +297,13 @@ class Memory:
         raw_text : str, optional
             The raw trajectory this entry was distilled from; its size is ``b⁰``.
         meta : dict, optional
-            JSON-able metadata (family, task id, ...).
+            JSON-able metadata (family, task id, evaluation metrics, ...).
         step : int, optional
             Logical time; defaults to the memory's step counter.
+        raw_bytes : int, optional
+            ``b⁰`` given directly (a peer's advertised abstraction gain × b).
+        stats : dict, optional
+            Initial per-method statistics (a peer's advertised ``q_adv``).
 
         Returns
         -------
@@ -405,135 +317,69 @@ class Memory:
         BudgetExceeded
             The entry alone is larger than ``max_bytes`` (logged as a rejection first).
         """
-        text = self._check_text(text)
-        if origin not in ORIGINS:
-            raise InvalidInput(f"origin must be one of {list(ORIGINS)}, got {origin!r}")
-        if kind not in ("raw", "insight", "skill"):
-            raise InvalidInput(f"kind must be raw, insight or skill, got {kind!r}")
-        if step is not None and (
-            isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0
-        ):
-            raise InvalidInput(f"step must be an integer >= 0, got {step!r}")
-        st = self.step if step is None else int(step)
-        meta = dict(meta or {})
-        try:
-            json.dumps(meta, allow_nan=False)
-        except (TypeError, ValueError) as err:
-            raise InvalidInput(f"meta must be JSON-serialisable (finite numbers): {err}") from None
-        meta["text_sha1"] = _sha1(text)
-        with self.store.transaction():
-            self._sync()
-            existing = next(
-                (m for m in self._entries if m.meta.get("text_sha1") == meta["text_sha1"]), None
-            )
-            if existing is not None:
-                existing.reinforcement += 1
-                self.store.update(existing)
-                self._log(
-                    st,
-                    "reinforce",
-                    existing.id,
-                    float("nan"),
-                    f"same text written again by {origin}; reinforcement={existing.reinforcement}",
-                    existing.bytes,
-                )
-                return WriteResult(existing.id, True, "reinforced an identical resident entry")
-            e = self.embedder.embed(text)
-            self.energy_bytes += len(text.encode("utf-8"))
-            b = int(self.sizeof(text, meta, e))
-            b0 = int(self.sizeof(raw_text, meta, e)) if raw_text else b
-            if raw_bytes is not None:
-                b0 = int(raw_bytes)
-            eid = self._new_id(text)
-            cand = Entry(
-                eid,
-                self.namespace,
-                kind,
-                text,
-                b,
-                max(b0, b),
-                e,
-                origin,
-                origin_detail,
-                created_step=st,
-                meta=meta,
-                stats=dict(stats or {}),
-            )
-            if self.max_bytes is not None and b > self.max_bytes:
-                # Log and commit the rejection, then raise outside the transaction: raising inside
-                # it would roll the 'reject' decision back with everything else.
-                self._log(
-                    st,
-                    "reject",
-                    eid,
-                    float("nan"),
-                    f"entry of {b} bytes is larger than the whole budget "
-                    f"max_bytes={self.max_bytes}",
-                    b,
-                )
-                oversized = BudgetExceeded(
-                    f"entry of {b} bytes can never fit max_bytes={self.max_bytes}; distill it or "
-                    "raise the budget"
-                )
-            else:
-                oversized = None
-                ok, score, reason = self.policy.admit(cand, self._entries, self.matrix, st)
-                if not ok:
-                    self._log(st, "reject", eid, score, reason, b)
-                    return WriteResult(eid, False, reason, score)
-                self.store.insert(cand)
-                self._link(cand)
-                self._entries.append(cand)
-                self._dirty()
-                self._log(st, "admit", eid, score, reason, b)
-                g = self._govern(st)
-                self._save_state()
-        if oversized is not None:
-            raise oversized
-        return WriteResult(eid, True, reason, score, g.evicted, g.distilled)
+        return _write.write(
+            self,
+            text,
+            origin=origin,
+            kind=kind,
+            origin_detail=origin_detail,
+            raw_text=raw_text,
+            meta=meta,
+            step=step,
+            raw_bytes=raw_bytes,
+            stats=stats,
+        )
 
     def record(
         self,
         task: Task,
         trajectory: Trajectory,
         *,
-        used: Iterable[str] = (),
+        used: Iterable[str] | RecallResult = (),
         feedback: bool = True,
     ) -> WriteResult | None:
-        """Close one task: feed its outcome back to ``used`` entries, then write its experience.
+        """Close one task: feed its outcome back to ``used``, then write its experience.
 
-        What is written depends on the policy: the raw trajectory (``form="raw"``) or its
-        distilled insight (``form="insight"``, with ``b⁰`` the raw bytes); only successful
-        trajectories (reward >= 0.5) are written. Returns None when nothing was written.
+        The policy's form decides what is written: the raw trajectory or its distilled insight
+        (``b⁰`` the raw bytes), only when the reward is at least its ``min_reward``. The
+        trajectory's evaluation ``metrics`` go into the entry's ``meta``. Returns None when
+        nothing was written.
         """
         if feedback:
             self.feedback(used, trajectory.reward)
-        if not self.policy.writes or trajectory.reward < 0.5 or not trajectory.steps:
+        pol = self.policy
+        if not pol.writes or trajectory.reward < pol.min_reward or not trajectory.steps:
             self._end_step()
             return None
         raw = render_raw(task, trajectory)
-        meta = {"task_id": task.id, "family": task.family, "solver": trajectory.solver}
-        if self.policy.form == "insight":
+        meta: dict[str, Any] = {
+            "task_id": task.id,
+            "family": task.family,
+            "solver": trajectory.solver,
+        }
+        meta.update(trajectory.metrics)
+        if pol.form == "insight":
             text = render_insight(task.instruction, trajectory.steps[-1].action)
-            res = self.write(
+            r = self.write(
                 text, kind="insight", raw_text=raw, meta=meta, origin_detail=trajectory.solver
             )
         else:
-            res = self.write(raw, kind="raw", meta=meta, origin_detail=trajectory.solver)
+            r = self.write(raw, kind="raw", meta=meta, origin_detail=trajectory.solver)
         self._end_step()
-        return res
+        return r
 
     def _end_step(self) -> None:
-        """Advance the logical clock and hand the step's energy proxy ε(t) to the policy (its
-        virtual queue, CURATOR Eq. 6)."""
+        """Advance the logical clock; hand the step's energy ε(t) to the policy (CURATOR Eq. 6)."""
         self.policy.observe_energy(self.energy_bytes - self._energy_mark)
         self._energy_mark = self.energy_bytes
         self.step += 1
 
-    def feedback(self, used: Iterable[str], reward: float) -> None:
+    def feedback(self, used: Iterable[str] | RecallResult, reward: float) -> None:
         """Report a task's outcome ``reward`` in [0, 1] for the entries that were injected.
 
-        Unknown ids (evicted since recall) are skipped: their feedback has no one to go to.
+        ``used`` is the :class:`RecallResult` whose entries were injected (learners then train
+        on the features of that recall, whatever was recalled since) or a list of ids. Ids no
+        longer resident are skipped.
 
         Raises
         ------
@@ -541,6 +387,9 @@ class Memory:
             NaN, infinite, non-numeric or out-of-range reward, or ``used`` given as one string
             (nothing is updated).
         """
+        features = None
+        if isinstance(used, RecallResult):
+            features, used = used.features, list(used.ids)
         if isinstance(used, str):
             raise InvalidInput(f"used must be a list of entry ids, not the string {used!r}")
         try:
@@ -549,9 +398,9 @@ class Memory:
             raise InvalidInput(f"reward must be a number in [0, 1], got {reward!r}") from None
         if not math.isfinite(r) or not 0.0 <= r <= 1.0:
             raise InvalidInput(f"reward must be a finite number in [0, 1], got {reward!r}")
-        with self.store.transaction():
-            self._sync()
-            injected = [self._entries[self._index[i]] for i in used if i in self._index]
+        with self._transaction():
+            res = self._res
+            injected = [res.entries[res.index[i]] for i in used if i in res.index]
             for m in injected:
                 m.uses += 1
                 m.last_used_step = self.step
@@ -559,8 +408,12 @@ class Memory:
                     m.successes += 1
                 else:
                     m.failures += 1
-            self.policy.feedback(r, injected, self.step)
+            updates = self.policy.feedback(
+                r, [ResidentSet.copy_of(m) for m in injected], self.step, features
+            )
             for m in injected:
+                if m.id in updates:
+                    m.stats = dict(updates[m.id])
                 self.store.update(m)
             self._save_state()
 
@@ -568,10 +421,7 @@ class Memory:
     @property
     def sketch(self) -> np.ndarray:
         """The query sketch q̄ this memory advertises to peers (CURATOR Eq. 8), shape (d,)."""
-        sk = getattr(self.policy, "scorer", None)
-        if sk is None:
-            raise InvalidInput(f"policy {self.policy.name!r} keeps no query sketch; use curator")
-        return np.asarray(sk.sketch)
+        return self.policy.sketch
 
     def share(
         self,
@@ -584,101 +434,25 @@ class Memory:
     ) -> list[Any]:
         """Select resident entries to send a peer (CURATOR Alg. 1 lines 13-17, Eq. 7-8).
 
-        Parameters
-        ----------
-        peer_sketch : ndarray of shape (d,)
-            The peer's advertised query sketch q̄_p.
-        uplink_bytes : int
-            Uplink budget L for this round, bytes.
-        tau, tau_rise, delta : float
-            See :func:`memcurator.policy.share.select_for_peer`.
-
-        Returns
-        -------
-        list of SharedEntry
-            Each selected entry is logged as a ``share`` decision with its ρ_s.
+        ``peer_sketch`` has shape (d,); ``uplink_bytes`` is the round's budget L; ``tau``,
+        ``tau_rise`` and ``delta`` are those of :func:`memcurator.policy.share.select_for_peer`.
+        Returns :class:`~memcurator.policy.share.SharedEntry` objects, each logged as ``share``.
 
         Raises
         ------
         InvalidInput
-            The policy does not score entries (only curator-style policies share).
+            The policy has no share component (only curator-style policies share).
         DimensionMismatch
             ``peer_sketch`` has the wrong dimension.
         """
-        from memcurator.errors import DimensionMismatch
-        from memcurator.policy.share import SharedEntry, select_for_peer
-
-        scorer = getattr(self.policy, "scorer", None)
-        if scorer is None:
-            raise InvalidInput(f"policy {self.policy.name!r} cannot share; use a curator policy")
-        sk = np.asarray(peer_sketch, dtype=np.float64)
-        if sk.shape != (self.embedder.dim,):
-            raise DimensionMismatch(
-                f"peer sketch has shape {sk.shape}, expected ({self.embedder.dim},)"
-            )
-        if not np.all(np.isfinite(sk)):
-            raise InvalidInput("peer sketch contains NaN or infinite values")
-        self._sync()
-        if not self._entries:
-            return []
-        t = scorer.score(self._entries, self.matrix, sketch=sk)
-        chosen, _ = select_for_peer(
-            self._entries,
-            self.matrix,
-            t.rho,
-            t.q,
-            uplink_bytes=uplink_bytes,
-            tau=tau,
-            tau_rise=tau_rise,
-            delta=delta,
+        return exchange.share(
+            self, peer_sketch, uplink_bytes, tau=tau, tau_rise=tau_rise, delta=delta
         )
-        out = []
-        with self.store.transaction():
-            for i, thr in chosen:
-                m = self._entries[i]
-                out.append(
-                    SharedEntry(
-                        m.text, m.kind, m.bytes, float(t.q[i]), float(t.a[i]), float(t.rho[i]), m.id
-                    )
-                )
-                self._log(
-                    self.step,
-                    "share",
-                    m.id,
-                    float(t.rho[i]),
-                    f"rho_s={t.rho[i]:.3g} > tau={thr:.3g}; q={t.q[i]:.3f}, a={t.a[i]:.2f}",
-                    m.bytes,
-                )
-        return out
 
     def receive(self, shared: Iterable[Any], peer: str) -> list[WriteResult]:
-        """Offer entries received from ``peer`` to this memory (CURATOR Trust, Alg. 1 l. 18-22).
-
-        Each is written with ``origin="peer"``; the sender's advertised q and a are kept (q as
-        ``stats["q_adv"]``, a through ``raw_bytes = a·b``) while propensity and harm are
-        recomputed locally by the policy's admission gate.
-        """
-        out = []
-        for s in shared:
-            if not isinstance(peer, str) or not peer:
-                raise InvalidInput("peer must be a non-empty string")
-            a = float(s.a)
-            if not np.isfinite(a) or a < 1.0 or not np.isfinite(float(s.q)):
-                raise InvalidInput(f"advertised q={s.q!r}, a={s.a!r} must be finite, a >= 1")
-            text = self._check_text(s.text)
-            e_b = int(self.sizeof(text, {}, self.embedder.embed(text)))
-            out.append(
-                self.write(
-                    text,
-                    origin="peer",
-                    kind=s.kind,
-                    origin_detail=peer,
-                    raw_bytes=int(round(a * e_b)),
-                    stats={"q_adv": float(np.clip(s.q, -1.0, 1.0))},
-                    meta={"received_from": peer},
-                )
-            )
-        return out
+        """Offer entries received from ``peer`` (CURATOR Trust, Alg. 1 lines 18-22): each is
+        written with ``origin="peer"`` and the sender's advertised q and a."""
+        return exchange.receive(self, shared, peer)
 
     def forget(self, entry_id: str, *, reason: str = "forget requested") -> None:
         """Hard-delete one entry: its text leaves the table and every index; a tombstone id
@@ -688,155 +462,45 @@ class Memory:
         ------
         EntryNotFound
         """
-        with self.store.transaction():
-            self._sync()
+        with self._transaction():
             b = self.store.delete(self.namespace, entry_id)
             self._log(self.step, "forget", entry_id, float("nan"), reason, b)
-            self._entries = [m for m in self._entries if m.id != entry_id]
-            self._dirty()
+            self._res.remove({entry_id})
         # The WAL still holds page images with the text until it is checkpointed and truncated.
         self.store.checkpoint()
 
     # ------------------------------------------------------------------ keep
     def govern(self) -> GovernResult:
         """Run the Keep pass now (it also runs after every admitted write)."""
-        with self.store.transaction():
-            self._sync()
+        with self._transaction():
             g = self._govern(self.step)
             self._save_state()
         return g
 
     def _govern(self, step: int) -> GovernResult:
-        """Density/priority-ordered greedy fill of the budget (CURATOR Alg. 1 lines 7-12).
+        def scan(n: int) -> None:
+            self.energy_bytes += n
 
-        Entries are visited by descending policy priority; one that does not fit is first offered
-        to the distiller when the policy distills, and evicted if it still does not fit. NaN
-        priorities rank last; equal priorities keep the newer entry first.
-        """
-        evicted = self._evict_victims(step)
-        if self.max_bytes is None or self._used <= self.max_bytes:
-            return GovernResult(evicted, [], self._used)
-        self.energy_bytes += self._used
-        pr = np.asarray(self.policy.priority(self._entries, self.matrix, step), dtype=np.float64)
-        pr = np.where(np.isfinite(pr), pr, -np.inf)
-        # ties go to the newer entry (later in insertion order): writes within one step share
-        # created_step, and recency/LRU must not evict the entry just written before older ones
-        order = np.lexsort((-np.arange(len(pr)), -pr))
-        used = 0
-        keep: list[Entry] = []
-        kept_ids: set[str] = set()
-        distilled: list[str] = []
-        delta = self._delta
-        for i in order:
-            m = self._entries[i]
-            dup = None
-            if delta is not None:
-                dup = next((nb for nb in self._near.get(m.id, {}) if nb in kept_ids), None)
-            if (
-                dup is None
-                and used + m.bytes > self.max_bytes
-                and self.policy.distills
-                and m.kind == "raw"
-            ):
-                d = self._distill(m, step, int(i))
-                if d:
-                    distilled.append(m.id)
-            if dup is None and used + m.bytes <= self.max_bytes:
-                keep.append(m)
-                kept_ids.add(m.id)
-                used += m.bytes
-            else:
-                reason = self.policy.evict_reason()
-                if dup is not None:
-                    reason = (
-                        f"redundant: cosine {self._near[m.id][dup]:.3f} >= delta={delta:g} "
-                        f"with higher-ranked resident {dup}"
-                    )
-                self.store.delete(self.namespace, m.id)
-                self._log(step, "evict", m.id, float(pr[i]), reason, m.bytes)
-                evicted.append(m.id)
-        for eid in evicted:
-            for nb in self._near.pop(eid, {}):
-                self._near.get(nb, {}).pop(eid, None)
-        if evicted or distilled:
-            keep_ids = {m.id for m in keep}
-            self._entries = [m for m in self._entries if m.id in keep_ids]
-            self._dirty()
-        return GovernResult(evicted, distilled, self._used)
-
-    def _evict_victims(self, step: int) -> list[str]:
-        """Evict what the policy names regardless of bytes (a count capacity, a replacement).
-
-        A policy may define ``victims(entries, E, step) -> list of (id, score, reason)``; each
-        named resident is deleted and logged as ``evict`` with the policy's score and reason.
-        """
-        pick = getattr(self.policy, "victims", None)
-        if pick is None or not self._entries:
-            return []
-        out: list[str] = []
-        for eid, score, reason in pick(self._entries, self.matrix, step):
-            i = self._index.get(eid)
-            if i is None or eid in out:
-                continue
-            self.store.delete(self.namespace, eid)
-            self._log(step, "evict", eid, float(score), reason, self._entries[i].bytes)
-            out.append(eid)
-        if out:
-            gone = set(out)
-            self._entries = [m for m in self._entries if m.id not in gone]
-            self._dirty()
-        return out
+        return keep.govern(
+            self._res, self.policy, self.max_bytes, step, self._log, self._distill, scan
+        )
 
     def _distill(self, m: Entry, step: int, row: int | None = None) -> bool:
-        text = self.distiller.distill(m.text)
-        if not text:
-            return False
-        e = self.embedder.embed(text)
-        self.energy_bytes += len(text.encode("utf-8"))
-        meta = dict(m.meta)
-        meta.pop("specificity", None)
-        meta.pop("instr", None)
-        meta["text_sha1"] = _sha1(text)
-        b = int(self.sizeof(text, meta, e))
-        if b >= m.bytes:
-            return False
-        old = m.bytes
-        m.text, m.kind, m.embedding, m.meta = text, "insight", e, meta
-        m.raw_bytes = max(m.raw_bytes, old)
-        m.bytes = b
-        self.store.update(m)
-        if row is not None and self._matrix is not None:
-            self._matrix[row] = e  # keep the cached matrix exact for the rest of this pass
-        self._link(m, exclude=row)
-        self._log(
+        ok, n = keep.distill_entry(
+            self._res,
+            m,
             step,
-            "distill",
-            m.id,
-            float("nan"),
-            f"distilled before falling out: {old} -> {b} bytes (a={m.raw_bytes / b:.2f})",
-            b,
+            row,
+            distiller=self.distiller,
+            embed=self.embedder.embed,
+            sizeof=self.sizeof,
+            log=self._log,
+            text_hash=sha1,
         )
-        return True
+        self.energy_bytes += n
+        return ok
 
-    # ------------------------------------------------------------------ helpers
-    def _log(
-        self, step: int, action: str, eid: str, score: float, reason: str, nbytes: int
-    ) -> None:
-        self.store.log(
-            self.namespace,
-            step=step,
-            action=action,
-            entry_id=eid,
-            score=score,
-            reason=reason,
-            policy=self.policy.name,
-            nbytes=nbytes,
-        )
-
-    def _save_state(self) -> None:
-        self.store.save_state(self.namespace, self.policy.name, self.step, self.policy.state())
-        self._version = self.store.data_version()
-
+    # ------------------------------------------------------------------ lifetime
     def close(self) -> None:
         """Persist the policy state and step (recall updates the sketch without a write), close."""
         with self.store.transaction():
@@ -852,5 +516,8 @@ class Memory:
     def __repr__(self) -> str:
         return (
             f"Memory(namespace={self.namespace!r}, policy={self.policy!r}, "
-            f"max_bytes={self.max_bytes}, entries={len(self._entries)})"
+            f"max_bytes={self.max_bytes}, entries={len(self._res.entries)})"
         )
+
+
+__all__ = ["GovernResult", "Memory", "WriteResult"]

@@ -76,6 +76,10 @@ class Trajectory:
         Wall-clock seconds spent in model calls.
     solver : str
         ``"local"`` or ``"expert"``: who produced the final action.
+    metrics : dict of str to float
+        Evaluation metrics of the trajectory (EDM's ``pei``, ``frr``, ``ti``, ...; see
+        :mod:`memcurator.value.edm`). :meth:`Memory.record` stores them in the entry's ``meta``,
+        where an admission gate can read them.
     """
 
     task_id: str
@@ -87,8 +91,12 @@ class Trajectory:
     cost_usd: float = 0.0
     latency_s: float = 0.0
     solver: str = "local"
+    metrics: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        for k, v in self.metrics.items():
+            if not isinstance(v, int | float) or not math.isfinite(float(v)):
+                raise InvalidInput(f"trajectory metric {k!r} must be a finite number, got {v!r}")
         r = float(self.reward)
         if not math.isfinite(r) or not 0.0 <= r <= 1.0:
             raise InvalidInput(f"trajectory reward must be a finite number in [0, 1], got {r!r}")
@@ -162,12 +170,19 @@ class RecallResult(NamedTuple):
     scores : ndarray of shape (k',)
         The ranker's scores, descending.
     entries : list of Entry
-        The entries themselves, aligned with ``ids``.
+        Copies of the entries, aligned with ``ids`` (editing them changes nothing stored).
+    features : dict of str to ndarray, optional
+        Learner inputs of each returned entry at this recall (TokenWorth's φ ⊕ z), for
+        :meth:`Memory.feedback`: what is learned never depends on what was recalled since.
+    step : int
+        The memory's logical step at recall (-1 when unknown).
     """
 
     ids: list[str]
     scores: np.ndarray
     entries: list[Entry]
+    features: dict[str, np.ndarray] | None = None
+    step: int = -1
 
 
 #: the actions a decision-log row can record

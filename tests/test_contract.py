@@ -9,13 +9,14 @@ clone without learned state, and leave their inputs alone.
 from __future__ import annotations
 
 import copy
+import json
 import random
 
 import pytest
 
 from memcurator import BudgetExceeded, Memory, UnknownName, create_policy
 from memcurator.embed import HashingEmbedder
-from memcurator.policy import POLICIES
+from memcurator.policy import POLICIES, ComponentPolicy
 from memcurator.types import Step, Task, Trajectory
 
 
@@ -84,7 +85,9 @@ def run_ops(mem: Memory, seed: int, check=None) -> None:
     for i, (text, origin, kind, raw) in enumerate(text_stream(seed)):
         u = rng.random()
         if u < 0.55:
-            mem.write(text, origin=origin, kind=kind, raw_text=raw, meta={"i": i})
+            # every write carries an evaluation (EDM's gate certifies most, not all of them)
+            ev = {"pei": rng.choice([1.0, 1.0, 0.5]), "ti": 5.0}
+            mem.write(text, origin=origin, kind=kind, raw_text=raw, meta={"i": i, **ev})
         elif u < 0.75:
             task = Task(f"t{i}", text.splitlines()[0][6:], family=f"f{i % 7}")
             act = text.splitlines()[-1].replace("Action: ", "")
@@ -93,6 +96,7 @@ def run_ops(mem: Memory, seed: int, check=None) -> None:
                 task.id,
                 [Step("schema dump " * rng.randint(1, 20), act)],
                 reward=rng.choice([0.0, 1.0, 1.0]),
+                metrics={"pei": 1.0, "ti": 5.0},
             )
             mem.record(task, traj, used=hit.ids)
         elif u < 0.9:
@@ -130,18 +134,22 @@ def test_budget_never_exceeded(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", UNBOUNDED)
-def test_unbounded_ignores_budget_and_never_evicts(name: str) -> None:
-    mem = make(name)
+def test_unbounded_only_with_max_bytes_none(name: str) -> None:
+    mem = make(name, max_bytes=None)
     assert mem.max_bytes is None
     run_ops(mem, seed=7, check=_store_agrees)
     assert mem.decisions(action="evict") == []
     assert mem.used_bytes > BUDGET  # it really kept more than a bounded policy could
+    # no policy flag turns the budget off: given one, an "unbounded" preset keeps it too
+    capped = make(name)
+    run_ops(capped, seed=7, check=lambda m: m.used_bytes <= BUDGET)
+    assert capped.decisions(action="evict")
 
 
 @pytest.mark.parametrize("name", BOUNDED)
 def test_oversized_entry_raises_and_is_logged(name: str) -> None:
     mem = make(name)
-    mem.write("Task: small\nAction: SELECT 1;")
+    mem.write("Task: small\nAction: SELECT 1;", meta={"pei": 1.0, "ti": 5.0})
     before = (mem.used_bytes, [m.id for m in mem.entries()])
     with pytest.raises(BudgetExceeded, match="max_bytes=5000"):
         mem.write("Task: huge\nAction: " + "SELECT 1; " * 600)
@@ -213,7 +221,7 @@ def test_clone_keeps_params_and_drops_learned_state(name: str) -> None:
     assert c.name == pol.name == name
     assert repr(c) == repr(pol)
     # no learned state: the clone is indistinguishable from a freshly built preset
-    assert vars(c) == vars(create_policy(name))
+    assert repr(c) == repr(create_policy(name)) and c.spec == create_policy(name).spec
     fresh = create_policy(name)
     fresh.attach(DIM)
     c.attach(DIM)
@@ -223,7 +231,8 @@ def test_clone_keeps_params_and_drops_learned_state(name: str) -> None:
 @pytest.mark.parametrize("name", NAMES)
 def test_params_roundtrip_through_plain_dict(name: str) -> None:
     pol = create_policy(name)
-    again = create_policy(name, **pol.get_params())
+    params = json.loads(json.dumps(pol.get_params()))  # plain data survives JSON
+    again = ComponentPolicy(**params)
     assert again.get_params() == pol.get_params()
 
 

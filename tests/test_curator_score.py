@@ -14,8 +14,8 @@ import pytest
 
 from memcurator import Memory
 from memcurator.errors import DimensionMismatch, InvalidInput
+from memcurator.policy import create_policy
 from memcurator.policy.base import Policy
-from memcurator.policy.curator import Curator
 from memcurator.store.sqlite import SQLiteStore
 from memcurator.types import Entry, Step, Task, Trajectory
 from memcurator.value.curator import CuratorScorer, EnergyQueue, softmax_propensity
@@ -112,8 +112,10 @@ def test_marginal_utility_by_hand() -> None:
     mu = MarginalUtility(alpha=2.0, gamma=0.7)
     st: dict[str, float] = {}
     assert mu.q(st) == pytest.approx(0.5 - 0.5)  # unused entry starts at the average effect: 0
-    mu.observe(1.0, [st])
-    mu.observe(0.0, [st])
+    before = dict(st)
+    [st1] = mu.observe(1.0, [st])
+    assert st == before  # the input is not mutated; the update comes back
+    [st] = mu.observe(0.0, [st1])
     mu.observe(1.0, [])
     mu.observe(0.0, [])
     # discounted: q_n = 0.7·1 + 1 = 1.7, q_r = 0.7·1 + 0 = 0.7; totals n_in = 2, r_in = 1
@@ -180,7 +182,7 @@ def test_abstraction_gain_from_memory_write() -> None:
     m = mem.get(r.id)
     assert (m.bytes, m.raw_bytes) == (100, 400)
     assert m.abstraction_gain == pytest.approx(4.0)
-    pol = Curator()
+    pol = create_policy("curator")
     pol.attach(mem.embedder.dim)
     assert pol.scorer.entry_arrays([m])["a"][0] == pytest.approx(4.0)
 
@@ -349,7 +351,7 @@ def test_energy_queue_eq6() -> None:
 
 
 def test_energy_queue_is_fed_by_the_memory_and_gates_admission() -> None:
-    pol = Curator(energy_budget=10.0, nu=1.0)
+    pol = create_policy("curator", energy_budget=10.0, nu=1.0)
     mem = Memory(policy=pol, max_bytes=10**6)
     task = Task("t0", "count rows of orders", "f0")
     for i in range(3):
@@ -357,7 +359,9 @@ def test_energy_queue_is_fed_by_the_memory_and_gates_admission() -> None:
             f"t{i}", [Step("orders(id INT)", f"SELECT COUNT(*) FROM orders; -- {i}")], reward=1.0
         )
         mem.record(task, traj)
-    assert pol.energy.Q > 0, "the queue never saw the steps' energy (Eq. 6 not wired)"
+    assert pol.estimator("rho").energy.Q > 0, (
+        "the queue never saw the steps' energy (Eq. 6 not wired)"
+    )
     r = mem.write("Task: sum orders\nAction: SELECT SUM(amount) FROM orders;")
     assert not r.admitted and "energy penalty" in r.reason
     assert mem.decisions(action="reject")[-1].entry_id == r.id

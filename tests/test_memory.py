@@ -273,7 +273,9 @@ def test_reopen_restores_entries_policy_state_and_decisions(tmp_path) -> None:
     again = Memory(p, policy="curator", max_bytes=20_000)
     assert [_entry_view(m) for m in again.entries()] == entries
     assert again.policy.state() == state
-    np.testing.assert_array_equal(again.policy.scorer.sketch, np.asarray(state["scorer"]["sketch"]))
+    np.testing.assert_array_equal(
+        again.policy.scorer.sketch, np.asarray(state["estimators"]["rho"]["scorer"]["sketch"])
+    )
     assert [_decision_view(d) for d in again.decisions()] == decisions
     assert again.step == step
     # and the restored memory ranks exactly as the original would
@@ -288,7 +290,7 @@ def test_reopen_with_other_policy_does_not_load_foreign_state(tmp_path) -> None:
     mem.recall("count rows")
     mem.close()
     lru = Memory(p, policy="lru")
-    assert lru.policy.state() == {} and len(lru) == 1
+    assert lru.policy.state() == {"estimators": {}} and len(lru) == 1
     lru.close()
 
 

@@ -8,8 +8,17 @@ import pytest
 from memcurator import Memory
 from memcurator.errors import InvalidInput
 from memcurator.policy import create_policy
-from memcurator.policy.tokenworth import CuratorWorth, TokenWorth
 from memcurator.types import Step, Task, Trajectory
+
+
+def TokenWorth(**kw):  # noqa: N802 - reads like the method's name
+    return create_policy("tokenworth", **kw)
+
+
+def CuratorWorth(**kw):  # noqa: N802
+    return create_policy("curator+worth", **kw)
+
+
 
 GOOD = "Task: how many orders are in the orders table\nAction: SELECT COUNT(*) FROM orders;"
 # Looks more like the stream's queries than GOOD does, and always fails.
@@ -140,7 +149,7 @@ def test_only_the_injected_entry_learns():
     ids = [mem.write(t).id for t in [GOOD, *OTHERS]]
     hit = mem.recall("how many orders are in the orders table", k=3)
     assert hit.ids == [ids[0]]  # K_max = 1
-    mem.feedback(hit.ids, 1.0)
+    mem.feedback(hit, 1.0)
     assert pol.learner.n_seen == 1
     assert mem.get(ids[0]).stats == {"tw_n": 1.0, "tw_y": 1.0}
     assert all("tw_n" not in mem.get(i).stats for i in ids[1:])
@@ -163,7 +172,7 @@ def test_learns_to_prefer_the_helpful_memory(make):
     assert ask(-1).ids == [bad]  # the look-alike wins before any feedback
     for i in range(100):
         hit = ask(i)
-        mem.feedback(hit.ids, 1.0 if hit.ids == [good] else 0.0)
+        mem.feedback(hit, 1.0 if hit.ids == [good] else 0.0)
     assert pol.learner.n_seen == 100 and pol.learner.n_krr_fits >= 1
     assert ask(100).ids == [good]
     assert mem.get(bad).stats["tw_y"] < 0 < mem.get(good).stats["tw_y"]
@@ -180,7 +189,11 @@ def test_learns_to_prefer_the_helpful_memory(make):
 )
 def test_presets_build(name, residual, agop):
     pol = create_policy(name)
-    assert isinstance(pol, TokenWorth) and (pol.residual, pol.agop) == (residual, agop)
+    est = pol.estimator("worth")
+    assert pol.components()["rank"] == "learned-worth" and (est.residual, est.agop) == (
+        residual,
+        agop,
+    )
     mem = Memory(policy=name)
     assert mem.policy.name == name and mem.policy.learner.residual is residual
     run_stream(mem, 3)
@@ -193,9 +206,11 @@ def test_clone_keeps_params_not_state():
     run_stream(mem, 4)
     c = pol.clone()
     assert c.get_params() == pol.get_params()
-    assert c.learner_params == {"base_every": 10} and not hasattr(c, "_worth")
-    cw = CuratorWorth(lam=0.5, worth_kappa=0.05)
-    assert cw.clone().get_params() == cw.get_params() and "beta_q" not in cw.get_params()
+    w = c.estimator("worth")
+    assert w.learner_params == {"base_every": 10} and not hasattr(w, "learner")  # no state
+    cw = CuratorWorth(lam=0.5, **{"worth.kappa": 0.05})
+    assert cw.clone().get_params() == cw.get_params()
+    assert cw.spec["estimators"]["worth"]["kappa"] == 0.05 and "beta_q" not in cw.spec["rank"]
 
 
 def test_bad_params_raise():
@@ -239,5 +254,6 @@ def test_curator_worth_uses_learned_worth_as_q():
     assert mem.used_bytes <= 3000
     ents = mem.entries()
     t = pol.terms(ents, mem.matrix)
-    w = np.clip(pol._worth.probe_worth(ents, mem.matrix, pol._step).mean(axis=1), -1, 1)
+    we = pol.estimator("worth")
+    w = np.clip(we.probe_worth(ents, mem.matrix, we.step).mean(axis=1), -1, 1)
     assert np.allclose(t.q, w) and np.all(np.abs(t.q) <= 1)

@@ -175,7 +175,7 @@ def run_task(
         solver=solver,
     )
     t1 = clock()
-    memory.feedback(used, 1.0 if ok else 0.0)
+    memory.feedback(hit._replace(ids=used), 1.0 if ok else 0.0)
     try:
         memory.record(task, traj, feedback=False)
     except BudgetExceeded:

@@ -89,7 +89,9 @@ def run_policy(
         ":memory:",
         namespace=f"{policy_name}-{seed}",
         policy=policy,
-        max_bytes=cfg.max_bytes,
+        # keep-all and full-oracle are the unbounded references: the budget is given to every
+        # bounded preset, and None (explicitly unbounded) to those
+        max_bytes=cfg.max_bytes if policy.bounded else None,
         seed=seed,
     )
     records: list[TaskRecord] = []
@@ -110,8 +112,7 @@ def run_policy(
                 except BudgetExceeded:
                     continue
                 admitted += int(r.admitted)
-        if hasattr(policy, "oracle"):
-            policy.oracle = _oracle(task.family, step, stream.drifted, stream.drift_step)
+        policy.set_oracle(_oracle(task.family, step, stream.drifted, stream.drift_step))
         records.append(
             run_task(task, mem, executor, cfg.agent, policy_name=policy_name, seed=seed, step=step)
         )

@@ -1,102 +1,175 @@
-"""Policies: one registry of named presets, built lazily with one ``create()`` signature.
+"""Policies: named presets (plain data) built into component bundles by one ``create()``.
 
-Presets reproduce each paper and the baselines; ablations are presets too. Unknown names list
+``create_policy("curator")`` resolves the preset's spec (:mod:`memcurator.policy.presets`) and
+builds a :class:`~memcurator.policy.bundle.ComponentPolicy`. Unknown names list
 ``sorted(POLICIES)`` so the message never goes stale (STYLE.md rule 8).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import copy
+from collections.abc import Mapping
 from typing import Any
 
-from memcurator.errors import UnknownName
-from memcurator.policy.base import Params, Policy
+from memcurator.errors import InvalidInput, UnknownName
+from memcurator.policy.base import Params, Policy, Ranking, Verdict
+from memcurator.policy.bundle import ComponentPolicy, normalize_spec
+from memcurator.policy.presets import PRESETS, load_policy_file, resolve
+
+#: The preset names (a live view of :data:`~memcurator.policy.presets.PRESETS`).
+POLICIES = PRESETS
 
 
-def _curator(**fixed: Any) -> Callable[..., Policy]:
-    def make(**kw: Any) -> Policy:
-        from memcurator.policy.curator import Curator
+def register(name: str, spec: Mapping[str, Any]) -> None:
+    """Add a preset from a spec (see :mod:`memcurator.policy.bundle`); ``base`` may name another.
 
-        p = Curator(**{**fixed, **kw})
-        return p
-
-    return make
-
-
-def _baseline(cls_name: str) -> Callable[..., Policy]:
-    def make(**kw: Any) -> Policy:
-        from memcurator.policy import baselines
-
-        return getattr(baselines, cls_name)(**kw)  # type: ignore[no-any-return]
-
-    return make
-
-
-def _tokenworth(**fixed: Any) -> Callable[..., Policy]:
-    def make(**kw: Any) -> Policy:
-        from memcurator.policy.tokenworth import TokenWorth
-
-        return TokenWorth(**{**fixed, **kw})
-
-    return make
+    Raises
+    ------
+    InvalidInput
+        ``name`` is empty, or the spec does not build (checked now, not at first use).
+    """
+    if not isinstance(name, str) or not name:
+        raise InvalidInput(f"policy name must be a non-empty string, got {name!r}")
+    PRESETS[name] = dict(spec)
+    try:
+        ComponentPolicy(resolve(name), name=name)
+    except Exception:
+        del PRESETS[name]
+        raise
 
 
-def _curator_worth(**fixed: Any) -> Callable[..., Policy]:
-    def make(**kw: Any) -> Policy:
-        from memcurator.policy.tokenworth import CuratorWorth
+def _override(spec: dict[str, Any], key: str, value: Any) -> None:
+    """Set one parameter: ``"decision.param"``, ``"estimator.param"`` or a unique bare name."""
+    if "." in key:
+        where, param = key.split(".", 1)
+        if where in spec.get("estimators", {}) or where in ("rho", "worth"):
+            spec.setdefault("estimators", {}).setdefault(where, {})[param] = value
+            return
+        if where in spec and isinstance(spec[where], dict):
+            spec[where][param] = value
+            return
+        raise InvalidInput(f"no component or estimator {where!r} for parameter {key!r}")
+    from memcurator.policy.components import COMPONENTS, ESTIMATORS
 
-        return CuratorWorth(**{**fixed, **kw})
-
-    return make
-
-
-POLICIES: dict[str, Callable[..., Policy]] = {
-    "curator": _curator(),
-    "curator/no-provenance": _curator(use_provenance=False),
-    "curator/no-per-byte": _curator(per_byte=False),
-    "curator/lambda=0": _curator(lam=0.0),
-    "curator/no-abstraction": _curator(use_abstraction=False, distill=False),
-    "curator/no-rerank": _curator(beta_q=0.0),
-    "keep-all": _baseline("KeepAll"),
-    "no-memory": _baseline("NoMemory"),
-    "lru": _baseline("LRU"),
-    "recency": _baseline("Recency"),
-    "success-only": _baseline("SuccessOnly"),
-    "full-oracle": _baseline("FullOracle"),
-    "tokenworth": _tokenworth(),
-    "tokenworth/base-only": _tokenworth(residual=False),
-    "tokenworth/no-agop": _tokenworth(agop=False),
-    "curator+worth": _curator_worth(),
-}
-
-
-def register(name: str, factory: Callable[..., Policy]) -> None:
-    """Add a preset; later :func:`create_policy` calls can build it by ``name``."""
-    POLICIES[name] = factory
+    hits: list[tuple[str, str]] = []
+    for d in ("admit", "form", "keep", "rank", "share", "curate"):
+        comp = spec.get(d)
+        if comp and _takes(COMPONENTS[d].factory(comp["name"]), key):
+            hits.append(("c", d))
+    for i, comp in enumerate(spec.get("learn", [])):
+        if _takes(COMPONENTS["learn"].factory(comp["name"]), key):
+            hits.append(("l", str(i)))
+    for n in set(spec.get("estimators", {})) | _needed(spec):
+        if _takes(ESTIMATORS.factory(n), key):
+            hits.append(("e", n))
+    if not hits:
+        raise InvalidInput(f"no component of this policy takes a parameter {key!r}")
+    if len(hits) > 1:
+        names = [h[1] for h in hits]
+        raise InvalidInput(
+            f"parameter {key!r} is ambiguous ({names}); write e.g. '{names[0]}.{key}'"
+        )
+    kind, where = hits[0]
+    if kind == "c":
+        spec[where][key] = value
+    elif kind == "l":
+        spec["learn"][int(where)][key] = value
+    else:
+        spec.setdefault("estimators", {}).setdefault(where, {})[key] = value
 
 
-def create_policy(name: str, **kwargs: Any) -> Policy:
-    """Build a fresh policy from a preset name; ``kwargs`` override the preset's parameters.
+def _takes(cls: Any, key: str) -> bool:
+    import inspect
+
+    return key in inspect.signature(cls.__init__).parameters and key != "self"
+
+
+def _needed(spec: Mapping[str, Any]) -> set[str]:
+    from memcurator.policy.components import COMPONENTS
+
+    out: set[str] = set()
+    for d in ("admit", "keep", "rank", "share", "curate"):
+        comp = spec.get(d)
+        if comp:
+            out |= set(getattr(COMPONENTS[d].factory(comp["name"]), "needs", ()))
+    for comp in spec.get("learn", []):
+        out |= set(getattr(COMPONENTS["learn"].factory(comp["name"]), "needs", ()))
+    return out
+
+
+def policy_spec(name: str, **overrides: Any) -> dict[str, Any]:
+    """The resolved, normalised spec of preset ``name`` with ``overrides`` applied.
+
+    Raises
+    ------
+    UnknownName
+        ``name`` is not a preset; the message lists the known names.
+    InvalidInput
+        An override names no parameter of the policy, or an ambiguous one.
+    """
+    try:
+        spec = normalize_spec(resolve(name))
+    except KeyError:
+        raise UnknownName(f"unknown policy {name!r}; known: {sorted(PRESETS)}") from None
+    spec = copy.deepcopy(spec)
+    for k, v in overrides.items():
+        _override(spec, k, v)
+    return spec
+
+
+def create_policy(name: str, **overrides: Any) -> ComponentPolicy:
+    """Build a fresh policy from a preset name; ``overrides`` set component parameters.
+
+    An override is ``param`` when exactly one component or estimator of the policy takes it,
+    else ``"decision.param"`` (``"keep.redundancy_delta"``) or ``"estimator.param"``
+    (``"worth.kappa"``).
 
     Raises
     ------
     UnknownName
         If ``name`` is not registered; the message lists the known names.
+    InvalidInput
+        A parameter no component takes, an ambiguous one, or a value a component refuses.
 
     Examples
     --------
     >>> create_policy("lru").name
     'lru'
-    >>> create_policy("curator/no-provenance").use_provenance
+    >>> create_policy("curator/no-provenance").estimator("rho").use_provenance
     False
+    >>> create_policy("curator", theta=0.1).spec["admit"]
+    {'name': 'rho-trust', 'theta': 0.1}
     """
-    try:
-        factory = POLICIES[name]
-    except KeyError:
-        raise UnknownName(f"unknown policy {name!r}; known: {sorted(POLICIES)}") from None
-    pol = factory(**kwargs)
-    pol.name = name
-    return pol
+    return ComponentPolicy(policy_spec(name, **overrides), name=name)
 
 
-__all__ = ["POLICIES", "Params", "Policy", "create_policy", "register"]
+def policy_from_file(path: str, name: str | None = None) -> ComponentPolicy:
+    """Build a policy defined in a TOML/JSON file (``name`` may be omitted if it holds one).
+
+    Raises
+    ------
+    InvalidInput
+        Unreadable file, or ``name`` missing / not in the file.
+    """
+    specs = load_policy_file(path)
+    if name is None:
+        if len(specs) != 1:
+            raise InvalidInput(f"{path!r} defines {sorted(specs)}; say which one")
+        name = next(iter(specs))
+    if name not in specs:
+        raise InvalidInput(f"{path!r} defines {sorted(specs)}, not {name!r}")
+    return ComponentPolicy(specs[name], name=name)
+
+
+__all__ = [
+    "POLICIES",
+    "ComponentPolicy",
+    "Params",
+    "Policy",
+    "Ranking",
+    "Verdict",
+    "create_policy",
+    "policy_from_file",
+    "policy_spec",
+    "register",
+]

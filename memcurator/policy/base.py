@@ -1,18 +1,27 @@
-"""The policy interface: one object per decision bundle, called by :class:`~memcurator.Memory`.
+"""The policy interface the memory calls, and the small typed values that cross it.
 
 A policy never touches the store. The memory asks it, in turn: how to rank recall candidates
-(``rerank``), whether to admit a write (``admit``), in what order entries stay resident under the
-budget (``priority``; the memory enforces ``max_bytes`` and evicts from the tail, as cachetools'
-``Cache`` does with ``popitem``), and it tells it what happened (``observe_query``, ``feedback``).
+(:meth:`Policy.rerank`), whether to admit a write (:meth:`Policy.admit`), in what order entries
+stay resident under the budget (:meth:`Policy.priority`; the resident set enforces ``max_bytes``
+and evicts from the tail, as cachetools' ``Cache`` does with ``popitem``), what to evict
+regardless of bytes (:meth:`Policy.victims`), and it tells it what happened
+(:meth:`Policy.observe_query`, :meth:`Policy.feedback`). Every method and attribute the memory
+uses is declared here: nothing is probed with ``getattr``.
+
+The presets are :class:`~memcurator.policy.bundle.ComponentPolicy` objects: one small component
+per decision (``memcurator/policy/components.py``). A user may still subclass :class:`Policy`
+directly for a one-off policy.
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from memcurator.errors import InvalidInput
 from memcurator.types import Entry
 
 
@@ -37,26 +46,68 @@ class Params:
         return f"{type(self).__name__}({args})"
 
 
+class Verdict(NamedTuple):
+    """An admission decision: ``ok``, the gate's ``score`` (NaN where none) and its ``reason``."""
+
+    ok: bool
+    score: float
+    reason: str
+
+
+class Ranking(NamedTuple):
+    """Recall scores of n candidates and what learning needs from the ranking.
+
+    Attributes
+    ----------
+    scores : ndarray of shape (n,)
+        Higher ranks first; NaN or ``-inf`` are never returned by recall.
+    features : ndarray of shape (n, D) or None
+        Per-candidate learner inputs (TokenWorth's φ ⊕ z); they travel on the
+        :class:`~memcurator.types.RecallResult` to :meth:`Memory.feedback`, so what is learned
+        never depends on the order of calls.
+    """
+
+    scores: np.ndarray
+    features: np.ndarray | None = None
+
+
 class Policy(Params):
-    """Base policy: admit every write, rank by relevance, keep everything that fits.
+    """Base policy: admit every write, rank by cosine, keep the newest that fit.
 
-    Class attributes a subclass may override:
-
-    ``bounded`` (bool)
-        Whether the memory's ``max_bytes`` applies; ``False`` for keep-all baselines.
-    ``distills`` (bool)
-        Whether an entry about to fall out is first offered to the distiller (CURATOR, Alg. 1).
-    ``form`` ({"raw", "insight"})
+    Attributes
+    ----------
+    name : str
+        The preset name; decisions and saved state are attributed to it.
+    bounded : bool
+        Whether the preset is meant to run under the byte budget. It is a hint for the
+        benchmark (which runs ``keep-all`` and ``full-oracle`` with ``max_bytes=None``); the
+        memory enforces whatever ``max_bytes`` it is given, for every policy.
+    writes : bool
+        ``False`` for the no-memory baseline: :meth:`Memory.record` writes nothing.
+    form : {"raw", "insight"}
         What :meth:`Memory.record` writes: the raw trajectory, or its distilled insight.
-    ``writes`` (bool)
-        ``False`` for the no-memory baseline.
+    min_reward : float
+        :meth:`Memory.record` writes a trajectory only if its reward is at least this.
+    distills : bool
+        Whether an entry about to fall out is first offered to the distiller (CURATOR, Alg. 1).
+    redundancy_delta : float or None
+        Keep evicts an entry whose cosine with a higher-ranked kept entry is ≥ δ while the
+        budget is exceeded; None switches the test off.
+    recall_all : bool
+        Rerank every resident entry instead of the BM25/dense candidate pool (the oracle).
+    can_share : bool
+        Whether :meth:`share_terms` and :attr:`sketch` are available (CURATOR's Share).
     """
 
     name = "base"
     bounded = True
-    distills = False
-    form = "raw"
     writes = True
+    form = "raw"
+    min_reward = 0.5
+    distills = False
+    redundancy_delta: float | None = None
+    recall_all = False
+    can_share = False
 
     def attach(self, dim: int) -> None:
         """Called once by the memory with the embedding dimension, before any other call."""
@@ -66,53 +117,71 @@ class Policy(Params):
     def observe_query(self, e_q: np.ndarray) -> None:
         """A query was recalled for; ``e_q`` has shape (d,)."""
 
-    def feedback(self, reward: float, injected: list[Entry], step: int) -> None:
+    def feedback(
+        self,
+        reward: float,
+        injected: list[Entry],
+        step: int,
+        features: Mapping[str, np.ndarray] | None = None,
+    ) -> dict[str, dict[str, float]]:
         """A task ended with ``reward`` in [0, 1]; ``injected`` were in its prompt.
 
-        The memory has already updated ``uses``/``successes``/``failures``/``last_used_step``;
-        a policy updates its own statistics in ``Entry.stats`` in place.
+        ``injected`` are copies whose ``uses``/``successes``/``failures``/``last_used_step`` the
+        memory has already updated; ``features`` maps their ids to the learner inputs of the
+        recall that injected them. Returns ``{id: new stats}`` for the memory to persist;
+        nothing is mutated.
         """
+        return {}
 
     def observe_energy(self, eps: float) -> None:
         """The step that just ended spent ``eps`` energy-proxy bytes (embedding + scanning)."""
 
     # --- decisions ---------------------------------------------------------------
-    def admit(
-        self, candidate: Entry, resident: list[Entry], E: np.ndarray, step: int
-    ) -> tuple[bool, float, str]:
-        """Whether to admit ``candidate``; returns (admit, score, reason)."""
-        return True, float("nan"), f"{self.name} admits every write"
+    def admit(self, candidate: Entry, resident: list[Entry], E: np.ndarray, step: int) -> Verdict:
+        """Whether to admit ``candidate`` given the resident set (rows of ``E``)."""
+        return Verdict(True, float("nan"), f"{self.name} admits every write")
 
     def priority(self, entries: list[Entry], E: np.ndarray, step: int) -> np.ndarray:
         """Keep order, shape (n,): higher stays resident first. Default: newest first."""
         return np.array([m.created_step for m in entries], dtype=np.float64)
 
-    def rerank(
-        self, candidates: list[Entry], cosine: np.ndarray, e_q: np.ndarray, step: int
-    ) -> np.ndarray:
-        """Final recall scores of the candidates, shape (n_candidates,). Default: cosine."""
-        return np.asarray(cosine, dtype=np.float64)
-
-    def clone(self) -> Any:
-        """A fresh copy with the same parameters and no learned state; keeps the preset name
-        (``create_policy`` sets it), so decisions and saved state stay attributed to the preset."""
-        c = super().clone()
-        if "name" in vars(self):
-            c.name = self.name
-        return c
-
     def victims(
         self, entries: list[Entry], E: np.ndarray, step: int
     ) -> list[tuple[str, float, str]]:
-        """Entries to evict regardless of bytes, as (id, score, reason); default none.
-
-        A count capacity or a replacement rule (TokenWorth, Sec. 4.4) names its victims here; the
-        memory deletes and logs each one.
-        """
+        """Entries to evict regardless of bytes, as (id, score, reason); default none."""
         return []
 
     def evict_reason(self) -> str:
         return f"lowest {self.name} priority when the byte budget was full"
+
+    def rerank(
+        self, candidates: list[Entry], cosine: np.ndarray, e_q: np.ndarray, step: int
+    ) -> Ranking | np.ndarray:
+        """Final recall scores of the candidates, shape (n_candidates,). Default: cosine.
+
+        A :class:`Ranking` may carry learner features; a bare array is taken as scores.
+        """
+        return Ranking(np.asarray(cosine, dtype=np.float64))
+
+    def set_oracle(self, oracle: Any) -> None:
+        """Give an oracle-ranked policy the benchmark's per-task oracle; others ignore it."""
+
+    # --- share -------------------------------------------------------------------
+    @property
+    def sketch(self) -> np.ndarray:
+        """The query sketch q̄ advertised to peers (CURATOR Eq. 8), shape (d,)."""
+        raise InvalidInput(f"policy {self.name!r} keeps no query sketch; use a curator policy")
+
+    def share_terms(self, entries: list[Entry], E: np.ndarray, sketch: np.ndarray) -> Any:
+        """ρ_s, q and a of ``entries`` against a peer's sketch (CURATOR Eq. 7-8)."""
+        raise InvalidInput(f"policy {self.name!r} cannot share; use a curator policy")
+
+    def clone(self) -> Any:
+        """A fresh copy with the same parameters and no learned state; keeps the preset name."""
+        c = super().clone()
+        if "name" in vars(self):
+            c.name = self.name
+        return c
 
     # --- persistence ---------------------------------------------------------------
     def state(self) -> dict[str, Any]:
@@ -120,3 +189,6 @@ class Policy(Params):
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state` returned."""
+
+
+__all__ = ["Params", "Policy", "Ranking", "Verdict"]

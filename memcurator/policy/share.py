@@ -10,10 +10,12 @@ entry whose cosine with one already selected is ≥ δ; τ rises as the uplink b
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from memcurator.errors import InvalidInput
+from memcurator.policy.components import Component
 from memcurator.types import Entry
 
 
@@ -118,3 +120,25 @@ def select_for_peer(
         chosen.append((i, thr))
         used += m.bytes
     return chosen, skipped
+
+
+class RhoShare(Component):
+    """CURATOR's Share component: the advertised sketch q̄ and ρ_s against a peer's (Eq. 7-8).
+
+    Examples
+    --------
+    >>> RhoShare.needs
+    ('rho',)
+    """
+
+    decision = "share"
+    needs = ("rho",)
+
+    @property
+    def sketch(self) -> np.ndarray:
+        """The running query sketch q̄, shape (d,)."""
+        return np.asarray(self._est["rho"].scorer.sketch)
+
+    def share_terms(self, entries: list[Entry], E: np.ndarray, sketch: np.ndarray) -> Any:
+        """ρ's terms of ``entries`` with propensity against the peer's ``sketch`` (Eq. 8)."""
+        return self._est["rho"].terms(entries, E, sketch=sketch)

@@ -51,6 +51,10 @@ class _Closed:
         pass
 
 
+#: Sentinel for :meth:`SQLiteStore.create_namespace`: keep the stored budget.
+KEEP: Any = type("_Keep", (), {"__repr__": lambda self: "KEEP"})()
+
+
 def retry_busy(
     fn: Callable[[], Any], *, timeout_s: float, what: str, rng: random.Random | None = None
 ) -> Any:
@@ -198,6 +202,7 @@ class SQLiteStore:
         self.readonly = readonly
         self._rng = random.Random(seed)
         self._lock = threading.RLock()
+        self._commits = 0
         mem = self.path == ":memory:"
         if not mem and os.path.isdir(self.path):
             raise StoreError(f"{self.path!r} is a directory, not a store file")
@@ -268,14 +273,26 @@ class SQLiteStore:
                 yield self._conn
             except BaseException:
                 self._conn.execute("ROLLBACK")
+                self._commits += 1  # what handles cached from inside it is void
                 raise
             else:
                 self._retry(lambda: self._conn.execute("COMMIT"))
+                self._commits += 1
 
     def data_version(self) -> int:
         """SQLite's ``PRAGMA data_version``: changes when another connection commits."""
         with self._lock:
             return int(self._conn.execute("PRAGMA data_version").fetchone()[0])
+
+    def version(self) -> tuple[int, int]:
+        """A token that changes on every commit or rollback, from this connection (any handle
+        sharing it) or any other connection or process: ``(data_version, local commits)``.
+
+        ``PRAGMA data_version`` alone does not change for commits made on the same connection,
+        so two :class:`~memcurator.Memory` handles on one store would not see each other.
+        """
+        with self._lock:
+            return (int(self._conn.execute("PRAGMA data_version").fetchone()[0]), self._commits)
 
     def schema_version(self) -> int:
         with self._lock:
@@ -301,9 +318,12 @@ class SQLiteStore:
 
     # ------------------------------------------------------------------ namespaces
     def create_namespace(
-        self, name: str, *, embedder: str, dim: int, max_bytes: int | None = None
+        self, name: str, *, embedder: str, dim: int, max_bytes: Any = None
     ) -> None:
         """Create ``name`` if absent; if present, check that its embedder and dimension match.
+
+        ``max_bytes`` is stored as the namespace's budget; pass ``KEEP`` to leave the stored
+        budget of an existing namespace as it is (a new one is then unbounded).
 
         Raises
         ------
@@ -316,6 +336,9 @@ class SQLiteStore:
             raise InvalidInput("namespace must be a non-empty string")
         if int(dim) <= 0:
             raise InvalidInput(f"dim must be positive, got {dim}")
+        keep = max_bytes is KEEP
+        if keep:
+            max_bytes = None
         if max_bytes is not None and int(max_bytes) <= 0:
             raise InvalidInput(f"max_bytes must be positive or None, got {max_bytes}")
         with self.transaction() as c:
@@ -332,7 +355,7 @@ class SQLiteStore:
                     f"opened with {embedder!r} (dim {dim}). Open it with the same embedder or use "
                     f"a new namespace."
                 )
-            else:
+            elif not keep:
                 c.execute("UPDATE namespaces SET max_bytes=? WHERE name=?", (max_bytes, name))
 
     def namespace(self, name: str) -> NamespaceInfo:

@@ -8,6 +8,7 @@ Section III-B, Eq. 1-4; Eq. 6 (energy virtual queue); Eq. 7-8 (share score).
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, NamedTuple
 
@@ -333,12 +334,15 @@ class CuratorScorer:
         self.helpfulness.load_state(st["helpfulness"])
 
 
+@functools.lru_cache(maxsize=65536)
+def _text_stats(text: str) -> tuple[float, float]:
+    return float(specificity(text)), float(instruction_likeness(text))
+
+
 def text_stats(m: Entry) -> tuple[float, float]:
-    """(specificity, instruction-likeness) of an entry, cached in ``m.meta`` after first use."""
-    if "specificity" not in m.meta or "instr" not in m.meta:
-        m.meta["specificity"] = specificity(m.text)
-        m.meta["instr"] = instruction_likeness(m.text)
-    return float(m.meta["specificity"]), float(m.meta["instr"])
+    """(specificity, instruction-likeness) of an entry's text; pure (nothing is written to the
+    entry), memoised on the text."""
+    return _text_stats(m.text)
 
 
 class EnergyQueue:

@@ -47,8 +47,9 @@ class MarginalUtility:
     >>> mu = MarginalUtility()
     >>> st = {}
     >>> for r in (1.0, 1.0, 1.0):
-    ...     mu.observe(r, [st])
+    ...     [st] = mu.observe(r, [st])
     >>> mu.observe(0.0, [])
+    []
     >>> round(mu.q(st), 3)
     0.571
     """
@@ -63,11 +64,17 @@ class MarginalUtility:
         self._n_inj = 0.0
         self._r_inj = 0.0
 
-    def observe(self, reward: float, injected: list[dict[str, float]]) -> None:
-        """Record one task's outcome ``reward`` in [0, 1] and update the stats of injected entries.
+    def observe(self, reward: float, injected: list[dict[str, float]]) -> list[dict[str, float]]:
+        """Record one task's outcome ``reward`` in [0, 1]; return the injected entries' new stats.
 
-        ``injected`` holds the mutable ``Entry.stats`` dicts of the entries injected for the task
-        (empty when none was). Raises :class:`InvalidInput` for a NaN or out-of-range reward.
+        ``injected`` holds the ``Entry.stats`` of the entries injected for the task (empty when
+        none was); they are not mutated: the updated copies come back, aligned with
+        ``injected``, for the caller (the memory) to persist.
+
+        Raises
+        ------
+        InvalidInput
+            A NaN or out-of-range reward (the head's counters are left unchanged).
         """
         r = float(reward)
         if not math.isfinite(r) or not 0 <= r <= 1:
@@ -77,11 +84,15 @@ class MarginalUtility:
         if injected:
             self._n_inj += 1
             self._r_inj += r
-        for st in injected:
+        out = []
+        for old in injected:
+            st = dict(old)
             st["q_n"] = self.gamma * st.get("q_n", 0.0) + 1.0
             st["q_r"] = self.gamma * st.get("q_r", 0.0) + r
             st["n_in"] = st.get("n_in", 0.0) + 1.0
             st["r_in"] = st.get("r_in", 0.0) + r
+            out.append(st)
+        return out
 
     @property
     def prior_in(self) -> float:

@@ -1,0 +1,165 @@
+"""The Keep pass: restore the byte budget by the policy's priority, evict what it names.
+
+The resident set enforces ``max_bytes`` for every policy (no flag turns it off); the policy's
+keep component only orders entries and names victims (STYLE.md rule 1, cachetools).
+
+References
+----------
+CURATOR, Alg. 1 lines 7-12 (density/priority-ordered greedy fill, distill on fall-out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from memcurator.lifecycle.resident import ResidentSet
+from memcurator.policy.base import Policy
+from memcurator.types import Entry
+
+Log = Callable[[int, str, str, float, str, int], None]
+
+
+@dataclass
+class GovernResult:
+    """Outcome of one Keep pass: evicted and distilled ids, resident bytes after."""
+
+    evicted: list[str]
+    distilled: list[str]
+    used_bytes: int
+
+
+def evict_victims(res: ResidentSet, policy: Policy, step: int, log: Log) -> list[str]:
+    """Evict what the policy names regardless of bytes (a count capacity, a replacement).
+
+    Each named resident is deleted and logged as ``evict`` with the policy's score and reason.
+    """
+    if not res.entries:
+        return []
+    out: list[str] = []
+    for eid, score, reason in policy.victims(res.entries, res.matrix, step):
+        m = res.get(eid)
+        if m is None or eid in out:
+            continue
+        res.store.delete(res.namespace, eid)
+        log(step, "evict", eid, float(score), reason, m.bytes)
+        out.append(eid)
+    if out:
+        res.remove(set(out))
+    return out
+
+
+def govern(
+    res: ResidentSet,
+    policy: Policy,
+    max_bytes: int | None,
+    step: int,
+    log: Log,
+    distill: Callable[[Entry, int, int | None], bool],
+    scan: Callable[[int], None] = lambda n: None,
+) -> GovernResult:
+    """Density/priority-ordered greedy fill of the budget (CURATOR Alg. 1 lines 7-12).
+
+    Entries are visited by descending policy priority; one that does not fit is first offered
+    to the distiller when the policy distills, and evicted if it still does not fit. While the
+    budget is exceeded, an entry whose cosine with a higher-ranked kept entry is at least the
+    policy's ``redundancy_delta`` is evicted as redundant. NaN priorities rank last; equal
+    priorities keep the newer entry first.
+
+    ``scan(n_bytes)`` is told the resident bytes a priority pass reads (the energy proxy).
+
+    Returns
+    -------
+    GovernResult
+    """
+    evicted = evict_victims(res, policy, step, log)
+    if max_bytes is None or res.used <= max_bytes:
+        return GovernResult(evicted, [], res.used)
+    scan(res.used)
+    pr = np.asarray(policy.priority(res.entries, res.matrix, step), dtype=np.float64)
+    pr = np.where(np.isfinite(pr), pr, -np.inf)
+    # ties go to the newer entry (later in insertion order): writes within one step share
+    # created_step, and recency/LRU must not evict the entry just written before older ones
+    order = np.lexsort((-np.arange(len(pr)), -pr))
+    used = 0
+    keep: set[str] = set()
+    distilled: list[str] = []
+    delta = res.delta
+    gone: list[str] = []
+    for i in order:
+        m = res.entries[i]
+        dup = None
+        if delta is not None:
+            dup = next((nb for nb in res.near.get(m.id, {}) if nb in keep), None)
+        if dup is None and used + m.bytes > max_bytes and policy.distills and m.kind == "raw":
+            if distill(m, step, int(i)):
+                distilled.append(m.id)
+        if dup is None and used + m.bytes <= max_bytes:
+            keep.add(m.id)
+            used += m.bytes
+        else:
+            reason = policy.evict_reason()
+            if dup is not None:
+                reason = (
+                    f"redundant: cosine {res.near[m.id][dup]:.3f} >= delta={delta:g} "
+                    f"with higher-ranked resident {dup}"
+                )
+            res.store.delete(res.namespace, m.id)
+            log(step, "evict", m.id, float(pr[i]), reason, m.bytes)
+            gone.append(m.id)
+    evicted += gone
+    if gone or distilled:
+        res.remove(set(gone))
+    return GovernResult(evicted, distilled, res.used)
+
+
+def distill_entry(
+    res: ResidentSet,
+    m: Entry,
+    step: int,
+    row: int | None,
+    *,
+    distiller: Any,
+    embed: Callable[[str], np.ndarray],
+    sizeof: Callable[[str, dict[str, Any], np.ndarray], int],
+    log: Log,
+    text_hash: Callable[[str], str],
+) -> tuple[bool, int]:
+    """Replace a raw entry by its distilled insight if that is smaller (CURATOR Alg. 1 l. 9).
+
+    Returns (distilled, text bytes embedded).
+    """
+    text = distiller.distill(m.text)
+    if not text:
+        return False, 0
+    e = embed(text)
+    n_embedded = len(text.encode("utf-8"))
+    meta = dict(m.meta)
+    meta["text_sha1"] = text_hash(text)
+    b = int(sizeof(text, meta, e))
+    if b >= m.bytes:
+        return False, n_embedded
+    old = m.bytes
+    m.text, m.kind, m.embedding, m.meta = text, "insight", e, meta
+    m.raw_bytes = max(m.raw_bytes, old)
+    m.bytes = b
+    res.store.update(m)
+    if row is not None and res._matrix is not None:
+        res._matrix[row] = e  # keep the cached matrix exact for the rest of this pass
+    res._bm25 = None
+    res.link(m, exclude=row)
+    log(
+        step,
+        "distill",
+        m.id,
+        float("nan"),
+        f"distilled before falling out: {old} -> {b} bytes (a={m.raw_bytes / b:.2f})",
+        b,
+    )
+    return True, n_embedded
+
+
+__all__ = ["GovernResult", "distill_entry", "evict_victims", "govern"]

@@ -1,0 +1,150 @@
+"""The resident set: a namespace's entries in memory, their embedding matrix and byte account.
+
+It is a cache of the store, never a second source of truth: :meth:`ResidentSet.sync` reloads it
+whenever the store's version token changed (a commit or rollback from this handle, another handle
+on the same connection, or another process), so a failed transaction leaves no trace here.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from memcurator.retrieve import BM25Index
+from memcurator.store.sqlite import SQLiteStore
+from memcurator.types import Entry
+
+
+class ResidentSet:
+    """Entries of one namespace, with the derived structures recall and Keep read.
+
+    Parameters
+    ----------
+    store : SQLiteStore
+    namespace : str
+    dim : int
+        Embedding dimension d.
+    delta : float or None
+        Near-duplicate threshold δ on cosine (the keep component's ``redundancy_delta``); the
+        graph of near-duplicate pairs is maintained only when it is set.
+
+    Attributes
+    ----------
+    entries : list of Entry
+        In store order; the objects are private to this set (callers get copies).
+    used : int
+        ``sum(b(m))``, bytes.
+    """
+
+    def __init__(self, store: SQLiteStore, namespace: str, dim: int, delta: float | None):
+        self.store = store
+        self.namespace = namespace
+        self.dim = dim
+        self.delta = delta
+        self._version: Any = None
+        self.reload()
+
+    # ------------------------------------------------------------------ cache
+    def reload(self) -> None:
+        """Read the namespace's entries from the store and rebuild everything derived."""
+        self.entries: list[Entry] = self.store.entries(self.namespace)
+        self.near: dict[str, dict[str, float]] = {}
+        self.changed()
+        self._version = self.store.version()
+        if self.delta is not None and self.entries:
+            M = self.matrix
+            for lo in range(0, len(self.entries), 1024):
+                S = M[lo : lo + 1024] @ M.T
+                for r, c in zip(*np.nonzero(S >= self.delta), strict=True):
+                    i = lo + int(r)
+                    if i != int(c):
+                        a, b = self.entries[i].id, self.entries[int(c)].id
+                        self.near.setdefault(a, {})[b] = float(S[r, c])
+
+    def sync(self) -> None:
+        """Reload if anything committed or rolled back since we last looked."""
+        if self.store.version() != self._version:
+            self.reload()
+
+    def mark_synced(self) -> None:
+        """This handle's own commit is already reflected here: remember the new version."""
+        self._version = self.store.version()
+
+    def changed(self) -> None:
+        """Recompute the index and byte account; drop the matrix and BM25 caches."""
+        self.index = {m.id: i for i, m in enumerate(self.entries)}
+        self._matrix: np.ndarray | None = None
+        self._bm25: BM25Index | None = None
+        self.used = sum(m.bytes for m in self.entries)
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """Embeddings of the resident entries, shape (n, d), float32, in ``entries`` order."""
+        if self._matrix is None:
+            self._matrix = (
+                np.vstack([m.embedding for m in self.entries]).astype(np.float32)
+                if self.entries
+                else np.zeros((0, self.dim), dtype=np.float32)
+            )
+        return self._matrix
+
+    @property
+    def bm25(self) -> BM25Index:
+        """A BM25 index over the resident texts (built on first use after a change)."""
+        if self._bm25 is None:
+            self._bm25 = BM25Index()
+            self._bm25.fit([m.text for m in self.entries])
+        return self._bm25
+
+    def get(self, entry_id: str) -> Entry | None:
+        i = self.index.get(entry_id)
+        return None if i is None else self.entries[i]
+
+    @staticmethod
+    def copy_of(m: Entry) -> Entry:
+        """A copy a caller may edit without touching the resident entry (embedding included)."""
+        c = copy.copy(m)
+        c.meta = copy.deepcopy(m.meta)
+        c.stats = dict(m.stats)
+        c.embedding = np.array(m.embedding, copy=True)
+        return c
+
+    # ------------------------------------------------------------------ changes
+    def add(self, m: Entry) -> None:
+        self.link(m)
+        self.entries.append(m)
+        self.changed()
+
+    def remove(self, ids: set[str]) -> None:
+        for eid in ids:
+            for nb in self.near.pop(eid, {}):
+                self.near.get(nb, {}).pop(eid, None)
+        self.entries = [m for m in self.entries if m.id not in ids]
+        self.changed()
+
+    def keep_only(self, ids: set[str]) -> None:
+        self.entries = [m for m in self.entries if m.id in ids]
+        self.changed()
+
+    def link(self, m: Entry, exclude: int | None = None) -> None:
+        """Record m's near-duplicates (cosine ≥ δ) among the residents."""
+        if self.delta is None:
+            return
+        for nb in self.near.pop(m.id, {}):
+            self.near.get(nb, {}).pop(m.id, None)
+        if not self.entries:
+            return
+        sims = self.matrix @ m.embedding
+        for jj in np.nonzero(sims >= self.delta)[0]:
+            j = int(jj)
+            if j == exclude or self.entries[j].id == m.id:
+                continue
+            other = self.entries[j].id
+            c = float(sims[j])
+            self.near.setdefault(m.id, {})[other] = c
+            self.near.setdefault(other, {})[m.id] = c
+
+
+__all__ = ["ResidentSet"]

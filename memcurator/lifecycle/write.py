@@ -1,0 +1,173 @@
+"""The write path: validate, reinforce an identical resident, admit through the policy's gate,
+then run the Keep pass. Every admission and rejection is in the decision log with its reason."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import numbers
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memcurator.errors import BudgetExceeded, InvalidInput
+from memcurator.types import KINDS, ORIGINS, Entry
+
+if TYPE_CHECKING:
+    from memcurator.memory import Memory
+
+
+@dataclass
+class WriteResult:
+    """What happened to one write.
+
+    Attributes
+    ----------
+    id : str or None
+        The entry id (None when rejected before an id was useful).
+    admitted : bool
+    reason : str
+    score : float
+        The policy's admission score (NaN where none applies).
+    evicted : list of str
+        Ids evicted by the governance pass this write triggered (may include ``id`` itself).
+    distilled : list of str
+        Ids distilled in that pass.
+    """
+
+    id: str | None
+    admitted: bool
+    reason: str
+    score: float = float("nan")
+    evicted: list[str] = field(default_factory=list)
+    distilled: list[str] = field(default_factory=list)
+
+
+def sha1(text: str) -> str:
+    """Hex SHA-1 of the UTF-8 text (the de-duplication key stored as ``meta["text_sha1"]``)."""
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def check_text(text: Any, max_text_bytes: int) -> str:
+    """The text as ``str``, or :class:`InvalidInput` for bytes that are not UTF-8, a non-string,
+    lone surrogates, empty or whitespace-only text, or more than ``max_text_bytes`` bytes."""
+    if isinstance(text, bytes | bytearray):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InvalidInput(f"text is not valid UTF-8: {e}") from None
+    if not isinstance(text, str):
+        raise InvalidInput(f"text must be str or UTF-8 bytes, got {type(text).__name__}")
+    try:
+        nbytes = len(text.encode("utf-8"))
+    except UnicodeEncodeError as e:  # lone surrogates
+        raise InvalidInput(f"text is not valid Unicode: {e}") from None
+    if not text.strip():
+        raise InvalidInput("text is empty or whitespace; nothing to remember")
+    if nbytes > max_text_bytes:
+        raise InvalidInput(
+            f"text is {nbytes} bytes, over max_text_bytes={max_text_bytes}; distill it or "
+            "raise the limit"
+        )
+    return text
+
+
+def write(
+    mem: Memory,
+    text: Any,
+    *,
+    origin: str,
+    kind: str,
+    origin_detail: str,
+    raw_text: str | None,
+    meta: dict[str, Any] | None,
+    step: int | None,
+    raw_bytes: int | None,
+    stats: dict[str, float] | None,
+) -> WriteResult:
+    """See :meth:`memcurator.Memory.write`."""
+    text = check_text(text, mem.max_text_bytes)
+    if origin not in ORIGINS:
+        raise InvalidInput(f"origin must be one of {list(ORIGINS)}, got {origin!r}")
+    if kind not in KINDS:
+        raise InvalidInput(f"kind must be raw, insight or skill, got {kind!r}")
+    if step is not None and (
+        isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0
+    ):
+        raise InvalidInput(f"step must be an integer >= 0, got {step!r}")
+    st = mem.step if step is None else int(step)
+    meta = dict(meta or {})
+    try:
+        json.dumps(meta, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise InvalidInput(f"meta must be JSON-serialisable (finite numbers): {err}") from None
+    meta["text_sha1"] = sha1(text)
+    oversized: BudgetExceeded | None = None
+    with mem._transaction():
+        res = mem._res
+        existing = next(
+            (m for m in res.entries if m.meta.get("text_sha1") == meta["text_sha1"]), None
+        )
+        if existing is not None:
+            existing.reinforcement += 1
+            mem.store.update(existing)
+            mem._log(
+                st,
+                "reinforce",
+                existing.id,
+                float("nan"),
+                f"same text written again by {origin}; reinforcement={existing.reinforcement}",
+                existing.bytes,
+            )
+            return WriteResult(existing.id, True, "reinforced an identical resident entry")
+        e = mem.embedder.embed(text)
+        mem.energy_bytes += len(text.encode("utf-8"))
+        b = int(mem.sizeof(text, meta, e))
+        b0 = int(mem.sizeof(raw_text, meta, e)) if raw_text else b
+        if raw_bytes is not None:
+            b0 = int(raw_bytes)
+        eid = mem._new_id(text)
+        cand = Entry(
+            eid,
+            mem.namespace,
+            kind,
+            text,
+            b,
+            max(b0, b),
+            e,
+            origin,
+            origin_detail,
+            created_step=st,
+            meta=meta,
+            stats=dict(stats or {}),
+        )
+        if mem.max_bytes is not None and b > mem.max_bytes:
+            # Log and commit the rejection, then raise outside the transaction: raising inside
+            # it would roll the 'reject' decision back with everything else.
+            mem._log(
+                st,
+                "reject",
+                eid,
+                float("nan"),
+                f"entry of {b} bytes is larger than the whole budget max_bytes={mem.max_bytes}",
+                b,
+            )
+            oversized = BudgetExceeded(
+                f"entry of {b} bytes can never fit max_bytes={mem.max_bytes}; distill it or "
+                "raise the budget"
+            )
+        else:
+            ok, score, reason = mem.policy.admit(cand, res.entries, res.matrix, st)
+            if not ok:
+                mem._log(st, "reject", eid, score, reason, b)
+                return WriteResult(eid, False, reason, score)
+            mem.store.insert(cand)
+            res.add(cand)
+            mem._log(st, "admit", eid, score, reason, b)
+            g = mem._govern(st)
+            mem._save_state()
+    if oversized is not None:
+        raise oversized
+    return WriteResult(eid, True, reason, score, g.evicted, g.distilled)
+
+
+__all__ = ["WriteResult", "check_text", "sha1", "write"]

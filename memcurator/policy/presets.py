@@ -1,0 +1,221 @@
+"""Presets as plain data: a name → a policy spec (components and their parameters).
+
+Every paper's method, its ablations and the baselines are here, one table each; ``base``
+inherits another preset and overrides parts of it (deep merge). The same shape loads from a TOML
+or JSON file (:func:`load_policy_file`), so a user can define a policy without code::
+
+    # my-policy.toml
+    [my-curator]
+    base = "curator"
+    description = "CURATOR with a stricter Trust gate"
+    admit = { name = "rho-trust", theta = 0.05 }
+    [my-curator.estimators.rho]
+    lam = 2.0
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from memcurator.errors import InvalidInput
+
+_CURATOR: dict[str, Any] = {
+    "description": "CURATOR: one net-value density rho = (V - lam*H)/b for keep, trust, share",
+    "estimators": {"rho": {}},
+    "admit": {"name": "rho-trust", "theta": 0.0},
+    "form": {"name": "form", "kind": "raw"},
+    "keep": {"name": "rho-density", "distill": True, "redundancy_delta": 0.85},
+    "rank": {"name": "cosine+q", "beta_q": 0.5},
+    "learn": [{"name": "rho-profile"}],
+    "share": {"name": "rho-share"},
+}
+
+_TOKENWORTH: dict[str, Any] = {
+    "description": "TokenWorth: worth learned online from execution feedback ranks and keeps",
+    "estimators": {"worth": {"capacity": 64}},
+    "admit": {"name": "worth-bank"},
+    "form": {"name": "form", "kind": "insight"},
+    "keep": {"name": "probe-worth"},
+    "rank": {"name": "learned-worth", "k_max": 1},
+    "learn": [{"name": "worth"}],
+}
+
+_EDM: dict[str, Any] = {
+    "description": "EDM: persist only evaluation-certified trajectories (PEI >= 0.8 and "
+    "TI >= 4.0); recall argmax cos x PEI with cos >= 0.87",
+    "admit": {"name": "edm-gate", "min_pei": 0.8, "min_ti": 4.0},
+    "form": {"name": "form", "kind": "raw"},
+    "keep": {"name": "newest"},
+    "rank": {"name": "cosine*pei", "min_cosine": 0.87},
+}
+
+#: name -> spec (``base`` names another preset to inherit from).
+PRESETS: dict[str, dict[str, Any]] = {
+    "curator": _CURATOR,
+    "curator/no-provenance": {
+        "base": "curator",
+        "description": "CURATOR without the provenance-risk term of harm",
+        "estimators": {"rho": {"use_provenance": False}},
+    },
+    "curator/no-per-byte": {
+        "base": "curator",
+        "description": "CURATOR ranking by net value, not per byte",
+        "estimators": {"rho": {"per_byte": False}},
+    },
+    "curator/lambda=0": {
+        "base": "curator",
+        "description": "CURATOR without the harm term (lambda = 0)",
+        "estimators": {"rho": {"lam": 0.0}},
+    },
+    "curator/no-abstraction": {
+        "base": "curator",
+        "description": "CURATOR without abstraction gain and distillation",
+        "estimators": {"rho": {"use_abstraction": False}},
+        "keep": {"name": "rho-density", "distill": False, "redundancy_delta": 0.85},
+    },
+    "curator/no-rerank": {
+        "base": "curator",
+        "description": "CURATOR recalling by cosine only (no helpfulness rerank)",
+        "rank": {"name": "cosine+q", "beta_q": 0.0},
+    },
+    "keep-all": {
+        "description": "No curation: every write kept, unbounded; recall by cosine",
+        "bounded": False,
+    },
+    "no-memory": {
+        "description": "No experience memory (lower bound)",
+        "admit": {"name": "none"},
+        "form": {"name": "form", "writes": False},
+    },
+    "lru": {
+        "description": "Least recently used out first",
+        "keep": {"name": "lru"},
+    },
+    "recency": {
+        "description": "Oldest out first (FIFO)",
+        "keep": {"name": "newest"},
+    },
+    "success-only": {
+        "description": "Keep the entries with the most net successes",
+        "keep": {"name": "successes"},
+    },
+    "full-oracle": {
+        "description": "Keep everything; recall only correct, current exemplars (upper bound)",
+        "rank": {"name": "oracle"},
+        "bounded": False,
+    },
+    "tokenworth": _TOKENWORTH,
+    "tokenworth/base-only": {
+        "base": "tokenworth",
+        "description": "TokenWorth with the linear base scorer only (no RFM residual)",
+        "estimators": {"worth": {"capacity": 64, "residual": False}},
+    },
+    "tokenworth/no-agop": {
+        "base": "tokenworth",
+        "description": "TokenWorth with a fixed residual metric (no AGOP update)",
+        "estimators": {"worth": {"capacity": 64, "agop": False}},
+    },
+    "curator+worth": {
+        "base": "curator",
+        "description": "CURATOR's rho with TokenWorth's learned worth as helpfulness q",
+        "estimators": {"rho": {"helpfulness": "worth"}, "worth": {}},
+        "rank": {"name": "learned-worth", "k_max": None},
+        "learn": [{"name": "rho-profile", "helpfulness": False}, {"name": "worth"}],
+    },
+    "edm": _EDM,
+    "edm/no-gate": {
+        "base": "edm",
+        "description": "EDM's cos x PEI recall without its evaluation gate (stores everything)",
+        "admit": {"name": "all"},
+    },
+}
+
+
+def _merge(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if k == "estimators" and isinstance(v, Mapping):
+            est = out.setdefault("estimators", {})
+            for n, p in v.items():
+                est[n] = {**est.get(n, {}), **dict(p or {})}
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+def resolve(name: str, table: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The full spec of preset ``name``, with ``base`` inheritance resolved.
+
+    Raises
+    ------
+    KeyError
+        ``name`` (or a base it names) is not in the table.
+    InvalidInput
+        ``base`` inheritance forms a cycle.
+    """
+    table = PRESETS if table is None else table
+    chain: list[str] = []
+    spec: Mapping[str, Any] = table[name]
+    layers = [spec]
+    while "base" in spec:
+        b = str(spec["base"])
+        if b in chain or b == name:
+            raise InvalidInput(f"preset {name!r}: 'base' forms a cycle through {b!r}")
+        chain.append(b)
+        spec = table[b] if b in table else PRESETS[b]
+        layers.append(spec)
+    out: dict[str, Any] = {}
+    for layer in reversed(layers):
+        out = _merge(out, {k: v for k, v in layer.items() if k != "base"})
+    return out
+
+
+def load_policy_file(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Read presets from a TOML or JSON file: a table of name -> spec.
+
+    A spec may name a ``base`` (a preset of the file or a built-in one) and override parts.
+
+    Returns
+    -------
+    dict of str to dict
+        Name -> resolved spec (``base`` applied).
+
+    Raises
+    ------
+    InvalidInput
+        The file is missing, unreadable, not TOML/JSON, or not a table of tables; a ``base``
+        that names no preset.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as e:
+        raise InvalidInput(f"cannot read policy file {str(p)!r}: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8")
+        data = json.loads(text) if p.suffix.lower() == ".json" else tomllib.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
+        raise InvalidInput(f"{str(p)!r} is not a valid policy file: {e}") from None
+    if (
+        not isinstance(data, dict)
+        or not data
+        or not all(isinstance(v, dict) for v in data.values())
+    ):
+        raise InvalidInput(
+            f"{str(p)!r} must hold one table per policy (name -> components), e.g. [my-policy]"
+        )
+    out = {}
+    for name in data:
+        try:
+            out[name] = resolve(name, data)
+        except KeyError as e:
+            raise InvalidInput(f"policy {name!r} in {str(p)!r}: unknown base {e}") from None
+    return out
+
+
+__all__ = ["PRESETS", "load_policy_file", "resolve"]
