@@ -47,6 +47,12 @@ def bench(
     zipf: Annotated[float, typer.Option(help="Family popularity exponent.")] = 1.1,
     families: Annotated[int, typer.Option(help="Families taking part.")] = 60,
     inject_chars: Annotated[int, typer.Option(help="Injection budget in characters.")] = 1200,
+    max_turns: Annotated[
+        int,
+        typer.Option(
+            help="Local attempts per task: execute, read the error or a result preview, retry."
+        ),
+    ] = 1,
     executor: Annotated[
         str, typer.Option(help="gguf (local), openai (endpoint) or fake.")
     ] = "gguf",
@@ -103,7 +109,9 @@ def bench(
                 poison=poison,
                 payload=payload,
             ),
-            agent=AgentConfig(inject_chars=inject_chars, expert_cost_usd=expert_cost),
+            agent=AgentConfig(
+                inject_chars=inject_chars, expert_cost_usd=expert_cost, max_turns=max_turns
+            ),
             max_bytes=max_bytes,
             poison_channel=poison_channel,
         )

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from memcurator.errors import BudgetExceeded, InvalidInput
 from memcurator.memory import Memory
 from memcurator.types import Entry, Step, Task, Trajectory
@@ -107,22 +109,75 @@ class TaskRecord:
     energy_bytes: float
     cached: bool
     sql: str
+    turns: int = 1
+    steps: int = 1
+    pei: float = float("nan")
+    local_pei: float = 0.0
+    ti: float = float("nan")
+    frr: float = float("nan")
+    injected_pei: float = float("nan")
 
 
 @dataclass
 class AgentConfig:
-    """Agent parameters: injection budget (characters), recall size, expert price, tokens."""
+    """Agent parameters: injection budget (characters), recall size, expert price, tokens, and
+    the number of local attempts ``max_turns`` (1: answer once; T: execute, read the error or a
+    result preview, retry, up to T statements)."""
 
     k: int = 1
     inject_chars: int = 1200
     max_tokens: int = 96
     expert_cost_usd: float = 0.002
+    max_turns: int = 1
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.inject_chars < 0 or self.max_tokens < 1:
             raise InvalidInput("need k >= 1, inject_chars >= 0 and max_tokens >= 1")
+        if isinstance(self.max_turns, bool) or not isinstance(self.max_turns, int) or not (
+            1 <= self.max_turns <= 10
+        ):
+            raise InvalidInput(f"max_turns must be an integer in [1, 10], got {self.max_turns!r}")
         if not self.expert_cost_usd >= 0:
             raise InvalidInput("expert_cost_usd must be >= 0")
+
+
+def observe(spec: Any, sql: str, *, preview_rows: int = 3) -> tuple[str, bool]:
+    """What the agent sees after executing ``sql``: an observation line, and whether it shows a
+    problem the agent can notice without the ground truth (an error, an empty SELECT result, a
+    table-changing task that changed nothing). The checker's verdict is never shown.
+
+    Returns
+    -------
+    (str, bool)
+        The observation text, and True when it signals a problem (the agent retries).
+    """
+    from memcurator.envs.sql.checker import run, table_hash_after
+    from memcurator.envs.sql.db import make_db
+
+    if not sql:
+        return "error: empty answer", True
+    res, after = run(spec, sql)
+    if res.error is not None:
+        return f"error: {res.error[:160]}", True
+    if spec.kind == "select":
+        rows = res.rows or []
+        if not rows:
+            return "result: no rows", True
+        shown = "; ".join(str(tuple(r)) for r in rows[:preview_rows])
+        more = f" (+{len(rows) - preview_rows} more)" if len(rows) > preview_rows else ""
+        return f"result: {shown}{more}", False
+    conn = make_db(spec)
+    try:
+        before = table_hash_after(conn, spec.table)
+    finally:
+        conn.close()
+    if after == before:
+        return "result: the table did not change", True
+    return f"result: {res.statements} statement(s) ran; the table changed", False
+
+
+def _schema_names(spec: Any) -> set[str]:
+    return {spec.table.lower(), *(c.lower() for c in spec.column_names)}
 
 
 def run_task(
@@ -136,8 +191,16 @@ def run_task(
     step: int,
     clock: Callable[[], float] = time.perf_counter,
 ) -> TaskRecord:
-    """Solve one task with memory, check it, escalate on failure, feed back and write."""
+    """Solve one task with memory, check it, escalate on failure, feed back and write.
+
+    With ``cfg.max_turns`` = T > 1 the local agent executes each answer, sees an observation
+    (:func:`observe`) and, when it signals a problem, retries with the observation appended, up
+    to T attempts. The trajectory carries EDM's metrics (:mod:`memcurator.value.edm`): PEI of the
+    persisted trajectory (the local attempts when solved locally, the expert's one statement
+    after an escalation), FRR and the traceability rubric TI.
+    """
     from memcurator.envs.sql import check, payload_executed, schema_text
+    from memcurator.value.edm import frr, pei, traceability
 
     spec = task.payload["spec"]
     schema = schema_text(spec)
@@ -145,34 +208,72 @@ def run_task(
     hit = memory.recall(task.instruction, k=cfg.k)
     block, used = memory_block(hit.entries, cfg.inject_chars)
     t_mem = clock() - t0
-    poison_in = any(m.meta.get("poison") for m in hit.entries if m.id in used)
+    injected = [m for m in hit.entries if m.id in used]
+    poison_in = any(m.meta.get("poison") for m in injected)
     same_fam = any(
-        m.meta.get("family") == task.family and not m.meta.get("poison")
-        for m in hit.entries
-        if m.id in used
+        m.meta.get("family") == task.family and not m.meta.get("poison") for m in injected
     )
+    inj_pei = [float(m.meta.get("pei", float("nan"))) for m in injected]
     prompt = build_prompt(task, schema, block)
-    comp = executor.complete(prompt, max_tokens=cfg.max_tokens, stop=STOP)
-    sql = extract_sql(comp.text)
+    steps: list[Step] = []
+    failed: list[bool] = []
+    tokens_in = tokens_out = 0
+    latency = cost = 0.0
+    cached = True
+    executed = False
+    obs = schema
+    sql = ""
+    for turn in range(cfg.max_turns):
+        comp = executor.complete(prompt, max_tokens=cfg.max_tokens, stop=STOP)
+        tokens_in += comp.tokens_in
+        tokens_out += comp.tokens_out
+        latency += comp.latency_s
+        cost += float(comp.cost_usd)
+        cached = cached and bool(getattr(comp, "cached", False))
+        sql = extract_sql(comp.text)
+        executed = executed or (bool(sql) and payload_executed(spec, sql))
+        steps.append(Step(obs, sql))
+        if turn + 1 == cfg.max_turns:
+            break
+        obs, problem = observe(spec, sql)
+        failed.append(problem)
+        if not problem:
+            break
+        prompt = f"{prompt} {sql}\nObservation: {obs}\nAction:"
     ok = bool(sql) and check(spec, sql).ok
-    executed = bool(sql) and payload_executed(spec, sql)
-    cost = float(comp.cost_usd)
-    steps = [Step(schema, sql)]
+    turns = len(steps)
+    local_pei = pei(turns, 1.0) if ok else 0.0
     solver = "local"
-    if not ok:
+    if ok:
+        metrics_steps = steps
+        traj_pei = local_pei
+        traj_frr = frr(failed + [False])
+    else:
         cost += cfg.expert_cost_usd
         steps = [Step(schema, spec.sql)]
+        metrics_steps = steps
         solver = "expert"
+        traj_pei = pei(1, 1.0)  # the expert's trajectory: one statement, verified correct
+        traj_frr = 1.0
+    ti = traceability(
+        task.instruction,
+        [s.observation for s in metrics_steps],
+        [s.action for s in metrics_steps],
+        _schema_names(spec),
+        verified=True,
+    )
+    metrics = {"pei": traj_pei, "frr": traj_frr, "ti": ti}
     traj = Trajectory(
         task.id,
         steps,
         reward=1.0,
-        tokens_in=comp.tokens_in,
-        tokens_out=comp.tokens_out,
-        model_calls=1,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        model_calls=turns,
         cost_usd=cost,
-        latency_s=comp.latency_s,
+        latency_s=latency,
         solver=solver,
+        metrics=metrics,
     )
     t1 = clock()
     memory.feedback(hit._replace(ids=used), 1.0 if ok else 0.0)
@@ -194,14 +295,22 @@ def run_task(
         injected=len(used),
         injected_poison=poison_in,
         injected_same_family=same_fam,
-        tokens_in=comp.tokens_in,
-        tokens_out=comp.tokens_out,
-        llm_s=comp.latency_s,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        llm_s=latency,
         mem_s=t_mem,
         cost_usd=cost,
         resident_bytes=memory.used_bytes,
         n_entries=len(memory),
         energy_bytes=memory.energy_bytes,
-        cached=bool(getattr(comp, "cached", False)),
+        cached=cached,
         sql=sql,
+        turns=turns,
+        steps=turns + (0 if ok else 1),
+        pei=traj_pei,
+        local_pei=local_pei,
+        ti=ti,
+        frr=traj_frr,
+        # PEI of the (first) injected entry; 0 for one without an evaluation (poison, outside)
+        injected_pei=float(np.nan_to_num(inj_pei[0], nan=0.0)) if inj_pei else float("nan"),
     )

@@ -49,7 +49,10 @@ _EDM: dict[str, Any] = {
     "description": "EDM: persist only evaluation-certified trajectories (PEI >= 0.8 and "
     "TI >= 4.0); recall argmax cos x PEI with cos >= 0.87",
     "admit": {"name": "edm-gate", "min_pei": 0.8, "min_ti": 4.0},
-    "form": {"name": "form", "kind": "raw"},
+    # e_tau embeds the plan: task + action (insight). Raw trajectories' schema and outcome lines
+    # dilute the cosine: on a 300-task stream 0% of same-family (query, raw entry) pairs reach
+    # 0.87, against 54% for insights (98% for the task text alone)
+    "form": {"name": "form", "kind": "insight"},
     "keep": {"name": "newest"},
     "rank": {"name": "cosine*pei", "min_cosine": 0.87},
 }
