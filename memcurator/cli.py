@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -12,6 +11,7 @@ import typer
 from rich.console import Console
 
 from memcurator.cli_results import interrupted_message, lock_results, sigint_deferred
+from memcurator.cli_store import register as register_store_commands
 from memcurator.errors import MemcuratorError
 
 app = typer.Typer(
@@ -454,73 +454,7 @@ def policies() -> None:
         print(f"{name:24s} {line}{extra}")
 
 
-@app.command()
-def decisions(
-    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
-    namespace: Annotated[str, typer.Option(help="Namespace to read.")] = "default",
-    action: Annotated[
-        str | None, typer.Option(help="Only this action (evict, reject, ...).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
-) -> None:
-    """Print a store's decision log: every admit, reject, evict, distill, forget, with reasons."""
-    from rich.table import Table
-
-    from memcurator.store import SQLiteStore
-
-    if not path.exists():
-        _fail(FileNotFoundError(f"no store at {path}"))
-    try:
-        rows = SQLiteStore(path, readonly=True).decisions(namespace, action=action)
-    except MemcuratorError as e:
-        _fail(e)
-        return
-    if as_json:
-        for d in rows:
-            print(json.dumps(d.__dict__))
-        return
-    t = Table(title=f"decisions of {namespace!r} in {path}")
-    for col in ("seq", "step", "action", "entry", "score", "bytes", "reason"):
-        t.add_column(col)
-    for d in rows:
-        t.add_row(
-            str(d.seq), str(d.step), d.action, d.entry_id, f"{d.score:.3g}", str(d.bytes), d.reason
-        )
-    Console().print(t)
-
-
-@app.command()
-def entries(
-    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
-    namespace: Annotated[str, typer.Option(help="Namespace to read.")] = "default",
-) -> None:
-    """List the resident entries of a namespace with their bytes, origin and use counts."""
-    from rich.table import Table
-
-    from memcurator.store import SQLiteStore
-
-    if not path.exists():
-        _fail(FileNotFoundError(f"no store at {path}"))
-    try:
-        ents = SQLiteStore(path, readonly=True).entries(namespace)
-    except MemcuratorError as e:
-        _fail(e)
-        return
-    t = Table(title=f"{len(ents)} entries of {namespace!r}")
-    for col in ("id", "kind", "origin", "bytes", "uses", "succ", "fail", "text"):
-        t.add_column(col)
-    for m in ents:
-        t.add_row(
-            m.id,
-            m.kind,
-            m.origin,
-            str(m.bytes),
-            str(m.uses),
-            str(m.successes),
-            str(m.failures),
-            m.text[:60].replace("\n", " ⏎ "),
-        )
-    Console().print(t)
+register_store_commands(app)
 
 
 if __name__ == "__main__":
