@@ -101,9 +101,9 @@ def entries(
     )
     t.add_column("id", no_wrap=True, min_width=18)  # whole, to copy into `memcurator forget`
     for col in ("kind", "origin", "bytes", "uses", "succ", "fail"):
-        t.add_column(
-            col, no_wrap=True, min_width={"kind": 7, "origin": 8}.get(col, len(col)), justify="left" if col in ("kind", "origin") else "right"
-        )
+        left = col in ("kind", "origin")
+        width = {"kind": 7, "origin": 8}.get(col, len(col))
+        t.add_column(col, no_wrap=True, min_width=width, justify="left" if left else "right")
     t.add_column("text", overflow="ellipsis", no_wrap=True, max_width=max(8, out.width - 68))
     for m in ents:
         t.add_row(
