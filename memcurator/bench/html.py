@@ -13,7 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from memcurator.bench.measures import MEASURES, MIN_TASKS, Measure
+from memcurator.bench import measures
+from memcurator.bench.measures import MIN_TASKS, Measure
 from memcurator.bench.render import headers_and_cells, n_of, seeds_title, small_n_notes
 from memcurator.files import atomic_write
 from memcurator.glossary import GLOSSARY
@@ -94,11 +95,11 @@ def report_page(
     parts.append(_table(heads, rows))
     for note in small_n_notes(summary):
         parts.append(f'<p class="note">{_e(note)}</p>')
-    legend = [[m.header, m.description] for m in MEASURES]
+    legend = [[m.header, m.description] for m in measures.MEASURES]
     parts.append(_table(["column", "what it is"], legend, "config"))
     parts.append("<h2>Sample sizes</h2>")
     uniq: list[Measure] = []  # one column per distinct count (tasks, victim tasks, attacker tasks)
-    for m in MEASURES:
+    for m in measures.MEASURES:
         if m.n_key is not None and all(u.n_key != m.n_key for u in uniq):
             uniq.append(m)
     n_heads = ["policy", "seeds"] + [f"n for {m.header}" for m in uniq]

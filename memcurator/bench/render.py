@@ -11,7 +11,8 @@ import io
 import math
 from typing import Any
 
-from memcurator.bench.measures import MEASURES, MIN_TASKS, Measure
+from memcurator.bench import measures
+from memcurator.bench.measures import MIN_TASKS, Measure
 from memcurator.files import dumps_strict
 
 
@@ -86,8 +87,8 @@ def headers_and_cells(
     """
     mixed_seeds = len({r.get("seeds") for r in summary}) > 1
     heads = ["policy"] + (["seeds"] if mixed_seeds else [])
-    uni = {m.key: _uniform_n(summary, m) for m in MEASURES}
-    for m in MEASURES:
+    uni = {m.key: _uniform_n(summary, m) for m in measures.MEASURES}
+    for m in measures.MEASURES:
         n = uni[m.key]
         if m.n_key is None:
             heads.append(m.header)
@@ -98,7 +99,7 @@ def headers_and_cells(
     rows = []
     for r in summary:
         cells = [str(r["policy"])] + ([str(r.get("seeds"))] if mixed_seeds else [])
-        for m in MEASURES:
+        for m in measures.MEASURES:
             c = fmt_value(r, m)
             if m.n_key is not None and uni[m.key] is None:
                 n = n_of(r, m)
@@ -118,7 +119,7 @@ def small_n_notes(summary: list[dict[str, Any]]) -> list[str]:
     'victim acc rests on 2 tasks (fewer than 20): read it as an anecdote, not a measurement'
     """
     notes = []
-    for m in MEASURES:
+    for m in measures.MEASURES:
         ns = sorted({n for r in summary if (n := n_of(r, m)) is not None and n < MIN_TASKS})
         if ns:
             what = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]} to {ns[-1]}"
@@ -216,7 +217,7 @@ def machine_rows(summary: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for r in summary:
         d: dict[str, Any] = {"policy": r["policy"], "seeds": r.get("seeds", 1)}
-        for m in MEASURES:
+        for m in measures.MEASURES:
             d[m.key] = _num(r.get(m.key))
             d[m.key + "_sd"] = _num(r.get(m.key + "_sd"))
             d[m.key + "_n"] = n_of(r, m)
@@ -241,7 +242,7 @@ def to_json(summary: list[dict[str, Any]], config: dict[str, Any] | None = None)
         "title": seeds_title(summary),
         "measures": [
             {"key": m.key, "header": m.header, "description": m.description, "term": m.term}
-            for m in MEASURES
+            for m in measures.MEASURES
         ],
         "rows": machine_rows(summary),
         "notes": small_n_notes(summary),
