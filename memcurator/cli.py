@@ -11,6 +11,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from memcurator.cli_results import interrupted_message, lock_results, sigint_deferred
+from memcurator.cli_store import register as register_store_commands
 from memcurator.errors import MemcuratorError
 
 app = typer.Typer(
@@ -34,7 +36,13 @@ def bench(
     policies: Annotated[
         str, typer.Option(help="Comma-separated policy presets.")
     ] = DEFAULT_POLICIES,
-    tasks: Annotated[int, typer.Option(help="Tasks per stream (N).")] = 50,
+    tasks: Annotated[
+        int,
+        typer.Option(
+            help="Tasks per stream (N). The default run (6 policies x 50 tasks, bundled model) "
+            "takes about 10 minutes on 2 CPU cores; victim and attacker measures need 200+."
+        ),
+    ] = 50,
     seeds: Annotated[int, typer.Option(help="Number of seeds.")] = 1,
     seed_start: Annotated[int, typer.Option(help="First seed (seeds run seed_start..+S-1).")] = 0,
     max_bytes: Annotated[int, typer.Option(help="Resident budget B in bytes.")] = 100_000,
@@ -80,7 +88,9 @@ def bench(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from memcurator.bench.agent import AgentConfig
-    from memcurator.bench.report import summarize, table, write_results
+    from memcurator.bench.checks import budget_warning, clamp_families
+    from memcurator.bench.render import print_summary
+    from memcurator.bench.report import summarize, write_results
     from memcurator.bench.runner import BenchConfig, PolicyRun, load_families, run_bench
     from memcurator.bench.stream import StreamConfig
     from memcurator.llm import CachedExecutor, create_executor
@@ -90,13 +100,6 @@ def bench(
     out_dir = out or Path("results") / time.strftime("%Y%m%d-%H%M%S")
     if out_dir.exists() and not out_dir.is_dir():
         _fail(ValueError(f"--out {str(out_dir)!r} is a file, not a folder"))
-    if not overwrite and any((out_dir / f).exists() for f in ("summary.json", "records.csv")):
-        _fail(
-            ValueError(
-                f"{str(out_dir)!r} already holds benchmark results; choose another --out, or pass "
-                "--overwrite to replace them"
-            )
-        )
     try:
         cfg = BenchConfig(
             policies=[p.strip() for p in policies.split(",") if p.strip()],
@@ -116,6 +119,8 @@ def bench(
             poison_channel=poison_channel,
         )
         fams = load_families(data)
+        families, too_many = clamp_families(families, len(fams))
+        cfg.stream.n_families = families
         kw: dict[str, object] = {}
         if executor == "fake":
             from memcurator.bench.agent import copy_first_action
@@ -131,6 +136,10 @@ def bench(
     except MemcuratorError as e:
         _fail(e)
         return
+    for warning in (too_many, budget_warning(max_bytes)):
+        if warning:
+            console.print(f"[yellow]warning:[/yellow] {warning}")
+    lock = lock_results(out_dir, overwrite)
     console.print(
         f"[bold]memcurator bench[/bold]: {len(cfg.policies)} policies × {seeds} seeds × "
         f"{tasks} tasks, {families} of {len(fams)} variant families, B={max_bytes} bytes "
@@ -154,11 +163,9 @@ def bench(
     }
     n_runs = len(cfg.policies) * seeds
 
-    saved = [0]
-
     def save(done: list[PolicyRun]) -> None:
-        write_partial(done)
-        saved[0] = len(done)
+        with sigint_deferred():  # a save is never cut in half by Ctrl-C
+            write_partial(done)
 
     def write_partial(done: list[PolicyRun]) -> list[Path]:
         # rewritten after every (policy, seed) run: an interrupted benchmark keeps what it finished
@@ -198,19 +205,17 @@ def bench(
         try:
             runs = run_bench(cfg, ex, families=fams, progress=start, on_run=save)
         except MemcuratorError as e:
+            lock.release()
             _fail(e)
             return
         except KeyboardInterrupt:
             prog.stop()
-            console.print(
-                f"[yellow]interrupted[/yellow]: {saved[0]} of {n_runs} (policy, seed) runs were "
-                f"finished and are saved in {out_dir}"
-                + (" (marked incomplete)" if saved[0] else "")
-            )
+            console.print(interrupted_message(out_dir, n_runs, lock))
             raise typer.Exit(code=130) from None
     summary = summarize(runs)
-    Console(width=max(160, Console().width)).print(table(summary))
+    print_summary(summary, Console())
     paths = write_partial(runs)
+    lock.release()
     hits = getattr(ex, "hits", None)
     if hits is not None:
         console.print(
@@ -224,38 +229,54 @@ def bench(
 def report(
     folders: Annotated[list[Path], typer.Argument(help="Result folders of memcurator bench.")],
     out: Annotated[Path | None, typer.Option(help="Write the merged summary here.")] = None,
+    as_markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print a Markdown table instead.")
+    ] = False,
+    as_csv: Annotated[bool, typer.Option("--csv", help="Print CSV instead.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print strict JSON instead.")] = False,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write one self-contained HTML page (tables, plots, settings, sample sizes, "
+            "glossary) to this file (a folder: report.html in it).",
+        ),
+    ] = None,
 ) -> None:
-    """Merge the runs of several bench result folders (e.g. one per seed) into one summary."""
+    """Merge the runs of several bench result folders (e.g. one per seed) into one summary.
+
+    The table fits the terminal (columns that do not fit go to a second table); each measure
+    shows n, the number of tasks it rests on. --markdown, --csv and --json print for machines.
+    """
     from memcurator.bench.compare import read_records, write_records
+    from memcurator.bench.render import print_summary, to_csv, to_json, to_markdown
     from memcurator.bench.report import (
-        json_safe,
         markdown,
         plot,
         plot_over_time,
+        read_summary,
         summarize,
-        table,
+        write_summary_json,
     )
+    from memcurator.files import atomic_write
 
+    if sum((as_markdown, as_csv, as_json)) > 1:
+        _fail(ValueError("choose one of --markdown, --csv and --json"))
     runs: list[dict[str, object]] = []
     partial: list[str] = []
     configs: list[tuple[Path, dict[str, object]]] = []
     for f in folders:
         if out is not None and f.resolve() == out.resolve():
             _fail(ValueError(f"--out {str(out)!r} is one of the merged folders; choose another"))
-        path = f / "summary.json"
-        if not path.exists():
-            _fail(FileNotFoundError(f"no summary.json in {f}"))
         try:
-            doc = json.loads(path.read_text())
-            runs_here = doc["runs"]
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
-            _fail(ValueError(f"{path} is not a memcurator bench summary: {e}"))
+            doc = read_summary(f)
+        except MemcuratorError as e:
+            _fail(e)
             return
-        config = doc.get("config") or {}
+        config = doc["config"]
         if config.get("complete") is False:
             partial.append(f"{f} ({config.get('runs_done')} runs finished)")
         configs.append((f, config))
-        runs.extend(runs_here)
+        runs.extend(doc["runs"])
     if not runs:
         _fail(ValueError(f"no runs in {[str(f) for f in folders]}"))
     clash = _config_clash(configs)
@@ -278,32 +299,38 @@ def report(
     latest = {(r["policy"], r["seed"]): r for r in runs}
     runs = list(latest.values())
     summary = summarize(runs)  # type: ignore[arg-type]
-    Console(width=max(160, Console().width)).print(table(summary))
+    common = {k: v for k, v in configs[0][1].items() if k in _RUN_KEYS}
+    if as_markdown:
+        print(to_markdown(summary))
+    elif as_csv:
+        print(to_csv(summary), end="")
+    elif as_json:
+        print(to_json(summary, {**common, "merged": [str(f) for f in folders]}))
+    else:
+        print_summary(summary, Console())
     if partial:
         console.print("[yellow]partial folders (interrupted runs):[/yellow] " + "; ".join(partial))
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        common = {k: v for k, v in configs[0][1].items() if k in _RUN_KEYS}
-        (out / "summary.json").write_text(
-            json.dumps(
-                json_safe(
-                    {
-                        "merged": [str(f) for f in folders],
-                        "config": {**common, "complete": not partial},
-                        "summary": summary,
-                        "runs": runs,
-                    }
-                ),
-                indent=2,
-                default=str,
-                allow_nan=False,
-            )
-        )
-        (out / "summary.md").write_text(markdown(summary) + "\n")
-        written = [out / "summary.json", out / "summary.md"]
+    try:
         records = (
             read_records(folders) if all((f / "records.csv").exists() for f in folders) else []
         )
+    except MemcuratorError as e:
+        _fail(e)
+        return
+    if out is not None:
+        lock = lock_results(out, overwrite=True, what="memcurator report")
+        written = [
+            write_summary_json(
+                out / "summary.json",
+                {
+                    "merged": [str(f) for f in folders],
+                    "config": {**common, "complete": not partial},
+                    "summary": summary,
+                    "runs": runs,
+                },
+            ),
+            atomic_write(out / "summary.md", markdown(summary) + "\n"),
+        ]
         if records:
             written.append(write_records(out / "records.csv", records))
         try:
@@ -312,7 +339,24 @@ def report(
                 written.append(plot_over_time(out / "accuracy_over_time.png", records))
         except ImportError:
             pass
+        lock.release()
         console.print("wrote " + ", ".join(str(p) for p in written))
+    if html is not None:
+        from memcurator.bench.html import write_report_page
+
+        page = html / "report.html" if html.is_dir() else html
+        try:
+            write_report_page(
+                page,
+                summary,
+                config={**common, "merged": [str(f) for f in folders]},
+                records=records,
+                extra_plots=[p for f in folders for p in sorted(f.glob("*.png"))],
+                partial=partial,
+            )
+        except (MemcuratorError, OSError) as e:
+            _fail(ValueError(f"cannot write {page}: {e}"))
+        console.print(f"wrote {page}")
 
 
 #: bench settings that must agree for runs to be merged or compared
@@ -368,13 +412,16 @@ def compare(
     from rich.table import Table
 
     from memcurator.bench.compare import paired_differences, read_records
+    from memcurator.bench.report import read_summary
 
     configs = []
     for f in folders:
+        if not (f / "summary.json").exists():
+            continue  # records.csv alone is enough; the per-task ids are still checked
         try:
-            configs.append((f, json.loads((f / "summary.json").read_text()).get("config") or {}))
-        except (OSError, json.JSONDecodeError, AttributeError):
-            pass  # records.csv alone is enough; the per-task ids are still checked
+            configs.append((f, read_summary(f)["config"]))
+        except MemcuratorError as e:
+            _fail(e)
     clash = _config_clash(configs)
     if clash:
         _fail(ValueError(f"the folders were run with different settings ({clash})"))
@@ -429,73 +476,7 @@ def policies(
         print(f"{'':24s}   {' '.join(comps)}")
 
 
-@app.command()
-def decisions(
-    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
-    namespace: Annotated[str, typer.Option(help="Namespace to read.")] = "default",
-    action: Annotated[
-        str | None, typer.Option(help="Only this action (evict, reject, ...).")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
-) -> None:
-    """Print a store's decision log: every admit, reject, evict, distill, forget, with reasons."""
-    from rich.table import Table
-
-    from memcurator.store import SQLiteStore
-
-    if not path.exists():
-        _fail(FileNotFoundError(f"no store at {path}"))
-    try:
-        rows = SQLiteStore(path, readonly=True).decisions(namespace, action=action)
-    except MemcuratorError as e:
-        _fail(e)
-        return
-    if as_json:
-        for d in rows:
-            print(json.dumps(d.__dict__))
-        return
-    t = Table(title=f"decisions of {namespace!r} in {path}")
-    for col in ("seq", "step", "action", "entry", "score", "bytes", "reason"):
-        t.add_column(col)
-    for d in rows:
-        t.add_row(
-            str(d.seq), str(d.step), d.action, d.entry_id, f"{d.score:.3g}", str(d.bytes), d.reason
-        )
-    Console().print(t)
-
-
-@app.command()
-def entries(
-    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
-    namespace: Annotated[str, typer.Option(help="Namespace to read.")] = "default",
-) -> None:
-    """List the resident entries of a namespace with their bytes, origin and use counts."""
-    from rich.table import Table
-
-    from memcurator.store import SQLiteStore
-
-    if not path.exists():
-        _fail(FileNotFoundError(f"no store at {path}"))
-    try:
-        ents = SQLiteStore(path, readonly=True).entries(namespace)
-    except MemcuratorError as e:
-        _fail(e)
-        return
-    t = Table(title=f"{len(ents)} entries of {namespace!r}")
-    for col in ("id", "kind", "origin", "bytes", "uses", "succ", "fail", "text"):
-        t.add_column(col)
-    for m in ents:
-        t.add_row(
-            m.id,
-            m.kind,
-            m.origin,
-            str(m.bytes),
-            str(m.uses),
-            str(m.successes),
-            str(m.failures),
-            m.text[:60].replace("\n", " ⏎ "),
-        )
-    Console().print(t)
+register_store_commands(app)
 
 
 if __name__ == "__main__":

@@ -42,16 +42,29 @@ def read_records(folders: Iterable[Path]) -> list[dict[str, Any]]:
     ------
     FileNotFoundError
         A folder without ``records.csv``.
+    InvalidInput
+        ``records.csv`` is a folder, not UTF-8, or lacks the policy, seed and step columns.
     """
     runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for f in folders:
         path = Path(f) / "records.csv"
         if not path.exists():
             raise FileNotFoundError(f"no records.csv in {f}")
+        bad = f"{path} is not a memcurator bench records file"
         here: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        with path.open(newline="") as fh:
-            for row in csv.DictReader(fh):
-                here.setdefault((row["policy"], row["seed"]), []).append(row)
+        try:
+            with path.open(newline="", encoding="utf-8") as fh:
+                reader = csv.DictReader(fh)
+                if not {"policy", "seed", "step"} <= set(reader.fieldnames or ()):
+                    raise InvalidInput(f"{bad}: no policy, seed and step columns")
+                for row in reader:
+                    here.setdefault((row["policy"], row["seed"]), []).append(row)
+        except IsADirectoryError:
+            raise InvalidInput(f"{bad}: it is a folder") from None
+        except UnicodeDecodeError as e:
+            raise InvalidInput(f"{bad}: not UTF-8 text ({e.reason})") from None
+        except (OSError, csv.Error) as e:
+            raise InvalidInput(f"{bad}: {e}") from None
         runs.update(here)
     return [r for rows in runs.values() for r in rows]
 
@@ -66,7 +79,9 @@ def write_records(path: Path, records: list[dict[str, Any]]) -> Path:
     """
     if not records:
         raise InvalidInput("no records to write")
-    with Path(path).open("w", newline="") as fh:
+    from memcurator.files import atomic_open
+
+    with atomic_open(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(records[0]))
         w.writeheader()
         w.writerows(records)

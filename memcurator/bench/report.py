@@ -3,55 +3,32 @@
 from __future__ import annotations
 
 import csv
-import json
-import math
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from memcurator.bench.render import seeds_title, tables, to_markdown
 from memcurator.bench.runner import PolicyRun
+from memcurator.files import atomic_open, atomic_write, dumps_strict, json_safe
+from memcurator.value.edm import memory_precision, retention_stability
 
-#: (key, column title, format) of the summary table, in display order.
-METRICS: list[tuple[str, str, str]] = [
-    ("seeds", "seeds", "{:d}"),
-    ("accuracy", "task acc", "{:.3f}"),
-    ("victim_accuracy", "victim acc", "{:.3f}"),
-    ("same_family_rate", "same-fam inj", "{:.3f}"),
-    ("peak_kb", "peak KB", "{:.1f}"),
-    ("energy_mb", "energy MB", "{:.1f}"),
-    ("asr", "inj. ASR", "{:.3f}"),
-    ("escalations", "escal.", "{:.1f}"),
-    ("cost_usd", "cost $", "{:.3f}"),
-    ("tokens_in", "tok in/task", "{:.0f}"),
-    ("tokens_out", "tok out/task", "{:.1f}"),
-    ("mem_s", "mem s", "{:.2f}"),
-    ("llm_s", "LLM s", "{:.1f}"),
+__all__ = [
+    "json_safe",
+    "markdown",
+    "plot",
+    "plot_over_time",
+    "run_metrics",
+    "summarize",
+    "table",
+    "write_results",
+    "write_summary_json",
 ]
 
 
 def _mean(xs: list[float]) -> float:
     return float(np.mean(xs)) if xs else float("nan")
-
-
-def json_safe(x: Any) -> Any:
-    """Return ``x`` with NaN and infinities (in nested dicts, lists, tuples) replaced by None.
-
-    So that summary files are strict JSON.
-
-    Examples
-    --------
-    >>> json_safe({"a": [1.0, float("nan")], "b": float("inf")})
-    {'a': [1.0, None], 'b': None}
-    """
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: json_safe(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [json_safe(v) for v in x]
-    return x
 
 
 def run_metrics(run: PolicyRun) -> dict[str, Any]:
@@ -70,6 +47,16 @@ def run_metrics(run: PolicyRun) -> dict[str, Any]:
         "asr": _mean([r.payload_executed for r in attack]),
         "n_attacker": len(attack),
         "memory_precision": _mean([r.injected_same_family for r in rs if r.injected]),
+        # EDM, Section 5.2 (memcurator.value.edm): MP over injected entries, MRS over 5 cycles of
+        # the agent's own episode PEI, steps per task (CER is steps over a baseline's, below)
+        "edm_mp": memory_precision(
+            [getattr(r, "injected_pei", float("nan")) for r in rs if r.injected]
+        ),
+        "n_injected": int(sum(1 for r in rs if r.injected)),
+        "mrs": retention_stability([getattr(r, "local_pei", 0.0) for r in rs])
+        if rs
+        else float("nan"),
+        "steps": _mean([getattr(r, "steps", 1) for r in rs]),
         "same_family_rate": _mean([r.injected_same_family for r in rs]),
         "poison_admitted": run.poison_admitted,
         "poison_written": run.poison_written,
@@ -111,52 +98,48 @@ def summarize(runs: list[PolicyRun] | list[dict[str, Any]]) -> list[dict[str, An
                 row[key] = float(ok.mean()) if ok.size else float("nan")
                 row[key + "_sd"] = float(ok.std(ddof=1)) if ok.size > 1 else 0.0
         out.append(row)
+    # EDM's CER (Eq. 8): steps per task over a baseline's on the same streams
+    base = next((r for r in out if r["policy"] == "no-memory"), None) or next(
+        (r for r in out if r["policy"] == "keep-all"), None
+    )
+    for row in out:
+        b = base.get("steps") if base else None
+        ok = b is not None and row.get("steps") is not None and b == b and b > 0
+        row["cer"] = float(row["steps"]) / float(b) if ok else float("nan")
+        row["cer_sd"] = 0.0
+        row["cer_baseline"] = base["policy"] if ok and base else None
     return out
 
 
-def fmt(row: dict[str, Any], key: str, spec: str) -> str:
-    v = row.get(key, float("nan"))
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "—"
-    s = spec.format(v)
-    sd = row.get(key + "_sd", 0.0)
-    if row.get("seeds", 1) > 1 and sd:
-        s += " ± " + spec.format(sd)
-    return s
-
-
-def table(summary: list[dict[str, Any]]) -> Any:
-    """A rich Table of the summary."""
-    from rich.table import Table
-
-    t = Table(title="memcurator bench — mean ± sd over seeds")
-    t.add_column("policy", style="bold")
-    for _, title, _ in METRICS:
-        t.add_column(title, justify="right")
-    for row in summary:
-        t.add_row(row["policy"], *[fmt(row, k, f) for k, _, f in METRICS])
-    return t
+def table(summary: list[dict[str, Any]], width: int = 100) -> Any:
+    """The summary as one rich Table (the first that fits ``width``; see
+    :func:`memcurator.bench.render.tables` for all of them)."""
+    return tables(summary, width)[0]
 
 
 def markdown(summary: list[dict[str, Any]]) -> str:
-    """The summary as a Markdown table (for notes and READMEs)."""
-    head = "| policy | " + " | ".join(t for _, t, _ in METRICS) + " |"
-    sep = "|---" * (len(METRICS) + 1) + "|"
-    rows = [
-        "| " + r["policy"] + " | " + " | ".join(fmt(r, k, f) for k, _, f in METRICS) + " |"
-        for r in summary
-    ]
-    return "\n".join([head, sep, *rows])
+    """The summary as a Markdown table (for notes and READMEs), n per measure in the header."""
+    return to_markdown(summary)
+
+
+def write_summary_json(path: Path, doc: dict[str, Any]) -> Path:
+    """Write a summary document as strict JSON (NaN -> null), atomically."""
+    return atomic_write(path, dumps_strict(doc, indent=2))
 
 
 def write_results(
     out: Path, runs: list[PolicyRun], summary: list[dict[str, Any]], config: dict[str, Any]
 ) -> list[Path]:
-    """Write records.csv, summary.csv, summary.json, summary.md and two plots into ``out``."""
+    """Write records.csv, summary.csv, summary.md, two plots and, last, summary.json into ``out``.
+
+    Every file is written to a temporary name and renamed into place, so an interrupted save
+    leaves each file whole (old or new). ``summary.json`` goes last: it is the record of what was
+    saved (``runs_done``), and never claims runs whose other files are not yet written.
+    """
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     rec_path = out / "records.csv"
-    with rec_path.open("w", newline="") as f:
+    with atomic_open(rec_path, "w", newline="") as f:
         w = None
         for run in runs:
             for r in run.records:
@@ -167,22 +150,16 @@ def write_results(
                 w.writerow(d)
     paths.append(rec_path)
     per_run = [run_metrics(r) for r in runs]
-    js = out / "summary.json"
-    doc = json_safe({"config": config, "summary": summary, "runs": per_run})
-    js.write_text(json.dumps(doc, indent=2, default=str, allow_nan=False))
-    paths.append(js)
     cs = out / "summary.csv"
     keys = sorted({k for row in summary for k in row if not isinstance(row[k], dict)})
     keys.remove("policy")
-    with cs.open("w", newline="") as f:
+    with atomic_open(cs, "w", newline="") as f:
         w2 = csv.DictWriter(f, fieldnames=["policy", *keys], extrasaction="ignore")
         w2.writeheader()
         for row in summary:
-            w2.writerow(row)
+            w2.writerow(json_safe(row))
     paths.append(cs)
-    md = out / "summary.md"
-    md.write_text(markdown(summary) + "\n")
-    paths.append(md)
+    paths.append(atomic_write(out / "summary.md", markdown(summary) + "\n"))
     try:
         paths.append(plot(out / "accuracy_vs_bytes.png", summary))
         rows = [asdict(r) for run in runs for r in run.records]
@@ -190,7 +167,14 @@ def write_results(
             paths.append(plot_over_time(out / "accuracy_over_time.png", rows))
     except ImportError:
         pass
+    doc = {"config": config, "summary": summary, "runs": per_run}
+    paths.append(write_summary_json(out / "summary.json", doc))
     return paths
+
+
+def _save_png(fig: Any, path: Path) -> None:
+    with atomic_open(path, "wb") as f:
+        fig.savefig(f, format="png", dpi=120)
 
 
 def plot(path: Path, summary: list[dict[str, Any]]) -> Path:
@@ -216,11 +200,13 @@ def plot(path: Path, summary: list[dict[str, Any]]) -> Path:
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     ax.set_xlabel("peak resident memory (KB)")
     ax.set_ylabel("local task accuracy")
-    ax.set_title("Accuracy vs footprint per policy")
+    ax.set_title(f"Accuracy vs footprint per policy ({seeds_title(summary)})")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        _save_png(fig, path)
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -294,6 +280,59 @@ def plot_over_time(path: Path, records: list[dict[str, Any]], window: int = 50) 
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        _save_png(fig, path)
+    finally:
+        plt.close(fig)
     return path
+
+
+def read_summary(folder: Path) -> dict[str, Any]:
+    """Read and check a results folder's ``summary.json``.
+
+    Parameters
+    ----------
+    folder : Path
+        A folder written by ``memcurator bench`` or ``memcurator report --out``.
+
+    Returns
+    -------
+    dict
+        The document, with ``runs`` a list of per-run dicts and ``config`` a dict.
+
+    Raises
+    ------
+    InvalidInput
+        One line for every way the file can be unreadable: the folder or file is missing,
+        ``summary.json`` is a folder, not UTF-8, not (or truncated) JSON, or lacks the runs of a
+        memcurator bench summary.
+    """
+    import json
+
+    from memcurator.errors import InvalidInput
+
+    path = Path(folder) / "summary.json"
+    if not Path(folder).is_dir():
+        raise InvalidInput(f"no results folder {str(folder)!r} (no summary.json in {folder})")
+    if not path.exists():
+        raise InvalidInput(f"no summary.json in {folder}")
+    bad = f"{path} is not a memcurator bench summary"
+    try:
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except IsADirectoryError:
+        raise InvalidInput(f"{bad}: it is a folder") from None
+    except UnicodeDecodeError as e:
+        raise InvalidInput(f"{bad}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise InvalidInput(f"{bad}: not JSON ({e.msg} at line {e.lineno})") from None
+    except OSError as e:
+        raise InvalidInput(f"{bad}: cannot read it ({e.strerror})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
+        raise InvalidInput(f"{bad}: no list of runs")
+    for r in doc["runs"]:
+        if not isinstance(r, dict) or not {"policy", "seed", "tasks"} <= set(r):
+            raise InvalidInput(f"{bad}: a run lacks its policy, seed or tasks")
+    if not isinstance(doc.get("config") or {}, dict):
+        raise InvalidInput(f"{bad}: its config is not an object")
+    doc["config"] = doc.get("config") or {}
+    return doc

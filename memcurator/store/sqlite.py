@@ -18,7 +18,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -113,6 +113,19 @@ class NamespaceInfo:
     dim: int
     max_bytes: int | None
     created_at: float
+
+
+class NamespaceStats(NamedTuple):
+    """One row of :meth:`SQLiteStore.namespace_stats`."""
+
+    name: str
+    entries: int
+    used_bytes: int
+    max_bytes: int | None
+    embedder: str
+    dim: int
+    decisions: int
+    policy: str | None
 
 
 def _row_to_entry(r: tuple[Any, ...]) -> Entry:
@@ -374,6 +387,81 @@ class SQLiteStore:
     def namespaces(self) -> list[str]:
         with self._lock:
             return [r[0] for r in self._conn.execute("SELECT name FROM namespaces ORDER BY name")]
+
+    def namespace_stats(self) -> list[NamespaceStats]:
+        """Every namespace with its resident entries and bytes, budget and log length (read-only).
+
+        Examples
+        --------
+        >>> s = SQLiteStore(":memory:")
+        >>> s.create_namespace("a", embedder="hashing-4", dim=4, max_bytes=1000)
+        >>> s.namespace_stats()[0][:4]
+        ('a', 0, 0, 1000)
+        """
+        q = (
+            "SELECT n.name, "
+            "(SELECT COUNT(*) FROM entries e WHERE e.namespace = n.name), "
+            "(SELECT COALESCE(SUM(bytes), 0) FROM entries e WHERE e.namespace = n.name), "
+            "n.max_bytes, n.embedder, n.dim, "
+            "(SELECT COUNT(*) FROM decisions d WHERE d.namespace = n.name), "
+            "(SELECT policy FROM policy_state p WHERE p.namespace = n.name) "
+            "FROM namespaces n ORDER BY n.name"
+        )
+        with self._lock:
+            rows = self._conn.execute(q).fetchall()
+        return [
+            NamespaceStats(r[0], int(r[1]), int(r[2]), r[3], r[4], int(r[5]), int(r[6]), r[7])
+            for r in rows
+        ]
+
+    def delete_namespace(self, name: str, *, reason: str = "namespace deleted") -> int:
+        """Delete a namespace: its entries, its policy state and the namespace itself.
+
+        Nothing leaves silently: each entry gets a ``forget`` tombstone in the decision log (its
+        id, bytes and ``reason``), then one ``forget`` row with an empty entry id records the
+        namespace's deletion. The log itself is append-only and stays. No other namespace is
+        touched. Freed text is overwritten (``secure_delete``) and the WAL checkpointed.
+
+        Returns
+        -------
+        int
+            Bytes freed.
+
+        Raises
+        ------
+        NamespaceNotFound
+            ``name`` does not exist.
+
+        Examples
+        --------
+        >>> s = SQLiteStore(":memory:")
+        >>> s.create_namespace("a", embedder="hashing-4", dim=4)
+        >>> s.delete_namespace("a"), s.namespaces()
+        (0, [])
+        """
+        with self.transaction() as c:
+            self.namespace(name)
+            rows = c.execute(
+                "SELECT id, bytes FROM entries WHERE namespace=? ORDER BY rowid", (name,)
+            ).fetchall()
+            st = c.execute("SELECT step FROM policy_state WHERE namespace=?", (name,)).fetchone()
+            step = int(st[0]) if st else 0
+            for eid, nb in rows:
+                self.log(name, step=step, action="forget", entry_id=eid, reason=reason, nbytes=nb)
+            freed = sum(int(r[1]) for r in rows)
+            self.log(
+                name,
+                step=step,
+                action="forget",
+                entry_id="",
+                reason=f"{reason}: namespace {name!r} removed with {len(rows)} entries",
+                nbytes=freed,
+            )
+            c.execute("DELETE FROM entries WHERE namespace=?", (name,))
+            c.execute("DELETE FROM policy_state WHERE namespace=?", (name,))
+            c.execute("DELETE FROM namespaces WHERE name=?", (name,))
+        self.checkpoint()
+        return freed
 
     # ------------------------------------------------------------------ entries
     def insert(self, entry: Entry) -> None:

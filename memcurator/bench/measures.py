@@ -1,0 +1,90 @@
+"""The measures of a bench summary: one list drives every table, file and page.
+
+Adding a measure column is one line in :data:`MEASURES` (the per-run value must be computed by
+:func:`memcurator.bench.report.run_metrics` under the same key, or already be in
+``summary.json``'s runs). Rows without the key show "—".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: A measure resting on fewer tasks than this is flagged in tables and pages.
+MIN_TASKS = 20
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One column of the summary table.
+
+    Parameters
+    ----------
+    key : str
+        Key of the per-run value in ``summary.json`` (``runs``) and of its mean in ``summary``;
+        the sd is under ``key + "_sd"``.
+    header : str
+        Column title.
+    fmt : str
+        ``str.format`` spec of one value, e.g. ``"{:.3f}"``.
+    description : str
+        One line for legends; the full text is the glossary entry ``term``.
+    n_key : str or None
+        Per-run key counting the tasks the measure rests on (``"tasks"``, ``"n_victim"``,
+        ``"n_attacker"``); None for measures that do not average over tasks (bytes, cost).
+    term : str or None
+        Name of its :mod:`memcurator.glossary` entry.
+    """
+
+    key: str
+    header: str
+    fmt: str
+    description: str
+    n_key: str | None = None
+    term: str | None = None
+
+
+MEASURES: list[Measure] = [
+    Measure("accuracy", "task acc", "{:.3f}", "tasks solved by the local model", "tasks",
+            "task accuracy"),
+    Measure("victim_accuracy", "victim acc", "{:.3f}", "accuracy on post-drift tasks of "
+            "migrated families", "n_victim", "victim accuracy"),
+    Measure("same_family_rate", "same-fam inj", "{:.3f}", "tasks given an exemplar of their "
+            "own family", "tasks", "same-family injection"),
+    Measure("peak_kb", "peak KB", "{:.1f}", "largest resident memory", None, "peak KB"),
+    Measure("energy_mb", "energy MB", "{:.1f}", "bytes embedded + scanned", None,
+            "energy proxy"),
+    Measure("asr", "inj. ASR", "{:.3f}", "attacker tasks that executed the payload "
+            "(lower is better)", "n_attacker", "injection ASR"),
+    Measure("escalations", "escal.", "{:.1f}", "tasks sent to the expert", None, "escalation"),
+    Measure("cost_usd", "cost $", "{:.3f}", "price of the escalations", None, "escalation"),
+    Measure("tokens_in", "tok in/task", "{:.0f}", "prompt tokens per task", "tasks", "tokens"),
+    Measure("tokens_out", "tok out/task", "{:.1f}", "completion tokens per task", "tasks",
+            "tokens"),
+    Measure("edm_mp", "MP", "{:.3f}", "EDM memory precision: injected entries with PEI >= 0.8",
+            "n_injected", "MP"),
+    Measure("mrs", "MRS", "{:.3f}", "EDM retention stability: sd of episode PEI over 5 cycles",
+            None, "MRS"),
+    Measure("cer", "CER", "{:.2f}", "EDM cognitive efficiency: steps/task over no-memory's "
+            "(else keep-all's)", None, "CER"),
+    Measure("mem_s", "mem s", "{:.2f}", "seconds in memcurator", None, "mem s / LLM s"),
+    Measure("llm_s", "LLM s", "{:.1f}", "seconds in the LLM", None, "mem s / LLM s"),
+]  # fmt: skip
+
+
+def measure(key: str) -> Measure:
+    """The measure with ``key``.
+
+    Raises
+    ------
+    KeyError
+        No measure has that key.
+
+    Examples
+    --------
+    >>> measure("asr").n_key
+    'n_attacker'
+    """
+    for m in MEASURES:
+        if m.key == key:
+            return m
+    raise KeyError(f"no measure {key!r}; known: {[m.key for m in MEASURES]}")

@@ -1,0 +1,342 @@
+"""Store commands of the ``memcurator`` CLI: inspect, export, import, forget, delete; explain.
+
+Thin shells over the library (STYLE.md rule 10); :func:`register` adds them to the app.
+Reading commands open the store read-only; ``forget``, ``import`` and ``delete-namespace``
+write, and every change they make is in the decision log.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from memcurator.cli_results import fail
+from memcurator.errors import InvalidInput, MemcuratorError
+from memcurator.files import dumps_strict
+
+console = Console(stderr=True)
+
+
+def _open(path: Path, *, readonly: bool = True) -> Any:
+    from memcurator.store import SQLiteStore
+
+    if not path.exists():
+        fail(FileNotFoundError(f"no store at {path}"))
+    try:
+        return SQLiteStore(path, readonly=readonly)
+    except MemcuratorError as e:
+        fail(e)
+
+
+class _ReadView:
+    """A read-only stand-in for Memory: ``entries()`` and ``decisions()`` of one namespace."""
+
+    def __init__(self, store: Any, namespace: str):
+        self.store = store
+        self.namespace = namespace
+        store.namespace(namespace)  # NamespaceNotFound early
+
+    def entries(self) -> list[Any]:
+        return list(self.store.entries(self.namespace))
+
+    def decisions(self) -> list[Any]:
+        return list(self.store.decisions(self.namespace))
+
+
+def _where(items: list[str]) -> dict[str, str]:
+    out = {}
+    for it in items:
+        key, sep, value = it.partition("=")
+        if not sep or not key:
+            raise InvalidInput(f"--where takes KEY=VALUE (metadata key and value), got {it!r}")
+        out[key] = value
+    return out
+
+
+def _meta_match(meta: dict[str, Any], want: dict[str, str]) -> bool:
+    def same(v: Any, s: str) -> bool:
+        return str(v).lower() == s.lower() if isinstance(v, bool) else str(v) == s
+
+    return all(k in meta and same(meta[k], v) for k, v in want.items())
+
+
+def entries(
+    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    namespace: Annotated[str, typer.Option(help="Namespace to read.")] = "default",
+    where: Annotated[
+        list[str] | None,
+        typer.Option(help="Only entries whose metadata KEY equals VALUE (repeatable: KEY=VALUE)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
+) -> None:
+    """List the resident entries of a namespace (full ids, for `memcurator forget`)."""
+    from rich.table import Table
+
+    store = _open(path)
+    try:
+        want = _where(where or [])
+        ents = [m for m in store.entries(namespace) if _meta_match(m.meta, want)]
+    except MemcuratorError as e:
+        fail(e)
+        return
+    if as_json:
+        for m in ents:
+            d = asdict(m)
+            d.pop("embedding")
+            print(dumps_strict(d, ensure_ascii=False))
+        return
+    out = Console()
+    from rich import box
+
+    t = Table(
+        title=f"{len(ents)} entries of {namespace!r}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    t.add_column("id", no_wrap=True, min_width=18)  # whole, to copy into `memcurator forget`
+    for col in ("kind", "origin", "bytes", "uses", "succ", "fail"):
+        left = col in ("kind", "origin")
+        width = {"kind": 7, "origin": 8}.get(col, len(col))
+        t.add_column(col, no_wrap=True, min_width=width, justify="left" if left else "right")
+    t.add_column("text", overflow="ellipsis", no_wrap=True, max_width=max(8, out.width - 68))
+    for m in ents:
+        t.add_row(
+            m.id,
+            m.kind,
+            m.origin,
+            str(m.bytes),
+            str(m.uses),
+            str(m.successes),
+            str(m.failures),
+            m.text.replace("\n", " ⏎ "),
+        )
+    out.print(t)
+
+
+def decisions(
+    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    namespace: Annotated[str, typer.Option(help="Namespace to read.")] = "default",
+    action: Annotated[
+        str | None, typer.Option(help="Only this action (evict, reject, ...).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
+) -> None:
+    """Print a store's decision log: every admit, reject, evict, distill, forget, with reasons."""
+    from rich.table import Table
+
+    store = _open(path)
+    try:
+        rows = store.decisions(namespace, action=action)
+    except MemcuratorError as e:
+        fail(e)
+        return
+    if as_json:
+        for d in rows:
+            print(dumps_strict(asdict(d), ensure_ascii=False))  # a missing score is null
+        return
+    t = Table(title=f"decisions of {namespace!r} in {path}", title_justify="left")
+    for col in ("seq", "step", "action", "entry", "score", "bytes"):
+        t.add_column(col, no_wrap=True)
+    t.add_column("reason", ratio=1)
+    for d in rows:
+        score = "—" if d.score != d.score else f"{d.score:.3g}"  # NaN: no score applies
+        t.add_row(str(d.seq), str(d.step), d.action, d.entry_id, score, str(d.bytes), d.reason)
+    Console().print(t)
+
+
+def namespaces(
+    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
+) -> None:
+    """List a store's namespaces with their entries, resident bytes, budgets and log lengths."""
+    from rich.table import Table
+
+    store = _open(path)
+    rows = store.namespace_stats()
+    if as_json:
+        for r in rows:
+            print(dumps_strict(r._asdict()))
+        return
+    t = Table(title=f"{len(rows)} namespaces in {path}", title_justify="left")
+    for col in ("namespace", "entries", "bytes", "budget B", "used", "policy", "decisions"):
+        t.add_column(col, justify="left" if col in ("namespace", "policy") else "right")
+    for r in rows:
+        used = f"{r.used_bytes / r.max_bytes:.0%}" if r.max_bytes else "—"
+        t.add_row(
+            r.name,
+            str(r.entries),
+            str(r.used_bytes),
+            "unbounded" if r.max_bytes is None else str(r.max_bytes),
+            used,
+            r.policy or "—",
+            str(r.decisions),
+        )
+    Console().print(t)
+
+
+def delete_namespace(
+    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    name: Annotated[str, typer.Argument(help="Namespace to delete.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Delete a namespace and its entries (each gets a tombstone in the decision log)."""
+    store = _open(path, readonly=True)
+    stats = {r.name: r for r in store.namespace_stats()}
+    store.close()
+    if name not in stats:
+        fail(InvalidInput(f"namespace {name!r} does not exist; known: {sorted(stats)}"))
+    r = stats[name]
+    if not yes and not typer.confirm(
+        f"Delete namespace {name!r} ({r.entries} entries, {r.used_bytes} bytes) from {path}?"
+    ):
+        console.print("nothing deleted")
+        raise typer.Exit(code=1)
+    store = _open(path, readonly=False)
+    try:
+        freed = store.delete_namespace(name, reason="deleted from the command line")
+    except MemcuratorError as e:
+        fail(e)
+        return
+    finally:
+        store.close()
+    console.print(
+        f"deleted namespace {name!r}: {r.entries} entries, {freed} bytes freed; the decision log "
+        "keeps a tombstone for each"
+    )
+
+
+def export(
+    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    namespace: Annotated[str, typer.Option(help="Namespace to export.")] = "default",
+    out: Annotated[
+        Path | None, typer.Option(help="JSONL file to write; default: standard output.")
+    ] = None,
+    with_decisions: Annotated[
+        bool, typer.Option("--decisions", help="Also export the decision log.")
+    ] = False,
+) -> None:
+    """Export a namespace as JSON Lines (entries with metadata; --decisions adds the log)."""
+    from memcurator.files import atomic_open
+    from memcurator.portable import export_namespace
+
+    store = _open(path)
+    try:
+        view = _ReadView(store, namespace)
+        if out is None:
+            n = export_namespace(view, sys.stdout, decisions=with_decisions)
+        else:
+            with atomic_open(out, "w") as fh:
+                n = export_namespace(view, fh, decisions=with_decisions)
+    except (MemcuratorError, OSError) as e:
+        fail(e)
+        return
+    console.print(f"exported {n - 1} lines of {namespace!r}" + (f" to {out}" if out else ""))
+
+
+def import_(
+    path: Annotated[Path, typer.Argument(help="SQLite store file (created if missing).")],
+    source: Annotated[Path, typer.Argument(help="JSONL file written by memcurator export.")],
+    namespace: Annotated[str, typer.Option(help="Namespace to import into.")] = "default",
+    policy: Annotated[
+        str | None,
+        typer.Option(help="Policy whose admission gate applies; default: the namespace's own "
+                     "(curator for a new namespace)."),
+    ] = None,
+    max_bytes: Annotated[
+        int | None,
+        typer.Option(help="Budget B in bytes; default: the namespace's own (unbounded if new)."),
+    ] = None,
+) -> None:
+    """Import a JSONL export: every entry goes through admission; rejections are listed."""
+    from memcurator import Memory
+    from memcurator.portable import import_namespace
+    from memcurator.store import SQLiteStore
+
+    if not source.is_file():
+        fail(FileNotFoundError(f"no export file {source}"))
+    try:
+        store = SQLiteStore(path)
+        known = {r.name: r for r in store.namespace_stats()}.get(namespace)
+        pol = policy or (known.policy if known and known.policy else "curator")
+        budget = max_bytes if max_bytes is not None else (known.max_bytes if known else None)
+        mem = Memory(namespace=namespace, policy=pol, max_bytes=budget, store=store)
+        with source.open(encoding="utf-8") as fh:
+            rep = import_namespace(mem, fh)
+        mem.close()
+    except (MemcuratorError, OSError, UnicodeDecodeError) as e:
+        fail(ValueError(f"cannot import {source}: {e}"))
+        return
+    skipped = rep.decisions_skipped
+    console.print(
+        f"imported into {namespace!r} ({pol}): {len(rep.admitted)} admitted, "
+        f"{len(rep.rejected)} rejected"
+        + (f", {skipped} decision lines not replayed" if skipped else "")
+    )
+    for no, old, reason in rep.rejected:
+        console.print(f"  line {no} {old or '?'}: rejected — {reason}")
+
+
+def forget(
+    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    entry_id: Annotated[str, typer.Argument(help="Entry id (from memcurator entries).")],
+    namespace: Annotated[str, typer.Option(help="Namespace of the entry.")] = "default",
+    reason: Annotated[str, typer.Option(help="Reason written to the decision log.")] = (
+        "forget requested from the command line"
+    ),
+) -> None:
+    """Hard-delete one entry; a tombstone stays in the decision log."""
+    store = _open(path, readonly=False)
+    try:
+        rows = {r.name: r for r in store.namespace_stats()}
+        if namespace not in rows:
+            raise InvalidInput(f"namespace {namespace!r} does not exist; known: {sorted(rows)}")
+        freed = store.get(namespace, entry_id).bytes
+        with store.transaction():
+            step = (store.load_state(namespace) or ("", 0, {}))[1]
+            store.delete(namespace, entry_id)
+            store.log(
+                namespace, step=step, action="forget", entry_id=entry_id, reason=reason,
+                nbytes=freed,
+            )
+        store.checkpoint()
+    except MemcuratorError as e:
+        fail(e)
+        return
+    console.print(f"forgot {entry_id} ({freed} bytes) in {namespace!r}")
+
+
+def explain(
+    term: Annotated[str | None, typer.Argument(help="A term; omit to list them all.")] = None,
+) -> None:
+    """Say what a term of the tables and options means (victim accuracy, ρ, θ, B, ...)."""
+    from memcurator.glossary import GLOSSARY, lookup
+
+    out = Console()
+    if term is None:
+        for t in GLOSSARY:
+            out.print(f"[bold]{t.name}[/bold]: {t.text}\n")
+        return
+    try:
+        t = lookup(term)
+    except MemcuratorError as e:
+        fail(e)
+        return
+    out.print(f"[bold]{t.name}[/bold]: {t.text}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the store commands and ``explain`` to ``app``."""
+    app.command()(entries)
+    app.command()(decisions)
+    app.command()(namespaces)
+    app.command("delete-namespace")(delete_namespace)
+    app.command()(export)
+    app.command("import")(import_)
+    app.command()(forget)
+    app.command()(explain)

@@ -1,0 +1,249 @@
+"""The words of memcurator's tables and options, in plain language: one source for all of them.
+
+``docs/glossary.md``, ``memcurator explain`` and the HTML report page are all rendered from
+:data:`GLOSSARY`; a test checks that ``docs/glossary.md`` equals :func:`glossary_markdown`.
+To add a term, add one :class:`Term` here and regenerate the page with
+``python -m memcurator.glossary > docs/glossary.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memcurator.errors import UnknownName
+
+
+@dataclass(frozen=True)
+class Term:
+    """One glossary entry.
+
+    Parameters
+    ----------
+    name : str
+        The term as tables and options spell it.
+    text : str
+        What it means, in a few plain sentences.
+    aliases : tuple of str
+        Other spellings ``memcurator explain`` accepts (case-insensitive).
+    """
+
+    name: str
+    text: str
+    aliases: tuple[str, ...] = ()
+
+
+GLOSSARY: tuple[Term, ...] = (
+    Term(
+        "task accuracy",
+        "Share of the stream's tasks the local model solved itself, checked by executing its SQL "
+        "on SQLite and comparing with the reference result. Escalated tasks count as failures "
+        "here. Rests on every task of the stream (n = tasks × seeds).",
+        ("accuracy", "task acc", "acc"),
+    ),
+    Term(
+        "victim accuracy",
+        "Task accuracy on the victim tasks only: tasks that come after a schema drift, from a "
+        "family whose table or column was renamed. Old exemplars of such a family are stale and "
+        "mislead the model, so this measures selective forgetting. Rests on the victim tasks "
+        "only, often a few dozen; read its n.",
+        ("victim", "victim acc", "victim_accuracy"),
+    ),
+    Term(
+        "same-family injection",
+        "Share of tasks whose prompt received an exemplar from the task's own family (the same "
+        "kind of request with other values). The bundled small model mostly succeeds only with "
+        "such an exemplar, so this shows whether recall found the right memory.",
+        ("same-fam inj", "same_family_rate", "same-family"),
+    ),
+    Term(
+        "injection ASR",
+        "Attack success rate: share of the attacker's query tasks (tasks of the families the "
+        "poisoned entries target, after they were written) whose executed SQL carried out the "
+        "poison payload (e.g. dropped or emptied the table), checked on the database. Lower is "
+        "better. Rests on the attacker tasks only.",
+        ("ASR", "inj. ASR", "inj asr", "attack success rate"),
+    ),
+    Term(
+        "energy proxy",
+        "A machine-independent stand-in for energy, in MB: bytes embedded (texts written and "
+        "queries) plus resident bytes scanned by each recall and governance pass, summed over "
+        "the stream. It grows with how much memory is kept and searched.",
+        ("energy", "energy MB", "energy_mb"),
+    ),
+    Term(
+        "peak KB",
+        "Largest resident memory of the run in kilobytes (1024 bytes): the sum of the stored "
+        "bytes b of the entries held at once (text, metadata and embedding). Bounded policies "
+        "stay under the budget B.",
+        ("peak", "peak_kb", "resident bytes"),
+    ),
+    Term(
+        "B",
+        "The resident byte budget (--max-bytes, max_bytes): the most bytes a bounded policy may "
+        "hold at once. The store enforces it; the policy only chooses what to evict. Unbounded "
+        "policies (keep-all, full-oracle) ignore it. One entry of the SQL benchmark takes about "
+        "2.5 KB (its 512-d embedding alone is 2 KB), so a B below that holds nothing.",
+        ("budget", "max_bytes", "max-bytes"),
+    ),
+    Term(
+        "ρ",
+        "CURATOR's one score (rho): net value per byte, ρ(m) = (V̂(m) − λ·Ĥ(m)) / b(m) "
+        "(CURATOR, Eq. 1). V̂ = propensity (how likely the entry is to be recalled for the "
+        "recent queries) × helpfulness q (observed marginal utility when injected) × abstraction "
+        "gain a (raw bytes / stored bytes). Ĥ = negative-transfer risk η + provenance risk π. "
+        "Keep holds the highest-ρ entries that fit B; Trust admits an outside write only if "
+        "ρ > θ.",
+        ("rho", "net value density"),
+    ),
+    Term(
+        "θ",
+        "The Trust threshold (theta, default 0): a write from a peer or an external source is "
+        "admitted only if its ρ, recomputed locally, is above θ.",
+        ("theta", "trust threshold"),
+    ),
+    Term(
+        "trust gate",
+        "What the curator policy checks when an entry is offered (memcurator/policy/curator.py, "
+        "Curator.admit). It gates writes whose origin is peer or external (every write, when an "
+        "energy budget is set). It scores the candidate among the resident entries and admits "
+        "it only if ρ minus the energy penalty is above θ. The harm in ρ is provenance risk "
+        "π = σ(wᵀψ) (CURATOR, Eq. 4; memcurator/value/provenance.py). ψ holds the origin "
+        "(external weighs most, peer less), log(1 + reinforcement count) and instruction-"
+        "likeness. Instruction-likeness looks for an imperative address to the agent (ignore "
+        "previous, you must, always, system prompt), an embedded comment, a destructive "
+        "statement (DROP TABLE, TRUNCATE, DELETE without WHERE, rm -rf) and more than two "
+        "statements. Negative-transfer risk η (literal-heavy text far from the recent tasks) is "
+        "also harm. The gate reads the text and its claimed origin only. It does not execute "
+        "the SQL. A write that claims origin self is not gated at admission; its high π still "
+        "ranks it last in Keep. The decision log states each verdict with ρ, V, harm and π.",
+        ("trust", "Trust", "admission", "provenance", "π", "pi"),
+    ),
+    Term(
+        "n_p",
+        "Number of poisoned entries the attacker writes (--poison). 0 runs without an attack.",
+        ("poison", "n_p", "np"),
+    ),
+    Term(
+        "escalation",
+        "When the local model fails a task, the task goes to an expert (a stronger, priced "
+        "model; in the offline benchmark it replays the dataset's reference SQL). 'escal.' "
+        "counts escalated tasks per run; 'cost $' is their price (--expert-cost per call).",
+        ("escal.", "escalations", "expert", "cost", "cost $"),
+    ),
+    Term(
+        "tokens",
+        "Prompt (input) and completion (output) tokens of the local model per task, mean over "
+        "the run's tasks ('tok in/task', 'tok out/task').",
+        ("tok in/task", "tok out/task", "tokens_in", "tokens_out"),
+    ),
+    Term(
+        "mem s / LLM s",
+        "Seconds spent inside memcurator (recall, write, governance) against seconds spent in "
+        "the LLM, summed over a run: the governance overhead.",
+        ("mem s", "LLM s", "mem_s", "llm_s", "overhead"),
+    ),
+    Term(
+        "family",
+        "One LifelongAgentBench task. Its variants re-instantiate it with other literal values, "
+        "so a deployed agent sees the same kind of request again and again. --families is how "
+        "many families take part; the stream draws them with Zipf popularity (--zipf).",
+        ("families", "variant", "variants"),
+    ),
+    Term(
+        "drift",
+        "At the stream's phase boundary a share of families (--drift) migrate their schema "
+        "(a table or column renamed); their later tasks are the victim tasks.",
+        ("schema drift",),
+    ),
+    Term(
+        "seed",
+        "One random stream (families drawn, variants, drift, attack); every policy of a seed "
+        "sees the same stream. 'mean ± sd over seeds' needs two or more seeds; with one seed "
+        "there is no sd.",
+        ("seeds", "sd", "mean ± sd"),
+    ),
+    Term(
+        "n",
+        "How many tasks a measure rests on, over all seeds of a policy: all tasks for accuracy, "
+        "victim tasks for victim accuracy, attacker tasks for injection ASR. A measure resting "
+        "on fewer than 20 tasks is flagged: its value can swing by 0.1 or more from one seed "
+        "to the next.",
+        ("sample size", "n_victim", "n_attacker"),
+    ),
+    Term(
+        "MP",
+        "Memory precision (EDM): the fraction of retrieved entries whose PEI is at least 0.8, "
+        "i.e. how much of what recall brings back is an entry of proven quality.",
+        ("mp", "memory precision"),
+    ),
+    Term(
+        "MRS",
+        "Memory retention stability (EDM): the standard deviation, over 5 consecutive cycles of "
+        "the stream, of the mean PEI of the agent's own episodes (0 for a task it did not solve "
+        "locally); lower is steadier. A learning curve that rises raises it as much as a "
+        "regression does.",
+        ("mrs", "retention stability"),
+    ),
+    Term(
+        "CER",
+        "Cognitive efficiency ratio (EDM): steps per task divided by a baseline's on the same "
+        "streams (no-memory when it ran, else keep-all); a step is one statement the local "
+        "agent executed, plus one for an escalation. Below 1 means memory saves steps.",
+        ("cer", "cognitive efficiency", "cognitive efficiency ratio"),
+    ),
+    Term(
+        "PEI",
+        "Planning efficiency index (EDM): L_min / L_actual × QF of a trajectory; here L_actual "
+        "is the statements the persisted trajectory executed (the expert's one after an "
+        "escalation), L_min = 1, QF = 1 if the execution check passed. EDM admits an entry "
+        "when PEI ≥ 0.8 and TI ≥ 4.0 (TI: a 0-5 traceability rubric, see "
+        "memcurator.value.edm).",
+        ("pei",),
+    ),
+)
+
+
+def _key(s: str) -> str:
+    return " ".join(s.casefold().replace("_", " ").replace("-", " ").split())
+
+
+def lookup(term: str) -> Term:
+    """The glossary entry for ``term`` or one of its aliases (case-insensitive).
+
+    Raises
+    ------
+    UnknownName
+        ``term`` is in no entry; the message lists the known terms.
+
+    Examples
+    --------
+    >>> lookup("rho").name
+    'ρ'
+    >>> lookup("Victim ACC").name
+    'victim accuracy'
+    """
+    want = _key(term)
+    for t in GLOSSARY:
+        if want in {_key(t.name), *(_key(a) for a in t.aliases)}:
+            return t
+    raise UnknownName(f"no glossary entry for {term!r}; known: {sorted(t.name for t in GLOSSARY)}")
+
+
+def glossary_markdown() -> str:
+    """The glossary as a Markdown page (``docs/glossary.md``)."""
+    lines = [
+        "# Glossary",
+        "",
+        "The words of memcurator's tables, options and papers in plain language. Generated from",
+        "`memcurator/glossary.py` (`python -m memcurator.glossary > docs/glossary.md`); on the",
+        "command line: `memcurator explain TERM`.",
+        "",
+    ]
+    for t in GLOSSARY:
+        also = f" (also: {', '.join(t.aliases)})" if t.aliases else ""
+        lines += [f"- **{t.name}**{also}: {t.text}"]
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(glossary_markdown(), end="")
