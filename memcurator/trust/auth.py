@@ -173,8 +173,8 @@ def canonical_bytes(claim: Claim, key_id: str) -> bytes:
 
     Examples
     --------
-    >>> canonical_bytes(Claim("n", "self", "", "insight", "x"), "k1")[:41]
-    b'{"key_id":"k1","kind":"insight","namesp'
+    >>> canonical_bytes(Claim("n", "self", "", "insight", "x"), "k1")[:44]
+    b'{"key_id":"k1","kind":"insight","namespace":'
     """
     for name in ("namespace", "origin", "origin_detail", "kind", "text"):
         if not isinstance(getattr(claim, name), str):
