@@ -197,16 +197,16 @@ def feedback_quarantine(
         raise InvalidInput("successes and failures must be >= 0")
     if min_uses < 1:
         raise InvalidInput(f"min_uses must be >= 1, got {min_uses}")
+    if method not in ("wilson", "beta"):
+        raise InvalidInput(f"method must be 'wilson' or 'beta', got {method!r}")
     n = successes + failures
     if n < min_uses:
         return QuarantineDecision(False, float("nan"), f"feedback: {n} uses < min_uses={min_uses}, not judged")
     if method == "wilson":
         z = float(math.sqrt(2) * _erfinv(2 * conf - 1))
         lcb = wilson_lcb(successes, n, z=z)
-    elif method == "beta":
-        lcb = beta_posterior(successes, failures, conf=conf).lcb
     else:
-        raise InvalidInput(f"method must be 'wilson' or 'beta', got {method!r}")
+        lcb = beta_posterior(successes, failures, conf=conf).lcb
     if lcb < threshold:
         return QuarantineDecision(
             True, lcb,

@@ -664,7 +664,9 @@ def sql_risk(
         elif writes - asked and asked:
             found.append((R_WRONG_WRITE, f"{', '.join(sorted(writes - asked))} not asked "
                           f"(task asks {', '.join(sorted(asked))})"))
-        nums, quoted, low = task_literals(task)
+        # values that name rows (a percentage or "by 10" is an amount, not a row)
+        naming = re.sub(r"\d+(?:\.\d+)?\s*(%|percent)|\bby \d+(?:\.\d+)?", " ", task)
+        nums, quoted, low = task_literals(naming)
         names_values = bool(nums or quoted or _ISO.search(low))
         wide_ok = bool(_WIDE.search(task)) and not names_values and not _RESTRICT.search(task)
         for t in trees:
