@@ -88,7 +88,10 @@ def sql_eval(n_families: int, seed: int) -> dict:
             shrunk.append((e.genuine, rep.shrink_q(detail["peer"], e.q_adv, 0.0)))
         v = emb.embed(e.text)
         a = assess(
-            e.text, origin=ver.trusted_origin, residents=adm.neighbours(v), embed=emb,
+            e.text,
+            origin=ver.trusted_origin,
+            residents=adm.neighbours(v),
+            embed=emb,
             new_id=f"e{j}",
         )
         c = counts[(e.channel, e.payload)]
@@ -97,8 +100,10 @@ def sql_eval(n_families: int, seed: int) -> dict:
         if a.admit:
             adm.add(f"e{j}", e.text, v)
     dt = time.perf_counter() - t0
-    rows = {f"{ch}/{p}": {"admitted": c[0], "n": c[1], "rate": c[0] / c[1]}
-            for (ch, p), c in sorted(counts.items())}
+    rows = {
+        f"{ch}/{p}": {"admitted": c[0], "n": c[1], "rate": c[0] / c[1]}
+        for (ch, p), c in sorted(counts.items())
+    }
     gen = [c for (ch, p), c in counts.items() if p == "genuine"]
     poi = [c for (ch, p), c in counts.items() if p != "genuine"]
     by_channel = {}
@@ -132,8 +137,15 @@ def nq_eval(seed: int, passage_prior: bool) -> dict:
     emb = HashingEmbedder()
     out: dict = {}
     for half, ks in halves.items():
-        gen = [(f"{k}/g", f"Question: {data[k]['question']}\nAnswer: {data[k]['correct answer']}",
-                False, k) for k in ks]
+        gen = [
+            (
+                f"{k}/g",
+                f"Question: {data[k]['question']}\nAnswer: {data[k]['correct answer']}",
+                False,
+                k,
+            )
+            for k in ks
+        ]
         poi = [(f"{k}/p{i}", t, True, k) for k in ks for i, t in enumerate(data[k]["adv_texts"])]
         rng = np.random.default_rng(seed + 1)
         orders = {
@@ -146,8 +158,14 @@ def nq_eval(seed: int, passage_prior: bool) -> dict:
             ga = pa = 0
             for eid, text, is_poison, _k in stream:
                 v = emb.embed(text)
-                a = assess(text, origin="external", residents=adm.neighbours(v), embed=emb,
-                           passage_prior=passage_prior, new_id=eid)
+                a = assess(
+                    text,
+                    origin="external",
+                    residents=adm.neighbours(v),
+                    embed=emb,
+                    passage_prior=passage_prior,
+                    new_id=eid,
+                )
                 if a.admit:
                     adm.add(eid, text, v)
                     pa += int(is_poison)
@@ -176,8 +194,10 @@ def main() -> None:
         "nq_no_passage_prior": nq_eval(args.seed, passage_prior=False),
     }
     s = res["sql"]
-    print(f"SQL ({s['families']} families, {s['entries']} entries, {s['seconds']} s): "
-          f"genuine admitted {s['genuine_admitted']:.3f}, poison admitted {s['poison_admitted']:.3f}")
+    print(
+        f"SQL ({s['families']} families, {s['entries']} entries, {s['seconds']} s): "
+        f"genuine admitted {s['genuine_admitted']:.3f}, poison admitted {s['poison_admitted']:.3f}"
+    )
     for ch, v in s["by_channel"].items():
         print(f"  {ch:9s} genuine {v['genuine_admitted']:.3f}  poison {v['poison_admitted']:.3f}")
     for k, v in s["rows"].items():
@@ -186,8 +206,10 @@ def main() -> None:
     for name in ("nq", "nq_no_passage_prior"):
         print(name)
         for k, v in res[name].items():
-            print(f"  {k:26s} genuine {v['genuine_admitted']:.3f}  poison "
-                  f"{v['poison_admitted']:.3f}  ASR@5 {v['asr_at_5']:.3f}")
+            print(
+                f"  {k:26s} genuine {v['genuine_admitted']:.3f}  poison "
+                f"{v['poison_admitted']:.3f}  ASR@5 {v['asr_at_5']:.3f}"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=1))
 

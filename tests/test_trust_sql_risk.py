@@ -11,10 +11,13 @@ from memcurator.errors import InvalidInput
 from memcurator.trust.sql_risk import dry_run, entry_sql_risk, parse_entry, sql_risk
 
 SPEC = SQLTaskSpec(
-    family="lab900", instruction="How many orders has customer 5 placed?", table="orders",
+    family="lab900",
+    instruction="How many orders has customer 5 placed?",
+    table="orders",
     columns=(("id", "INT"), ("cid", "INT"), ("status", "TEXT")),
     rows=tuple((i, i % 7, "open" if i % 2 else "closed") for i in range(30)),
-    sql="SELECT COUNT(*) FROM orders WHERE cid = 5;", kind="select",
+    sql="SELECT COUNT(*) FROM orders WHERE cid = 5;",
+    kind="select",
 )
 Q = SPEC.instruction
 
@@ -44,16 +47,26 @@ def test_destructive_or_unasked_effects_are_high_risk(sql: str) -> None:
 def test_answer_hijack_changed_filter() -> None:
     r = sql_risk(Q, "SELECT COUNT(*) FROM orders WHERE cid = 6;", spec=SPEC)
     assert r.risk >= 0.8 and "hijack" in r.reasons[0]
-    s = sql_risk("List the orders with status 'open'.",
-                 "SELECT * FROM orders WHERE status = 'closed';")
+    s = sql_risk(
+        "List the orders with status 'open'.", "SELECT * FROM orders WHERE status = 'closed';"
+    )
     assert s.risk >= 0.5
 
 
 def test_asked_deletes_and_table_wide_requests_are_not_flagged() -> None:
-    assert sql_risk("Delete the orders of customer 5.",
-                    "DELETE FROM orders WHERE cid = 5;", spec=SPEC).risk < 0.3
-    assert sql_risk("Increase the price of every product by 10%.",
-                    "UPDATE products SET price = price * 1.1;").risk < 0.3
+    assert (
+        sql_risk(
+            "Delete the orders of customer 5.", "DELETE FROM orders WHERE cid = 5;", spec=SPEC
+        ).risk
+        < 0.3
+    )
+    assert (
+        sql_risk(
+            "Increase the price of every product by 10%.",
+            "UPDATE products SET price = price * 1.1;",
+        ).risk
+        < 0.3
+    )
     assert sql_risk("Delete all rows of the log table.", "DELETE FROM log;").risk < 0.3
 
 
@@ -62,8 +75,10 @@ def test_dry_run_measures_effects_on_synthetic_and_schema_tables() -> None:
     assert e.synthetic and 0 < e.deleted < e.rows_before
     e2 = dry_run("DROP TABLE orders;", spec=SPEC)
     assert e2.dropped == ("orders",) and not e2.synthetic
-    raw = ("Task: Remove customer 5's orders\nObservation: Table orders(id INT, cid INT)\n"
-           "Example rows: (1, 5), (2, 6)\nAction: DELETE FROM orders;\nOutcome: success")
+    raw = (
+        "Task: Remove customer 5's orders\nObservation: Table orders(id INT, cid INT)\n"
+        "Example rows: (1, 5), (2, 6)\nAction: DELETE FROM orders;\nOutcome: success"
+    )
     r = entry_sql_risk(raw)
     assert r is not None and r.risk >= 0.8
 

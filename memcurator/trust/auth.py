@@ -336,27 +336,42 @@ class KeyRing:
         key = self._keys.get(signature.key_id)
         if key is None:
             return Verification(
-                "unknown_key", "external", None, signature.key_id,
+                "unknown_key",
+                "external",
+                None,
+                signature.key_id,
                 head + f"unknown key {signature.key_id!r}",
             )
         if key.revoked is not None:
             return Verification(
-                "revoked_key", "external", key.principal, key.key_id,
+                "revoked_key",
+                "external",
+                key.principal,
+                key.key_id,
                 head + f"key {key.key_id!r} revoked ({key.revoked})",
             )
         if key.principal != need:
             return Verification(
-                "wrong_principal", "external", key.principal, key.key_id,
+                "wrong_principal",
+                "external",
+                key.principal,
+                key.key_id,
                 head + f"signed by {key.principal!r}, claim needs {need!r}",
             )
         want = _mac(key.secret, canonical_bytes(claim, key.key_id))
         if not hmac.compare_digest(want, str(signature.mac)):
             return Verification(
-                "bad_signature", "external", key.principal, key.key_id,
+                "bad_signature",
+                "external",
+                key.principal,
+                key.key_id,
                 head + f"MAC mismatch under {key.key_id!r} (altered or forged)",
             )
         return Verification(
-            "valid", claim.origin, key.principal, key.key_id,
+            "valid",
+            claim.origin,
+            key.principal,
+            key.key_id,
             f"origin={claim.origin!r} verified under {key.key_id!r}",
         )
 
@@ -366,8 +381,13 @@ class KeyRing:
         doc = {
             "seq": self._seq,
             "keys": [
-                {"key_id": k.key_id, "principal": k.principal, "secret": k.secret.hex(),
-                 "seq": k.seq, "revoked": k.revoked}
+                {
+                    "key_id": k.key_id,
+                    "principal": k.principal,
+                    "secret": k.secret.hex(),
+                    "seq": k.seq,
+                    "revoked": k.revoked,
+                }
                 for k in self._keys.values()
             ],
         }
@@ -391,7 +411,10 @@ class KeyRing:
             ring = cls()
             for k in doc["keys"]:
                 ring._keys[k["key_id"]] = _Key(
-                    k["key_id"], k["principal"], bytes.fromhex(k["secret"]), int(k["seq"]),
+                    k["key_id"],
+                    k["principal"],
+                    bytes.fromhex(k["secret"]),
+                    int(k["seq"]),
                     k["revoked"],
                 )
             ring._seq = int(doc["seq"])

@@ -201,7 +201,9 @@ def feedback_quarantine(
         raise InvalidInput(f"method must be 'wilson' or 'beta', got {method!r}")
     n = successes + failures
     if n < min_uses:
-        return QuarantineDecision(False, float("nan"), f"feedback: {n} uses < min_uses={min_uses}, not judged")
+        return QuarantineDecision(
+            False, float("nan"), f"feedback: {n} uses < min_uses={min_uses}, not judged"
+        )
     if method == "wilson":
         z = float(math.sqrt(2) * _erfinv(2 * conf - 1))
         lcb = wilson_lcb(successes, n, z=z)
@@ -209,8 +211,10 @@ def feedback_quarantine(
         lcb = beta_posterior(successes, failures, conf=conf).lcb
     if lcb < threshold:
         return QuarantineDecision(
-            True, lcb,
-            f"feedback quarantine: {successes}/{n} successes, {method} lcb={lcb:.3f} < {threshold:g}",
+            True,
+            lcb,
+            f"feedback quarantine: {successes}/{n} successes, {method} lcb={lcb:.3f} "
+            f"< {threshold:g}",
         )
     return QuarantineDecision(False, lcb, f"feedback: lcb={lcb:.3f} >= {threshold:g}")
 

@@ -42,10 +42,14 @@ _WRITE_VERBS = {
     "ddl": r"\b(drop|truncate|alter|create (a )?table|rename the table|add a column|"
     r"remove the column)\b",
 }
-_RESTRICT = re.compile(r"\b(where|whose|which|that|who|whom|with|if|for|before|after)\b", re.IGNORECASE)
+_RESTRICT = re.compile(
+    r"\b(where|whose|which|that|who|whom|with|if|for|before|after)\b", re.IGNORECASE
+)
 _WIDE = re.compile(r"\b(all|every|each|entire|whole|any)\b", re.IGNORECASE)
 _QUOTED = re.compile(r"'([^']{1,80})'|\"([^\"]{1,80})\"")
-_NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+(?:\.\d+)?(?!\w)")
+_NUMBER = re.compile(
+    r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+(?:\.\d+)?(?!\w)"
+)
 _MONTHS = {
     m: i + 1
     for i, m in enumerate(
@@ -234,8 +238,19 @@ def _sql_literals(trees: list[exp.Expression]) -> list[_Lit]:
             elif isinstance(p, exp.EQ) and isinstance(p.parent, exp.Update):
                 role = "write"
             elif isinstance(
-                p, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike,
-                    exp.In, exp.Between)
+                p,
+                (
+                    exp.EQ,
+                    exp.NEQ,
+                    exp.GT,
+                    exp.GTE,
+                    exp.LT,
+                    exp.LTE,
+                    exp.Like,
+                    exp.ILike,
+                    exp.In,
+                    exp.Between,
+                ),
             ):
                 role = "filter"
             else:
@@ -276,23 +291,32 @@ def _literal_findings(task: str, trees: list[exp.Expression]) -> list[tuple[floa
             else:
                 unnamed.append(x.value)
     missing = [
-        f"{v:g}" for v in nums
+        f"{v:g}"
+        for v in nums
         if v not in sql_nums and not _year_like(v, sql_strs) and f"{v:g}" not in sql_digits
     ]
     missing += [
-        repr(q) for q in quoted
+        repr(q)
+        for q in quoted
         if q not in sql_strs and not any(q in s for s in sql_strs) and q not in sql_digits
     ]
     if (unnamed or weak) and missing:
         used = sorted(set(unnamed + weak))
         return [
-            (R_HIJACK, f"answer hijack: SQL uses {', '.join(used)} where the task "
-             f"names {', '.join(sorted(set(missing)))}")
+            (
+                R_HIJACK,
+                f"answer hijack: SQL uses {', '.join(used)} where the task "
+                f"names {', '.join(sorted(set(missing)))}",
+            )
         ]
     strong = [u for u in unnamed if u.startswith("'") and not re.search(r"\d{4}", u)]
     if strong:
-        return [(R_UNNAMED_STR, f"filter/write value(s) {', '.join(sorted(set(strong)))} the "
-                 "task never names")]
+        return [
+            (
+                R_UNNAMED_STR,
+                f"filter/write value(s) {', '.join(sorted(set(strong)))} the task never names",
+            )
+        ]
     if unnamed:
         return [(R_UNNAMED, f"SQL literal(s) {', '.join(sorted(set(unnamed)))} not in the task")]
     return []
@@ -359,8 +383,9 @@ def db_from_schema_text(
         if line.startswith("Example rows: "):
             try:
                 parsed = parse("SELECT * FROM (VALUES " + line[14:] + ")", read="sqlite")
-                vals = parsed[0].find(exp.Values) if parsed and parsed[0] else None
-                for tup in vals.expressions if vals is not None else []:
+                found = parsed[0].find(exp.Values) if parsed and parsed[0] else None
+                tuples: list[exp.Expression] = list(found.expressions) if found else []
+                for tup in tuples:
                     rows.append(tuple(_py(e) for e in tup.expressions))
             except SqlglotError:
                 pass
@@ -455,8 +480,10 @@ def _referenced(trees: list[exp.Expression]) -> dict[str, dict[str, list[Any]]]:
         for col in tree.find_all(exp.Column):
             if not col.name or col.name == "*":
                 continue
-            owners = [names[col.table.lower()]] if col.table and col.table.lower() in names else (
-                stmt_tables
+            owners = (
+                [names[col.table.lower()]]
+                if col.table and col.table.lower() in names
+                else (stmt_tables)
             )
             lits = _compared_literals(col)
             for tname in owners:
@@ -475,8 +502,11 @@ def _compared_literals(col: exp.Column) -> list[Any]:
     elif isinstance(p, exp.In):
         out.extend(v for e in p.expressions if (v := _py(e)) is not None)
     elif isinstance(p, exp.Between):
-        out.extend(v for e in (p.args.get("low"), p.args.get("high")) if e is not None
-                   and (v := _py(e)) is not None)
+        out.extend(
+            v
+            for e in (p.args.get("low"), p.args.get("high"))
+            if e is not None and (v := _py(e)) is not None
+        )
     return out
 
 
@@ -497,9 +527,7 @@ def _snapshot(conn: sqlite3.Connection) -> dict[str, tuple[tuple[str, ...], dict
     return snap
 
 
-def dry_run(
-    sql: str, *, spec: SQLTaskSpec | None = None, schema: str | None = None
-) -> Effects:
+def dry_run(sql: str, *, spec: SQLTaskSpec | None = None, schema: str | None = None) -> Effects:
     """Run ``sql`` on a throwaway database and report its effect.
 
     Parameters
@@ -557,17 +585,27 @@ def dry_run(
     rows_before = sum(len(v[1]) for v in before.values())
     deleted += sum(len(before[t][1]) for t in dropped)
     return Effects(
-        n, kinds, res.error, dropped, created, altered, rows_before, deleted, updated, inserted,
+        n,
+        kinds,
+        res.error,
+        dropped,
+        created,
+        altered,
+        rows_before,
+        deleted,
+        updated,
+        inserted,
         synthetic,
     )
 
 
 def _parse(sql: str) -> list[exp.Expression] | None:
+    trees: list[exp.Expression]
     try:
-        trees = [t for t in parse(sql, read="sqlite") if t is not None]
+        trees = [t for t in parse(sql, read="sqlite") if isinstance(t, exp.Expression)]
     except SqlglotError:
         try:
-            trees = [t for t in parse(sql, read="mysql") if t is not None]
+            trees = [t for t in parse(sql, read="mysql") if isinstance(t, exp.Expression)]
         except SqlglotError:
             return None
     return trees or None
@@ -655,15 +693,25 @@ def sql_risk(
                     kinds.add(k)
         if (eff.dropped or eff.created or eff.altered or "ddl" in kinds) and "ddl" not in asked:
             gone = ", ".join((*eff.dropped, *eff.created, *eff.altered)) or "schema statement"
-            found.append((R_DROP, f"table dropped/re-created/altered: {gone} (task asks no "
-                          "schema change)"))
+            found.append(
+                (R_DROP, f"table dropped/re-created/altered: {gone} (task asks no schema change)")
+            )
         writes = kinds - {"ddl"}
         if writes and not asked:
-            found.append((R_WRITE_ON_QUESTION, f"writes ({', '.join(sorted(writes))}) but the "
-                          "task asks a question"))
+            found.append(
+                (
+                    R_WRITE_ON_QUESTION,
+                    f"writes ({', '.join(sorted(writes))}) but the task asks a question",
+                )
+            )
         elif writes - asked and asked:
-            found.append((R_WRONG_WRITE, f"{', '.join(sorted(writes - asked))} not asked "
-                          f"(task asks {', '.join(sorted(asked))})"))
+            found.append(
+                (
+                    R_WRONG_WRITE,
+                    f"{', '.join(sorted(writes - asked))} not asked "
+                    f"(task asks {', '.join(sorted(asked))})",
+                )
+            )
         # values that name rows (a percentage or "by 10" is an amount, not a row)
         naming = re.sub(r"\d+(?:\.\d+)?\s*(%|percent)|\bby \d+(?:\.\d+)?", " ", task)
         nums, quoted, low = task_literals(naming)
@@ -671,8 +719,9 @@ def sql_risk(
         wide_ok = bool(_WIDE.search(task)) and not names_values and not _RESTRICT.search(task)
         for t in trees:
             if isinstance(t, exp.Delete) and t.args.get("where") is None and not wide_ok:
-                found.append((R_EMPTIED, "DELETE without WHERE although the task restricts "
-                              "which rows"))
+                found.append(
+                    (R_EMPTIED, "DELETE without WHERE although the task restricts which rows")
+                )
                 break
         base = max(eff.rows_before, 1)
         named = _where_names_task_value(trees, task)
@@ -681,15 +730,30 @@ def sql_risk(
         elif eff.deleted >= 0.9 * base and eff.rows_before and not eff.dropped:
             if "delete" not in asked or not wide_ok:
                 if eff.synthetic and named:
-                    found.append((R_WEAK_WIDE, f"deletes {eff.deleted}/{eff.rows_before} "
-                                  "synthetic rows through a filter on the task's values"))
+                    found.append(
+                        (
+                            R_WEAK_WIDE,
+                            f"deletes {eff.deleted}/{eff.rows_before} "
+                            "synthetic rows through a filter on the task's values",
+                        )
+                    )
                 else:
-                    found.append((R_EMPTIED, f"deletes {eff.deleted}/{eff.rows_before} rows "
-                                  "(table emptied; the task asks no table-wide delete)"))
+                    found.append(
+                        (
+                            R_EMPTIED,
+                            f"deletes {eff.deleted}/{eff.rows_before} rows "
+                            "(table emptied; the task asks no table-wide delete)",
+                        )
+                    )
         elif eff.updated >= 0.9 * base and eff.rows_before and not wide_ok and names_values:
             r = R_WEAK_WIDE if eff.synthetic and named else R_WIDE_WRITE
-            found.append((r, f"updates {eff.updated}/{eff.rows_before} rows although "
-                          "the task names specific values"))
+            found.append(
+                (
+                    r,
+                    f"updates {eff.updated}/{eff.rows_before} rows although "
+                    "the task names specific values",
+                )
+            )
         n_asked = max(1, len(re.findall(r"\bthen\b|\band then\b|;", task)) + 1)
         if eff.statements > n_asked:
             found.append((R_EXTRA_STMT, f"{eff.statements} statements for a one-step task"))

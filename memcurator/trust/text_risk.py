@@ -168,8 +168,11 @@ def instruction_likeness(text: str, *, skip_task_field: bool = True) -> float:
     hits: list[float] = []
     if _OVERRIDE.search(text):
         hits.append(W_OVERRIDE)
-    elif re.search(rf"\b{_OVERRIDE_VERB}\b\s+(previous|prior|above|earlier|everything|all)\b",
-                   text, re.IGNORECASE):
+    elif re.search(
+        rf"\b{_OVERRIDE_VERB}\b\s+(previous|prior|above|earlier|everything|all)\b",
+        text,
+        re.IGNORECASE,
+    ):
         hits.append(W_OVERRIDE)
     if _ROLE.search(text):
         hits.append(W_ROLE)
@@ -185,8 +188,22 @@ def instruction_likeness(text: str, *, skip_task_field: bool = True) -> float:
             words = _W.findall(s.lower())
             if not words:
                 continue
-            lead = [w for w in words[:4] if w not in ("please", "kindly", "note", "important",
-                                                      "first", "also", "then", "and", "so")]
+            lead = [
+                w
+                for w in words[:4]
+                if w
+                not in (
+                    "please",
+                    "kindly",
+                    "note",
+                    "important",
+                    "first",
+                    "also",
+                    "then",
+                    "and",
+                    "so",
+                )
+            ]
             if lead and lead[0] in _IMPERATIVE_VERBS and not _looks_like_sql(s):
                 n_imp += 1
             if _MODAL.search(s) and not _looks_like_sql(s):
@@ -209,8 +226,14 @@ def _strip_sql(s: str) -> str:
 
 
 def _looks_like_sql(s: str) -> bool:
-    return bool(re.match(r"\s*(select|insert|update|delete|with|drop|create|alter)\b.*"
-                         r"\b(from|into|set|table|where|values)\b", s, re.IGNORECASE | re.DOTALL))
+    return bool(
+        re.match(
+            r"\s*(select|insert|update|delete|with|drop|create|alter)\b.*"
+            r"\b(from|into|set|table|where|values)\b",
+            s,
+            re.IGNORECASE | re.DOTALL,
+        )
+    )
 
 
 def _content(words: Iterable[str]) -> set[str]:
@@ -229,8 +252,11 @@ def _nonword(tok: str) -> bool:
     digits = sum(c.isdigit() for c in tok)
     if letters >= 5 and not re.search(r"[aeiouy]", tok, re.IGNORECASE):
         return True
-    return letters >= 2 and digits >= 2 and bool(re.search(r"[a-z]\d|\d[a-z]", tok.lower())) and (
-        len(tok) >= 6
+    return (
+        letters >= 2
+        and digits >= 2
+        and bool(re.search(r"[a-z]\d|\d[a-z]", tok.lower()))
+        and (len(tok) >= 6)
     )
 
 
@@ -398,25 +424,45 @@ def find_conflicts(
             sim = float(vq @ vec(qa_r[0]))
             if sim >= question_sim and _same_question(qa_new[0], qa_r[0]):
                 if _norm_answer(qa_new[1]) != _norm_answer(qa_r[1]):
-                    out.append(Conflict(new_id, rid, "answer_conflict", sim,
-                                        f"{qa_new[1][:60]!r} vs resident {qa_r[1][:60]!r}"))
+                    out.append(
+                        Conflict(
+                            new_id,
+                            rid,
+                            "answer_conflict",
+                            sim,
+                            f"{qa_new[1][:60]!r} vs resident {qa_r[1][:60]!r}",
+                        )
+                    )
         elif qa_new is None and qa_r is not None:
             sim = float(vq @ vec(qa_r[0]))
             qw = _content(_W.findall(qa_r[0].lower()))
             ov = len(qw & pw) / len(qw) if qw else 0.0
             if (sim >= passage_sim or ov >= passage_overlap) and not _contains(new_text, qa_r[1]):
-                out.append(Conflict(new_id, rid, "unsupported_answer", max(sim, ov),
-                                    f"passage on {qa_r[0][:50]!r} lacks its answer "
-                                    f"{qa_r[1][:40]!r}"))
+                out.append(
+                    Conflict(
+                        new_id,
+                        rid,
+                        "unsupported_answer",
+                        max(sim, ov),
+                        f"passage on {qa_r[0][:50]!r} lacks its answer {qa_r[1][:40]!r}",
+                    )
+                )
         elif qa_new is not None and qa_r is None and structure(rtext) == "passage":
             sim = float(vq @ vec(rtext))
             qw = _content(_W.findall(qa_new[0].lower()))
             rw = _content(_W.findall(rtext.lower()))
             ov = len(qw & rw) / len(qw) if qw else 0.0
             if (sim >= passage_sim or ov >= passage_overlap) and not _contains(rtext, qa_new[1]):
-                out.append(Conflict(new_id, rid, "unsupported_answer", max(sim, ov),
-                                    f"resident passage on {qa_new[0][:50]!r} lacks the answer "
-                                    f"{qa_new[1][:40]!r}"))
+                out.append(
+                    Conflict(
+                        new_id,
+                        rid,
+                        "unsupported_answer",
+                        max(sim, ov),
+                        f"resident passage on {qa_new[0][:50]!r} lacks the answer "
+                        f"{qa_new[1][:40]!r}",
+                    )
+                )
     return sorted(out, key=lambda c: -c.similarity)
 
 

@@ -55,9 +55,7 @@ TRIGGER_PHRASES: tuple[str, ...] = (
 )
 
 
-def genuine_exemplar(
-    spec: SQLTaskSpec, rng: np.random.Generator, *, form: str = "insight"
-) -> str:
+def genuine_exemplar(spec: SQLTaskSpec, rng: np.random.Generator, *, form: str = "insight") -> str:
     """A correct exemplar for a fresh variant of ``spec``: the expert's reference SQL.
 
     Parameters
