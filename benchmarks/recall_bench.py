@@ -34,8 +34,9 @@ import numpy as np
 from memcurator.bench.stream import Stream, StreamConfig, build_stream
 from memcurator.curate.distill import render_raw
 from memcurator.embed import HashingEmbedder
+from memcurator.errors import MissingExtra
 from memcurator.retrieve import BM25Index, dense_topk, rrf_fuse
-from memcurator.retrieve.hybrid import blend_scores, recency_bonus
+from memcurator.retrieve.hybrid import blend_scores, recall_text, recency_bonus
 from memcurator.retrieve.literals import mask_literals
 from memcurator.types import Step, Trajectory
 
@@ -90,7 +91,7 @@ def replay(stream: Stream) -> Replay:
     for step, task in enumerate(stream.tasks):
         if stream.poison is not None and step == stream.poison.step:
             for text, fam in zip(stream.poison.texts, stream.poison.targets, strict=True):
-                add(Written(text, _task_line(text), fam, step, True))
+                add(Written(text, recall_text(text), fam, step, True))
         spec = task.payload["spec"]
         schema = schema_text(spec)
         queries.append(
@@ -104,15 +105,9 @@ def replay(stream: Stream) -> Replay:
             )
         )
         traj = Trajectory(task.id, [Step(schema, spec.sql)], reward=1.0, solver="expert")
-        add(Written(render_raw(task, traj), task.instruction, task.family, step, False))
+        raw = render_raw(task, traj)
+        add(Written(raw, recall_text(raw), task.family, step, False))
     return Replay(entries, queries, stream.drift_step)
-
-
-def _task_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.startswith("Task: "):
-            return line[6:]
-    return text
 
 
 @dataclass
@@ -308,6 +303,22 @@ def configs(names: Sequence[str] | None = None) -> list[Config]:
         ),
         Config("query+schema,blend (agent)", h, query_schema=True, final="blend"),
     ]
+    try:
+        from memcurator.embed import create_embedder
+
+        m = create_embedder("minilm").embed
+        out += [
+            Config("minilm,embed=task,bm25=task", m, embed_field="task", bm25_field="task"),
+            Config(
+                "minilm,embed=task,bm25=task,recency=0.05",
+                m,
+                embed_field="task",
+                bm25_field="task",
+                recency=0.05,
+            ),
+        ]
+    except MissingExtra:
+        pass  # the optional extra "embed" is not installed: hashing configurations only
     if names:
         known = {c.name: c for c in out}
         missing = [n for n in names if n not in known]

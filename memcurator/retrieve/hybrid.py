@@ -97,3 +97,33 @@ def recency_bonus(
     if not weight >= 0:
         raise InvalidInput(f"weight must be >= 0, got {weight!r}")
     return s + weight * c / max(int(step), 1)
+
+
+def recall_text(text: str) -> str:
+    """The part of an entry that recall should compare with a task query: its ``Task:`` line.
+
+    An entry rendered by :func:`memcurator.curate.distill.render_raw` or ``render_insight``
+    starts with ``Task: <instruction>``; its observation (schema, example rows) and action (SQL)
+    are not what a new task's instruction resembles. Measured by ``benchmarks/recall_bench.py``,
+    embedding this line instead of the whole entry raises keep-all's same-family recall@1.
+    Text without a ``Task:`` line is returned whole.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> recall_text("Task: Count the rows\\nObservation: t(a)\\nAction: SELECT COUNT(*) FROM t;")
+    'Count the rows'
+    >>> recall_text("用户喜欢喝绿茶")
+    '用户喜欢喝绿茶'
+    """
+    for line in text.splitlines():
+        if line.startswith("Task: ") and line[6:].strip():
+            return line[6:].strip()
+    return text
