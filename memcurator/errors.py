@@ -50,3 +50,8 @@ class StoreError(MemcuratorError, RuntimeError):
 
 class LLMError(MemcuratorError, RuntimeError):
     """An LLM executor failed (model file missing, endpoint unreachable, bad response)."""
+
+
+class MissingExtra(MemcuratorError, ImportError):
+    """An optional component whose dependencies are not installed; the message names the extra
+    to install (``pip install 'memcurator[embed]'``)."""

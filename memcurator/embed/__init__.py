@@ -11,6 +11,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memcurator.embed.hashing import HashingEmbedder
+from memcurator.embed.text import has_content
 from memcurator.errors import UnknownName
 
 
@@ -31,7 +32,17 @@ def _sentence_transformers(**kw: Any) -> Embedder:
     return SentenceTransformerEmbedder(**kw)
 
 
-EMBEDDERS = {"hashing": HashingEmbedder, "sentence-transformers": _sentence_transformers}
+def _minilm(**kw: Any) -> Embedder:
+    from memcurator.embed.minilm import MiniLMEmbedder  # optional extra "embed"
+
+    return MiniLMEmbedder(**kw)
+
+
+EMBEDDERS = {
+    "hashing": HashingEmbedder,
+    "minilm": _minilm,
+    "sentence-transformers": _sentence_transformers,
+}
 
 
 def create_embedder(name: str = "hashing", **kwargs: Any) -> Embedder:
@@ -49,4 +60,4 @@ def create_embedder(name: str = "hashing", **kwargs: Any) -> Embedder:
     return factory(**kwargs)  # type: ignore[operator,no-any-return]
 
 
-__all__ = ["Embedder", "HashingEmbedder", "create_embedder", "EMBEDDERS"]
+__all__ = ["Embedder", "HashingEmbedder", "create_embedder", "has_content", "EMBEDDERS"]

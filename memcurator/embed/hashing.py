@@ -10,13 +10,11 @@ same vectors here.
 from __future__ import annotations
 
 import hashlib
-import re
 
 import numpy as np
 
+from memcurator.embed.text import run_tokens, runs
 from memcurator.errors import InvalidInput
-
-_WORD = re.compile(r"[a-z0-9_]+")
 
 
 def _h64(s: str) -> int:
@@ -73,13 +71,21 @@ class HashingEmbedder:
         return f"hashing-{self.dim}-{lo}-{hi}-{self.word_weight:g}"
 
     def features(self, text: str) -> list[tuple[str, float]]:
-        """The (feature, weight) pairs hashed for ``text``: words, then character n-grams."""
-        low = text.lower()
-        words = _WORD.findall(low)
-        feats: list[tuple[str, float]] = [("w:" + w, self.word_weight) for w in words]
+        """The (feature, weight) pairs hashed for ``text``: words, then character n-grams.
+
+        Words and n-grams come from :func:`memcurator.embed.text.runs`: for pure-ASCII text the
+        lower-cased ``[a-z0-9_]+`` runs (the historical features, unchanged); otherwise the
+        NFKC-normalised, case-folded word runs of every script, where a run of a script written
+        without spaces (CJK, Thai, ...) contributes its character unigrams and bigrams as words
+        and its character n-grams as one padded run.
+        """
+        rs = runs(text)
+        feats: list[tuple[str, float]] = [
+            ("w:" + w, self.word_weight) for r in rs for w in run_tokens(r)
+        ]
         lo, hi = self.ngram_range
-        for w in words:
-            padded = f" {w} "
+        for r in rs:
+            padded = f" {r.text} "
             for n in range(lo, hi + 1):
                 for i in range(len(padded) - n + 1):
                     feats.append(("c:" + padded[i : i + n], 1.0))
@@ -95,7 +101,8 @@ class HashingEmbedder:
         Returns
         -------
         ndarray of shape (dim,), float32
-            Unit L2 norm; the zero vector if ``text`` has no word characters.
+            Unit L2 norm; the zero vector if ``text`` has no word characters of any script
+            (see :func:`memcurator.embed.text.has_content`).
 
         Raises
         ------

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
-_TOKEN = re.compile(r"[a-z0-9_]+")
+from memcurator.embed.text import word_tokens
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-cased word tokens (letters, digits, underscore); the same for queries and entries."""
-    return _TOKEN.findall(text.lower())
+    """Word tokens of every script, the same for queries and entries.
+
+    Pure-ASCII text gives its lower-cased ``[a-z0-9_]+`` runs (as before); other text is
+    NFKC-normalised and case-folded, and scripts without spaces (CJK, Thai, ...) give character
+    unigrams and bigrams (:func:`memcurator.embed.text.word_tokens`).
+
+    Examples
+    --------
+    >>> tokenize("Count orders")
+    ['count', 'orders']
+    >>> tokenize("绿茶")
+    ['绿', '茶', '绿茶']
+    """
+    return word_tokens(text)
 
 
 class BM25Index:
