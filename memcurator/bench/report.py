@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -103,9 +104,10 @@ def summarize(runs: list[PolicyRun] | list[dict[str, Any]]) -> list[dict[str, An
         (r for r in out if r["policy"] == "keep-all"), None
     )
     for row in out:
-        b = base.get("steps") if base else None
-        ok = b is not None and row.get("steps") is not None and b == b and b > 0
-        row["cer"] = float(row["steps"]) / float(b) if ok else float("nan")
+        b = float(base.get("steps", float("nan"))) if base else float("nan")
+        s_ = float(row.get("steps", float("nan")))
+        ok = base is not None and math.isfinite(b) and math.isfinite(s_) and b > 0
+        row["cer"] = s_ / b if ok else float("nan")
         row["cer_sd"] = 0.0
         row["cer_baseline"] = base["policy"] if ok and base else None
     return out
