@@ -55,6 +55,10 @@ def bench(
     zipf: Annotated[float, typer.Option(help="Family popularity exponent.")] = 1.1,
     families: Annotated[int, typer.Option(help="Families taking part.")] = 60,
     inject_chars: Annotated[int, typer.Option(help="Injection budget in characters.")] = 1200,
+    policy_file: Annotated[
+        Path | None,
+        typer.Option(help="TOML/JSON file of policy specs; its names can be used in --policies."),
+    ] = None,
     max_turns: Annotated[
         int,
         typer.Option(
@@ -101,6 +105,12 @@ def bench(
     if out_dir.exists() and not out_dir.is_dir():
         _fail(ValueError(f"--out {str(out_dir)!r} is a file, not a folder"))
     try:
+        if policy_file is not None:
+            from memcurator.policy import register
+            from memcurator.policy.presets import load_policy_file
+
+            for pname, pspec in load_policy_file(policy_file).items():
+                register(pname, pspec)
         cfg = BenchConfig(
             policies=[p.strip() for p in policies.split(",") if p.strip()],
             seeds=list(range(seed_start, seed_start + seeds)),
