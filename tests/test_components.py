@@ -204,3 +204,23 @@ def test_edm_recall_needs_cosine_087_and_weighs_by_pei() -> None:
     )
     assert hit.ids[0] == hi and lo in hit.ids
     assert mem.recall("bake bread with rye flour", k=2).ids == []  # nothing close enough
+
+
+@pytest.mark.parametrize(
+    ("decision", "name"),
+    [(d, n) for d in COMPONENTS for n in COMPONENTS[d]],
+)
+def test_every_component_builds_clones_and_declares_its_estimators(
+    decision: str, name: str
+) -> None:
+    comp = create_component(decision, {"name": name})
+    assert type(comp).decision == decision
+    c = comp.clone()
+    assert c is not comp and c.get_params() == comp.get_params() and repr(c) == repr(comp)
+    assert set(comp.needs) <= {"rho", "worth"}
+    # a bundle with just this component (and what it needs) attaches and runs one write+recall
+    spec: dict = {decision: {"name": name}} if decision != "learn" else {"learn": [{"name": name}]}
+    pol = ComponentPolicy(spec, name=f"only-{name}")
+    mem = Memory(policy=pol, max_bytes=20_000)
+    mem.write(A, meta={"pei": 1.0, "ti": 5.0})
+    mem.recall("count rows of orders for customer 7", k=1)

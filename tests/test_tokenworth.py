@@ -12,7 +12,6 @@ import pytest
 from memcurator.errors import InvalidInput
 from memcurator.value.tokenworth import (
     BASE_FEATURES,
-    PRESETS,
     MemoryStats,
     TokenWorthLearner,
     features,
@@ -73,7 +72,12 @@ def stream():
 def fitted(stream):
     xs, ys, _, _ = stream
     out = {}
-    for name, kw in PRESETS.items():
+    # the learner settings of the tokenworth presets (memcurator.policy.presets)
+    for name, kw in {
+        "tokenworth": {},
+        "tokenworth/base-only": {"residual": False},
+        "tokenworth/no-agop": {"agop": False},
+    }.items():
         learner = TokenWorthLearner(**kw)
         learner.learn_many(xs, ys)
         out[name] = learner

@@ -34,7 +34,6 @@ from memcurator.errors import InvalidInput
 
 __all__ = [
     "BASE_FEATURES",
-    "PRESETS",
     "MemoryStats",
     "TokenWorthLearner",
     "features",
@@ -57,13 +56,6 @@ __all__ = [
 BASE_FEATURES: tuple[str, ...] = ("relevance", "success", "usage", "recency")
 
 #: Preset names mapped to constructor arguments (the ablations of TokenWorth, Fig. 3(b)).
-PRESETS: dict[str, dict[str, Any]] = {
-    "tokenworth": {},
-    "tokenworth/base-only": {"residual": False},
-    "tokenworth/no-agop": {"agop": False},
-}
-
-
 class MemoryStats(NamedTuple):
     """Execution-derived statistics of one memory (TokenWorth, App. B.1).
 
