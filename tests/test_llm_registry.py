@@ -9,7 +9,7 @@ from memcurator.llm.openai_compat import OpenAICompatExecutor
 def test_unknown_name_lists_registry():
     with pytest.raises(UnknownName) as e:
         create_executor("gpt")
-    assert str(e.value) == "unknown executor 'gpt'; registered: ['fake', 'gguf', 'openai']"
+    assert str(e.value) == "unknown executor 'gpt'; known: ['fake', 'gguf', 'openai']"
     assert isinstance(e.value, KeyError)
 
 

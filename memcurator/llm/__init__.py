@@ -17,20 +17,22 @@ Examples
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import Any
 
-from memcurator.errors import UnknownName
 from memcurator.llm.base import Completion, Executor, Usage
 from memcurator.llm.cache import CachedExecutor
 from memcurator.llm.metered import MeteredExecutor
+from memcurator.registry import Registry
 
-EXECUTORS: dict[str, str] = {
-    "gguf": "memcurator.llm.gguf:LlamaCppExecutor",
-    "openai": "memcurator.llm.openai_compat:OpenAICompatExecutor",
-    "fake": "memcurator.llm.fake:ScriptedExecutor",
-}
-"""Executor name to ``"module:Class"``; the module is imported only when the name is created."""
+EXECUTORS: Registry[Executor] = Registry(
+    "executor",
+    {
+        "gguf": "memcurator.llm.gguf:LlamaCppExecutor",
+        "openai": "memcurator.llm.openai_compat:OpenAICompatExecutor",
+        "fake": "memcurator.llm.fake:ScriptedExecutor",
+    },
+)
+"""Executor name to class (``"module:Class"``, imported only when the name is first created)."""
 
 
 def executor_class(name: str) -> type:
@@ -41,10 +43,7 @@ def executor_class(name: str) -> type:
     UnknownName
         ``name`` is not in :data:`EXECUTORS`; the message lists the registered names.
     """
-    if name not in EXECUTORS:
-        raise UnknownName(f"unknown executor {name!r}; registered: {sorted(EXECUTORS)}")
-    module, cls = EXECUTORS[name].split(":")
-    return getattr(import_module(module), cls)
+    return EXECUTORS.factory(name)  # type: ignore[return-value]
 
 
 def create_executor(name: str, **kwargs: Any) -> Executor:
@@ -55,8 +54,7 @@ def create_executor(name: str, **kwargs: Any) -> Executor:
     UnknownName
         ``name`` is not in :data:`EXECUTORS`; the message lists the registered names.
     """
-    executor: Executor = executor_class(name)(**kwargs)
-    return executor
+    return EXECUTORS.create(name, **kwargs)
 
 
 __all__ = [
