@@ -224,3 +224,21 @@ def test_every_component_builds_clones_and_declares_its_estimators(
     mem = Memory(policy=pol, max_bytes=20_000)
     mem.write(A, meta={"pei": 1.0, "ti": 5.0})
     mem.recall("count rows of orders for customer 7", k=1)
+
+
+def test_a_new_keep_rule_is_one_class_and_one_registration() -> None:
+    from memcurator.policy.keep import _Keep
+
+    class SmallestFirst(_Keep):
+        def priority(self, entries, E, step):  # type: ignore[no-untyped-def]
+            return -np.array([m.bytes for m in entries], dtype=np.float64)
+
+    COMPONENTS["keep"].register("smallest-test", SmallestFirst)
+    try:
+        mem = Memory(policy=ComponentPolicy({"keep": {"name": "smallest-test"}}), max_bytes=6000)
+        small = mem.write("Task: a\nAction: SELECT 1;").id
+        for i in range(4):
+            mem.write(f"Task: long {i} " + "word " * 40 + f"\nAction: SELECT {i};")
+        assert small in {m.id for m in mem.entries()} and mem.used_bytes <= 6000
+    finally:
+        COMPONENTS["keep"]._entries.pop("smallest-test")
