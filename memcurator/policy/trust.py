@@ -223,8 +223,9 @@ class TrustGate(Component):
         pen = 0.0
         if rho_est.energy is not None:
             pen = rho_est.energy.penalty(len(candidate.text.encode("utf-8")) + candidate.bytes)
+        findings = "".join(f"{r}; " for r in a.reasons[:-1])
         head = (
-            f"trust-gate: risk {a.risk:.2f} < theta_r({a.origin}) {a.theta:g}; net value "
+            f"trust-gate: {findings}risk {a.risk:.2f} < theta_r({a.origin}) {a.theta:g}; net value "
             f"V={V:.3f} - lam*(eta={eta:.3f} + risk) = {net:.3f}"
         )
         if pen:
