@@ -15,13 +15,17 @@ was admitted whatever it said. :class:`TrustGate` does better than the paper in 
 The entry is admitted when its content risk ``r`` is under the threshold of its trusted origin
 *and* CURATOR's net value with that risk as the provenance harm clears θ::
 
-    r < θ_r(origin)    and    V̂(m) − λ·(η(m) + r) > θ
+    r < θ_r(origin)    and    V̂(m) − λ·r > θ
 
-with V̂ = p·q·a and η from the shared ``rho`` estimator (the candidate scored among the
-residents). The value test is on net value, not per byte: per-byte density orders Keep under the
-budget; admission only asks whether the entry is worth anything here. With θ = −0.5 (default)
-an entry of unknown value (q ≈ 0) passes when ``η + r < 0.5``, and one whose local evidence is
-negative, or which contradicts a resident (``r ≥ 0.6``), does not.
+with V̂ = p·q·a from the shared ``rho`` estimator (the candidate scored among the residents):
+the content risk takes the place of the harm Ĥ = η + π. The value test is on net value, not per
+byte: per-byte density orders Keep under the budget; admission only asks whether the entry is
+worth anything here. The negative-transfer term η (distance from the working-task centroid,
+weighted by specificity) is left to Keep: at the door it refused some of an agent's own
+correct exemplars (a new family is far from the centroid), which would starve a cold or
+drifting memory. With θ = −0.5 (default) an entry of unknown value (q ≈ 0) passes when ``r < 0.5``
+whatever its origin, and one whose local evidence is negative, or which contradicts a resident
+(``r ≥ 0.6``), does not.
 
 A received entry's sender must not be quarantined (:class:`ReputationEstimator`).
 
@@ -218,15 +222,15 @@ class TrustGate(Component):
             [np.asarray(E).reshape(-1, candidate.embedding.shape[0]), candidate.embedding]
         )
         t = rho_est.terms(ents, mat)
-        V, eta = float(t.V[-1]), float(t.eta[-1])
-        net = V - rho_est.lam * (eta + a.risk)
+        V = float(t.V[-1])
+        net = V - rho_est.lam * a.risk
         pen = 0.0
         if rho_est.energy is not None:
             pen = rho_est.energy.penalty(len(candidate.text.encode("utf-8")) + candidate.bytes)
         findings = "".join(f"{r}; " for r in a.reasons[:-1])
         head = (
             f"trust-gate: {findings}risk {a.risk:.2f} < theta_r({a.origin}) {a.theta:g}; net value "
-            f"V={V:.3f} - lam*(eta={eta:.3f} + risk) = {net:.3f}"
+            f"V={V:.3f} - lam*risk = {net:.3f}"
         )
         if pen:
             head += f" - energy penalty {pen:.3g}"
