@@ -13,7 +13,13 @@ ASR@5: fraction of target questions whose top-5 (cosine over the admitted set) h
 passage. The ablation ``no-passage-prior`` drops the structure prior to show what the content
 features alone do.
 
-    python benchmarks/trust_eval.py [--families 150] [--seed 0]
+With ``--via memory`` every entry goes through ``Memory`` (policy ``curator``: the trust gate
+as wired, with a key ring): the owner's genuine self entries are signed with ``Memory.sign``,
+forged-self attacks are written unsigned, peer entries arrive through ``Memory.receive`` signed
+by their peer (a compromised one advertising q = 1, a = 50), and nq's ASR@5 is read from
+``Memory.recall(question, k=5)`` (BM25 + dense + the policy's rerank).
+
+    python benchmarks/trust_eval.py [--families 150] [--seed 0] [--via gate|memory]
 """
 
 from __future__ import annotations
@@ -26,9 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
+from memcurator import Memory
 from memcurator.embed.hashing import HashingEmbedder
 from memcurator.envs.sql import load_specs
 from memcurator.envs.sql.attacks import outside_traffic
+from memcurator.policy.share import SharedEntry
 from memcurator.trust.auth import OWNER, Claim, KeyRing
 from memcurator.trust.gate import assess
 from memcurator.trust.reputation import PeerReputation
@@ -129,6 +137,111 @@ def sql_eval(n_families: int, seed: int) -> dict:
     }
 
 
+def _memory(ring: KeyRing, policy: str = "curator") -> Memory:
+    return Memory(policy=policy, namespace="agent", keyring=ring, max_bytes=None)
+
+
+def sql_eval_memory(n_families: int, seed: int) -> dict:
+    """:func:`sql_eval` through ``Memory`` (the trust gate as wired into ``curator``)."""
+    specs = list(load_specs().specs)
+    rng = np.random.default_rng(seed)
+    pick = rng.permutation(len(specs))[:n_families]
+    traffic = outside_traffic([specs[i] for i in pick], rng)
+    order = rng.permutation(len(traffic))
+    ring = KeyRing()
+    ring.add(OWNER)
+    ring.add("peer-good")
+    ring.add("peer-bad")  # compromised: holds a real key
+    mem = _memory(ring)
+    counts: dict[tuple[str, str], list[int]] = collections.defaultdict(lambda: [0, 0])
+    t0 = time.perf_counter()
+    for j in order:
+        e = traffic[int(j)]
+        if e.channel == "peer":
+            peer = "peer-good" if e.genuine else "peer-bad"
+            sig = ring.sign(Claim("agent", "peer", peer, e.kind, e.text), principal=peer)
+            s = SharedEntry(e.text, e.kind, 0, e.q_adv, max(1.0, e.a_adv), 0.0, "x", signature=sig)
+            (r,) = mem.receive([s], peer=peer)
+        elif e.channel == "self" and e.genuine:
+            r = mem.write(e.text, kind=e.kind, signature=mem.sign(e.text, kind=e.kind))
+        else:  # external, or a forged self claim (no owner signature)
+            r = mem.write(e.text, origin=e.channel, kind=e.kind, origin_detail="attacker")
+        c = counts[(e.channel, e.payload)]
+        c[0] += int(r.admitted)
+        c[1] += 1
+    dt = time.perf_counter() - t0
+    return _sql_summary(counts, n_families, len(traffic), dt)
+
+
+def _sql_summary(counts: dict, n_families: int, n: int, dt: float) -> dict:
+    rows = {
+        f"{ch}/{p}": {"admitted": c[0], "n": c[1], "rate": c[0] / c[1]}
+        for (ch, p), c in sorted(counts.items())
+    }
+    gen = [c for (ch, p), c in counts.items() if p == "genuine"]
+    poi = [c for (ch, p), c in counts.items() if p != "genuine"]
+    by_channel = {}
+    for ch in ("external", "peer", "self"):
+        g = [c for (c_, p), c in counts.items() if c_ == ch and p == "genuine"]
+        b = [c for (c_, p), c in counts.items() if c_ == ch and p != "genuine"]
+        by_channel[ch] = {
+            "genuine_admitted": sum(x[0] for x in g) / max(1, sum(x[1] for x in g)),
+            "poison_admitted": sum(x[0] for x in b) / max(1, sum(x[1] for x in b)),
+        }
+    return {
+        "families": n_families,
+        "entries": n,
+        "seconds": round(dt, 1),
+        "genuine_admitted": sum(x[0] for x in gen) / sum(x[1] for x in gen),
+        "poison_admitted": sum(x[0] for x in poi) / sum(x[1] for x in poi),
+        "by_channel": by_channel,
+        "rows": rows,
+    }
+
+
+def nq_eval_memory(seed: int, policy: str = "curator") -> dict:
+    """:func:`nq_eval` through ``Memory``: external writes, ASR@5 from ``Memory.recall``."""
+    data = json.loads((NQ / "adv_targeted_nq.json").read_text())
+    keys = sorted(data)
+    perm = np.random.default_rng(seed).permutation(len(keys))
+    halves = {"tune": [keys[i] for i in perm[:50]], "heldout": [keys[i] for i in perm[50:]]}
+    out: dict = {}
+    for half, ks in halves.items():
+        gen = [
+            (f"Question: {data[k]['question']}\nAnswer: {data[k]['correct answer']}", False)
+            for k in ks
+        ]
+        poi = [(t, True) for k in ks for t in data[k]["adv_texts"]]
+        rng = np.random.default_rng(seed + 1)
+        orders = {
+            "genuine-first": gen + poi,
+            "poison-first": poi + gen,
+            "interleaved": [(gen + poi)[i] for i in rng.permutation(len(gen) + len(poi))],
+        }
+        for name, stream in orders.items():
+            ring = KeyRing()
+            ring.add(OWNER)
+            mem = _memory(ring, policy)
+            ga = pa = 0
+            for text, is_poison in stream:
+                r = mem.write(text, origin="external", meta={"poison": is_poison})
+                if r.admitted:
+                    pa += int(is_poison)
+                    ga += int(not is_poison)
+            hits = 0
+            for k in ks:
+                if len(mem) == 0:
+                    break
+                top = mem.recall(data[k]["question"], k=5, observe=False)
+                hits += int(any(m.meta.get("poison") for m in top.entries))
+            out[f"{half}/{name}"] = {
+                "genuine_admitted": ga / len(gen),
+                "poison_admitted": pa / len(poi),
+                "asr_at_5": hits / len(ks),
+            }
+    return out
+
+
 def nq_eval(seed: int, passage_prior: bool) -> dict:
     data = json.loads((NQ / "adv_targeted_nq.json").read_text())
     keys = sorted(data)
@@ -187,12 +300,22 @@ def main() -> None:
     ap.add_argument("--families", type=int, default=150)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=str, default=None, help="also write the numbers here")
+    ap.add_argument("--via", choices=("gate", "memory"), default="gate")
     args = ap.parse_args()
-    res = {
-        "sql": sql_eval(args.families, args.seed),
-        "nq": nq_eval(args.seed, passage_prior=True),
-        "nq_no_passage_prior": nq_eval(args.seed, passage_prior=False),
-    }
+    if args.via == "memory":
+        sql = sql_eval_memory(args.families, args.seed)
+        sql["peer_q_after_shrink_mean"] = "see Memory.receive (stats q_adv)"
+        res = {
+            "sql": sql,
+            "nq": nq_eval_memory(args.seed),
+            "nq_channel_trust": nq_eval_memory(args.seed, "curator/channel-trust"),
+        }
+    else:
+        res = {
+            "sql": sql_eval(args.families, args.seed),
+            "nq": nq_eval(args.seed, passage_prior=True),
+            "nq_no_passage_prior": nq_eval(args.seed, passage_prior=False),
+        }
     s = res["sql"]
     print(
         f"SQL ({s['families']} families, {s['entries']} entries, {s['seconds']} s): "
@@ -203,7 +326,7 @@ def main() -> None:
     for k, v in s["rows"].items():
         print(f"  {k:22s} {v['admitted']:4d}/{v['n']:4d} = {v['rate']:.3f}")
     print(f"  peer q after reputation shrink (mean): {s['peer_q_after_shrink_mean']}")
-    for name in ("nq", "nq_no_passage_prior"):
+    for name in [k for k in res if k.startswith("nq")]:
         print(name)
         for k, v in res[name].items():
             print(

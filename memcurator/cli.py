@@ -6,7 +6,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -87,6 +87,26 @@ def bench(
             "(default: $MEMCURATOR_DATA_DIR, then ../shared/data)."
         ),
     ] = None,
+    peers: Annotated[
+        int,
+        typer.Option(
+            help="Peer group: M agents (2, 4 or 8) sharing entries, with outside traffic and "
+            "attacks on every channel (memcurator.bench.peers); 0 = single agents."
+        ),
+    ] = 0,
+    share_every: Annotated[
+        int, typer.Option(help="Peer group: a sharing round every R tasks.")
+    ] = 10,
+    uplink: Annotated[
+        str,
+        typer.Option(
+            help="Peer group: uplink budget L bytes per agent per round (a comma list "
+            "runs a per-budget front)."
+        ),
+    ] = "20000",
+    outside_rate: Annotated[
+        float, typer.Option(help="Peer group: genuine external exemplars per task and agent.")
+    ] = 0.1,
 ) -> None:
     """Run policies side by side on recurring SQL task families with drift and poisoning."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -149,6 +169,11 @@ def bench(
     for warning in (too_many, budget_warning(max_bytes)):
         if warning:
             console.print(f"[yellow]warning:[/yellow] {warning}")
+    if peers:
+        _bench_peers(
+            cfg, fams, ex, out_dir, overwrite, peers, share_every, uplink, outside_rate, families
+        )
+        return
     lock = lock_results(out_dir, overwrite)
     console.print(
         f"[bold]memcurator bench[/bold]: {len(cfg.policies)} policies × {seeds} seeds × "
@@ -233,6 +258,69 @@ def bench(
             "(hits replay a deterministic call and its measured latency)"
         )
     console.print("wrote " + ", ".join(str(p) for p in paths))
+
+
+def _bench_peers(
+    cfg: Any,
+    fams: list[Any],
+    ex: Any,
+    out_dir: Path,
+    overwrite: bool,
+    peers: int,
+    share_every: int,
+    uplink: str,
+    outside_rate: float,
+    families: int,
+) -> None:
+    """``bench --peers M``: the peer-group benchmark, one run per seed and uplink budget."""
+    from memcurator.bench.peers import PeerConfig, format_table, run_peers, to_json
+
+    try:
+        budgets = [int(x) for x in uplink.split(",") if x.strip()]
+    except ValueError:
+        _fail(ValueError(f"--uplink must be integers separated by commas, got {uplink!r}"))
+        return
+    try:
+        cfgs = [
+            PeerConfig(
+                peers=peers,
+                n_tasks=cfg.stream.n_tasks,
+                share_every=share_every,
+                uplink=L,
+                outside_rate=outside_rate,
+                attack=cfg.stream.poison > 0,
+                n_families=families,
+                zipf=cfg.stream.zipf,
+                drift=cfg.stream.drift,
+                max_bytes=cfg.max_bytes,
+                seed=seed,
+                agent=cfg.agent,
+            )
+            for seed in cfg.seeds
+            for L in budgets
+        ]
+    except MemcuratorError as e:
+        _fail(e)
+        return
+    lock = lock_results(out_dir, overwrite)
+    console.print(
+        f"[bold]memcurator bench --peers {peers}[/bold]: {len(cfg.policies)} policies × "
+        f"{len(cfg.seeds)} seeds × L in {budgets}, {cfg.stream.n_tasks} tasks per agent → {out_dir}"
+    )
+    runs = []
+    try:
+        for pc in cfgs:
+            runs += run_peers(list(cfg.policies), fams, ex, pc)
+            (out_dir / "peers.json").write_text(json.dumps(to_json(runs), indent=1))
+    except MemcuratorError as e:
+        lock.release()
+        _fail(e)
+        return
+    table = format_table(runs)
+    (out_dir / "peers.txt").write_text(table + "\n")
+    lock.release()
+    print(table)
+    console.print(f"wrote {out_dir / 'peers.json'}, {out_dir / 'peers.txt'}")
 
 
 @app.command()

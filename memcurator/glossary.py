@@ -97,25 +97,26 @@ GLOSSARY: tuple[Term, ...] = (
     ),
     Term(
         "θ",
-        "The Trust threshold (theta, default 0): a write from a peer or an external source is "
-        "admitted only if its ρ, recomputed locally, is above θ.",
+        "The Trust threshold θ. In curator's trust gate (default -0.5) a write is admitted only "
+        "if its net value V - λ·r (r: content risk) is above θ and r is below θ_r of its "
+        "verified origin. In curator/channel-trust (the paper's gate, default 0) a write from a "
+        "peer or an external source is admitted only if its ρ, recomputed locally, is above θ.",
         ("theta", "trust threshold"),
     ),
     Term(
         "trust gate",
-        "What the curator policy checks when an entry is offered (memcurator/policy/curator.py, "
-        "Curator.admit). It gates writes whose origin is peer or external (every write, when an "
-        "energy budget is set). It scores the candidate among the resident entries and admits "
-        "it only if ρ minus the energy penalty is above θ. The harm in ρ is provenance risk "
-        "π = σ(wᵀψ) (CURATOR, Eq. 4; memcurator/value/provenance.py). ψ holds the origin "
-        "(external weighs most, peer less), log(1 + reinforcement count) and instruction-"
-        "likeness. Instruction-likeness looks for an imperative address to the agent (ignore "
-        "previous, you must, always, system prompt), an embedded comment, a destructive "
-        "statement (DROP TABLE, TRUNCATE, DELETE without WHERE, rm -rf) and more than two "
-        "statements. Negative-transfer risk η (literal-heavy text far from the recent tasks) is "
-        "also harm. The gate reads the text and its claimed origin only. It does not execute "
-        "the SQL. A write that claims origin self is not gated at admission; its high π still "
-        "ranks it last in Keep. The decision log states each verdict with ρ, V, harm and π.",
+        "What the curator policy checks when an entry is offered (memcurator/policy/trust.py, "
+        "TrustGate; docs/trust.md). It gates every write, whatever its origin, self included. "
+        "The origin is first verified: with a key ring, a self or peer claim without a valid "
+        "signature is handled as external (logged as 'downgrade'). The gate then computes the "
+        "content risk r: it executes the entry's SQL on an in-memory copy of the schema (a "
+        "DROP TABLE, a DELETE without WHERE or values the task did not name are risky), reads "
+        "its text (instruction-likeness, a trigger clause, a free passage arriving from "
+        "outside) and looks for contradictions with the 10 nearest resident entries. It admits "
+        "the entry when r is below θ_r of the origin (self 0.9, peer and external 0.5) and the "
+        "net value V - λ·r is above θ (-0.5). The decision log gives every finding. The paper's "
+        "gate, ρ > θ with the provenance prior π = σ(wᵀψ) of the claimed origin on peer and "
+        "external writes only, is the curator/channel-trust preset.",
         ("trust", "Trust", "admission", "provenance", "π", "pi"),
     ),
     Term(

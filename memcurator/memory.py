@@ -29,6 +29,7 @@ from memcurator.policy import create_policy
 from memcurator.policy.base import Policy
 from memcurator.store.sizing import default_sizeof
 from memcurator.store.sqlite import KEEP, SQLiteStore
+from memcurator.trust.auth import OWNER, Claim, KeyRing, Signature
 from memcurator.types import Entry, RecallResult, Task, Trajectory
 
 #: ``max_bytes`` not given: keep the namespace's stored budget (unbounded for a new one).
@@ -63,6 +64,11 @@ class Memory:
         Seeds entry-id generation only.
     candidates : int, default 12
         Recall candidate pool K_c from BM25 and dense search before the policy reranks.
+    keyring : KeyRing, optional
+        Keys that prove origins (:mod:`memcurator.trust.auth`); it must hold an owner key
+        (``ring.add(OWNER)``). With it, a ``self`` or ``peer`` write needs a valid ``signature``
+        (:meth:`sign`; :meth:`record` signs its own writes) or is handled as ``external`` and
+        logged as ``downgrade``. Without it, origins are taken as claimed.
 
     Raises
     ------
@@ -71,7 +77,7 @@ class Memory:
     UnknownName
         If ``policy`` is not a registered name.
     InvalidInput
-        ``max_bytes`` that is not a positive integer or None.
+        ``max_bytes`` that is not a positive integer or None; a ``keyring`` without an owner key.
 
     Examples
     --------
@@ -102,6 +108,7 @@ class Memory:
         max_text_bytes: int = 65536,
         seed: int = 0,
         candidates: int = 12,
+        keyring: KeyRing | None = None,
     ):
         if (
             max_bytes is not UNSET
@@ -115,6 +122,9 @@ class Memory:
             )
         ):
             raise InvalidInput(f"max_bytes must be a positive integer or None, got {max_bytes!r}")
+        if keyring is not None and OWNER not in keyring.principals():
+            raise InvalidInput("keyring holds no owner key; add one with keyring.add(OWNER)")
+        self.keyring = keyring
         self.store = store if store is not None else SQLiteStore(path)
         self.namespace = namespace
         self.embedder = embedder if embedder is not None else HashingEmbedder()
@@ -283,6 +293,7 @@ class Memory:
         step: int | None = None,
         raw_bytes: int | None = None,
         stats: dict[str, float] | None = None,
+        signature: Signature | None = None,
     ) -> WriteResult:
         """Offer one entry: the policy's admission gate, de-duplication, then the Keep pass.
 
@@ -304,6 +315,10 @@ class Memory:
             ``b⁰`` given directly (a peer's advertised abstraction gain × b).
         stats : dict, optional
             Initial per-method statistics (a peer's advertised ``q_adv``).
+        signature : Signature, optional
+            Proof of a ``self``/``peer`` origin under the memory's ``keyring`` (:meth:`sign`).
+            Missing or invalid with a keyring: the write is handled as ``external`` (logged as
+            ``downgrade``).
 
         Returns
         -------
@@ -313,7 +328,8 @@ class Memory:
         ------
         InvalidInput
             Empty, whitespace-only, oversized or invalid UTF-8 text; unknown origin or kind;
-            ``meta`` that is not JSON-serialisable; a negative or non-integer ``step``.
+            ``meta`` that is not JSON-serialisable; a negative or non-integer ``step``; a
+            ``signature`` given to a memory without a keyring.
         BudgetExceeded
             The entry alone is larger than ``max_bytes`` (logged as a rejection first).
         """
@@ -328,7 +344,30 @@ class Memory:
             step=step,
             raw_bytes=raw_bytes,
             stats=stats,
+            signature=signature,
         )
+
+    def sign(self, text: str, *, kind: str = "insight", origin_detail: str = "") -> Signature:
+        """The owner's signature for writing ``text`` with ``origin="self"`` here.
+
+        Raises
+        ------
+        InvalidInput
+            The memory has no keyring, or its owner key is revoked.
+
+        Examples
+        --------
+        >>> from memcurator.trust.auth import OWNER, KeyRing
+        >>> ring = KeyRing()
+        >>> _ = ring.add(OWNER)
+        >>> mem = Memory(policy="lru", keyring=ring)
+        >>> t = "Task: count rows in t\\nAction: SELECT COUNT(*) FROM t;"
+        >>> mem.write(t, signature=mem.sign(t)).admitted, mem.get(mem.entries()[0].id).origin
+        (True, 'self')
+        """
+        if self.keyring is None:
+            raise InvalidInput("this memory has no keyring; pass keyring= to sign writes")
+        return self.keyring.sign(Claim(self.namespace, "self", origin_detail, kind, text))
 
     def record(
         self,
@@ -358,13 +397,19 @@ class Memory:
             "solver": trajectory.solver,
         }
         meta.update(trajectory.metrics)
-        if pol.form == "insight":
+        kind = "insight" if pol.form == "insight" else "raw"
+        text = raw
+        if kind == "insight":
             text = render_insight(task.instruction, trajectory.steps[-1].action)
-            r = self.write(
-                text, kind="insight", raw_text=raw, meta=meta, origin_detail=trajectory.solver
-            )
-        else:
-            r = self.write(raw, kind="raw", meta=meta, origin_detail=trajectory.solver)
+        sig = self.sign(text, kind=kind, origin_detail=trajectory.solver) if self.keyring else None
+        r = self.write(
+            text,
+            kind=kind,
+            raw_text=raw if kind == "insight" else None,
+            meta=meta,
+            origin_detail=trajectory.solver,
+            signature=sig,
+        )
         self._end_step()
         return r
 
@@ -415,6 +460,9 @@ class Memory:
                 if m.id in updates:
                     m.stats = dict(updates[m.id])
                 self.store.update(m)
+            # what must go regardless of the budget (feedback quarantine) goes now, logged
+            keep.evict_victims(res, self.policy, self.step, self._log)
+            exchange.log_reputation(self)
             self._save_state()
 
     # ------------------------------------------------------------------ share / receive
@@ -431,12 +479,17 @@ class Memory:
         tau: float = 0.0,
         tau_rise: float = 5e-5,
         delta: float = 0.9,
+        sender: str | None = None,
+        to: str = "",
     ) -> list[Any]:
         """Select resident entries to send a peer (CURATOR Alg. 1 lines 13-17, Eq. 7-8).
 
         ``peer_sketch`` has shape (d,); ``uplink_bytes`` is the round's budget L; ``tau``,
         ``tau_rise`` and ``delta`` are those of :func:`memcurator.policy.share.select_for_peer`.
         Returns :class:`~memcurator.policy.share.SharedEntry` objects, each logged as ``share``.
+        With a ``keyring`` and ``sender`` (this agent's id at the peer), each is signed under
+        ``sender``'s link key for the receiving namespace ``to`` and carries the raw trajectory
+        it was distilled from when known (so the receiver can recompute its abstraction gain).
 
         Raises
         ------
@@ -446,13 +499,36 @@ class Memory:
             ``peer_sketch`` has the wrong dimension.
         """
         return exchange.share(
-            self, peer_sketch, uplink_bytes, tau=tau, tau_rise=tau_rise, delta=delta
+            self,
+            peer_sketch,
+            uplink_bytes,
+            tau=tau,
+            tau_rise=tau_rise,
+            delta=delta,
+            sender=sender,
+            to=to,
         )
 
     def receive(self, shared: Iterable[Any], peer: str) -> list[WriteResult]:
-        """Offer entries received from ``peer`` (CURATOR Trust, Alg. 1 lines 18-22): each is
-        written with ``origin="peer"`` and the sender's advertised q and a."""
+        """Offer entries received from ``peer`` (CURATOR Trust, Alg. 1 lines 18-22).
+
+        Nothing the peer claims is taken on faith (:func:`memcurator.lifecycle.exchange.receive`):
+        with a keyring its signature is checked (else the entry is handled as external), the
+        abstraction gain is recomputed from the bytes received, the advertised q is shrunk by
+        the peer's reputation here, and a quarantined peer's entries are refused.
+        """
         return exchange.receive(self, shared, peer)
+
+    def release_peer(self, peer: str, reason: str, *, reset: bool = False) -> None:
+        """Lift the quarantine of ``peer`` (logged as ``release``); see
+        :meth:`memcurator.trust.reputation.PeerReputation.release`.
+
+        Raises
+        ------
+        InvalidInput
+            The policy keeps no reputation, the peer is not quarantined, or no reason.
+        """
+        exchange.release_peer(self, peer, reason, reset=reset)
 
     def forget(self, entry_id: str, *, reason: str = "forget requested") -> None:
         """Hard-delete one entry: its text leaves the table and every index; a tombstone id

@@ -196,6 +196,9 @@ DECISION_ACTIONS = (
     "receive",
     "replace",
     "reinforce",
+    "downgrade",  # an origin claim (self/peer) that its signature did not prove
+    "quarantine",  # a peer whose entries keep failing is refused (reversible)
+    "release",  # a peer quarantine lifted
 )
 
 

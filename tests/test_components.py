@@ -54,7 +54,8 @@ def test_policy_file_defines_a_preset_that_runs_in_the_bench(tmp_path: Path) -> 
         "[strict.estimators.rho]\nlam = 2.0\n"
     )
     spec = load_policy_file(f)["strict"]
-    assert spec["admit"]["theta"] == 0.05 and spec["keep"]["name"] == "rho-density"
+    assert spec["admit"]["theta"] == 0.05 and spec["keep"]["name"] == "quarantine"
+    assert spec["keep"]["keep"]["name"] == "rho-density"
     out = tmp_path / "res"
     res = CliRunner().invoke(
         app,

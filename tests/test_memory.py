@@ -111,7 +111,13 @@ def _warm(mem: Memory) -> None:
 
 @pytest.mark.parametrize(
     ("policy", "admitted"),
-    [("curator", False), ("curator/no-provenance", True), ("keep-all", True), ("lru", True)],
+    [
+        ("curator", False),
+        ("curator/channel-trust", False),
+        ("curator/no-provenance", False),  # issue 10: the gate reads content, not the prior
+        ("keep-all", True),
+        ("lru", True),
+    ],
 )
 def test_trust_gate_on_injected_instruction(policy: str, admitted: bool) -> None:
     mem = Memory(policy=policy, max_bytes=100_000)
@@ -126,16 +132,26 @@ def test_trust_gate_on_injected_instruction(policy: str, admitted: bool) -> None
     else:
         assert last.action == "reject" and last.entry_id == r.id
         # the logged reason names the term that did the work
-        assert "trust" in last.reason and "origin=external" in last.reason
-        pi = float(last.reason.split("provenance pi=")[1].split(",")[0])
-        assert pi > 0.99
-        assert last.score < 0 and not math.isnan(last.score)
+        if policy == "curator/channel-trust":  # the paper's gate: the provenance prior
+            assert "trust" in last.reason and "origin=external" in last.reason
+            pi = float(last.reason.split("provenance pi=")[1].split(",")[0])
+            assert pi > 0.99
+            assert last.score < 0 and not math.isnan(last.score)
+        else:  # the content gate: what the entry would do
+            assert "trust-gate" in last.reason and "theta(external)" in last.reason
+            assert "dropped" in last.reason and last.score >= 0.5
 
 
-def test_trust_gate_does_not_apply_to_self_writes() -> None:
-    mem = Memory(policy="curator")
+def test_channel_trust_does_not_gate_self_writes() -> None:
+    mem = Memory(policy="curator/channel-trust")
     r = mem.write("Task: a plain self insight\nAction: SELECT 1;")
     assert r.admitted and "self-derived" in r.reason
+
+
+def test_trust_gate_admits_plain_self_writes_on_content() -> None:
+    mem = Memory(policy="curator")
+    r = mem.write("Task: a plain self insight\nAction: SELECT 1;")
+    assert r.admitted and "trust-gate" in r.reason and "theta_r(self)" in r.reason
 
 
 # --------------------------------------------------------------------------- distillation

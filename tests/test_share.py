@@ -21,8 +21,8 @@ TASKS = [
 ]
 
 
-def _memory(**kw: object) -> Memory:
-    mem = Memory(policy="curator", max_bytes=10**6, **kw)  # type: ignore[arg-type]
+def _memory(policy: str = "curator", **kw: object) -> Memory:
+    mem = Memory(policy=policy, max_bytes=10**6, **kw)  # type: ignore[arg-type]
     for instr, sql in TASKS:
         mem.write(f"Task: {instr}\nAction: {sql}")
     for instr, _ in TASKS:  # the owner's own queries, with good outcomes
@@ -88,7 +88,9 @@ def test_share_rejects_bad_sketch_and_policy() -> None:
 
 
 def test_receive_rejects_peer_entry_the_receiver_would_not_retrieve() -> None:
-    receiver = _memory()
+    # the paper's channel Trust (rho > theta with the provenance prior); curator's trust gate
+    # admits a harmless off-topic entry and lets Keep rank it (issue 10)
+    receiver = _memory(policy="curator/channel-trust")
     off_topic = SharedEntry(
         "Task: Oldest ticket per event\nAction: SELECT event, MIN(opened) "
         "FROM tickets GROUP BY event;",
@@ -130,32 +132,29 @@ def test_receive_admits_clean_insight_and_rejects_instruction_like_one() -> None
     good_r, bad_r = receiver.receive([clean, bad], peer="node-b")
     assert good_r.admitted, good_r.reason
     assert not bad_r.admitted
-    assert "provenance" in bad_r.reason
+    assert "trust-gate" in bad_r.reason and "dropped" in bad_r.reason
     got = receiver.get(good_r.id)
     assert got.origin == "peer" and got.origin_detail == "node-b"
-    assert got.stats["q_adv"] == pytest.approx(0.6)
+    # the advertised q is kept in meta but shrunk by a new peer's reputation (Beta(1,1) lcb 0.1)
+    assert got.meta["advertised_q"] == pytest.approx(0.6)
+    assert got.stats["q_adv"] == pytest.approx(0.06)
     assert [d.action for d in receiver.decisions()][-2:] == ["admit", "reject"]
     assert sender.sketch.shape == (512,)
 
 
 def test_advertised_helpfulness_fades_with_local_evidence() -> None:
-    mem = _memory()
-    r = mem.receive(
-        [
-            SharedEntry(
-                "Task: Count the orders placed by customer 8\nAction: SELECT "
-                "COUNT(*) FROM orders WHERE customer_id = 8;",
-                "insight",
-                2300,
-                0.9,
-                1.5,
-                1e-4,
-                "y",
-            )
-        ],
-        peer="node-c",
-    )[0]
-    assert r.admitted
+    # the helpfulness head: q_adv counts as pseudo-uses until local outcomes take over (written
+    # directly: receive() now shrinks q_adv by reputation, and curator's quarantine would evict)
+    mem = _memory(policy="curator/channel-trust")
+    r = mem.write(
+        "Task: Count the orders placed by customer 8\nAction: SELECT "
+        "COUNT(*) FROM orders WHERE customer_id = 8;",
+        origin="peer",
+        origin_detail="node-c",
+        stats={"q_adv": 0.9},
+        raw_bytes=3500,
+    )
+    assert r.admitted, r.reason
     q0 = mem.policy.scorer.helpfulness.q(mem.get(r.id).stats)
     for _ in range(6):
         mem.feedback([r.id], 0.0)

@@ -15,6 +15,9 @@ import numpy as np
 from memcurator.errors import DimensionMismatch, InvalidInput
 from memcurator.lifecycle.write import WriteResult, check_text
 from memcurator.policy.share import SharedEntry, select_for_peer
+from memcurator.policy.trust import RECEIVED_FROM
+from memcurator.trust.auth import Claim
+from memcurator.trust.reputation import PeerReputation, recompute_abstraction_gain
 
 if TYPE_CHECKING:
     from memcurator.memory import Memory
@@ -28,6 +31,8 @@ def share(
     tau: float,
     tau_rise: float,
     delta: float,
+    sender: str | None = None,
+    to: str = "",
 ) -> list[SharedEntry]:
     """See :meth:`memcurator.Memory.share`."""
     if not mem.policy.can_share:
@@ -52,13 +57,24 @@ def share(
         tau_rise=tau_rise,
         delta=delta,
     )
+    ring = mem.keyring if sender else None
     out = []
     with mem._transaction():
         for i, thr in chosen:
             m = res.entries[i]
+            sig = None
+            if ring is not None and sender:
+                sig = ring.sign(Claim(to, "peer", sender, m.kind, m.text), principal=sender)
             out.append(
                 SharedEntry(
-                    m.text, m.kind, m.bytes, float(t.q[i]), float(t.a[i]), float(t.rho[i]), m.id
+                    m.text,
+                    m.kind,
+                    m.bytes,
+                    float(t.q[i]),
+                    float(t.a[i]),
+                    float(t.rho[i]),
+                    m.id,
+                    signature=sig,
                 )
             )
             mem._log(
@@ -72,17 +88,47 @@ def share(
     return out
 
 
+def reputation(mem: Memory) -> PeerReputation | None:
+    """The policy's peer reputation (its ``reputation`` estimator), or None if it keeps none."""
+    get = getattr(mem.policy, "estimator", None)
+    if get is None:
+        return None
+    try:
+        return get("reputation").rep  # type: ignore[no-any-return]
+    except InvalidInput:
+        return None
+
+
 def receive(mem: Memory, shared: Iterable[Any], peer: str) -> list[WriteResult]:
-    """See :meth:`memcurator.Memory.receive`."""
+    """See :meth:`memcurator.Memory.receive`.
+
+    Unlike CURATOR (Eq. 8: the sender's q and a transfer unchanged), nothing the peer advertises
+    is taken on faith:
+
+    - the abstraction gain is recomputed from the bytes received
+      (:func:`~memcurator.trust.reputation.recompute_abstraction_gain`: 1 unless the raw
+      trajectory came along and distils to exactly the entry);
+    - the advertised q is shrunk toward the local prior 0 by the peer's reputation here
+      (:meth:`~memcurator.trust.reputation.PeerReputation.shrink_q`; a policy without a
+      ``reputation`` estimator weighs every peer as a new one);
+    - with a keyring, the entry's signature must prove the peer sent it, or it is handled as
+      external (logged as ``downgrade``);
+    - the trust gate refuses entries of a quarantined peer.
+
+    The advertised numbers are kept in ``meta`` (``advertised_q``, ``advertised_a``).
+    """
+    rep = reputation(mem) or PeerReputation()
     out = []
     for s in shared:
         if not isinstance(peer, str) or not peer:
             raise InvalidInput("peer must be a non-empty string")
-        a = float(s.a)
-        if not np.isfinite(a) or a < 1.0 or not np.isfinite(float(s.q)):
+        a_adv = float(s.a)
+        if not np.isfinite(a_adv) or a_adv < 1.0 or not np.isfinite(float(s.q)):
             raise InvalidInput(f"advertised q={s.q!r}, a={s.a!r} must be finite, a >= 1")
         text = check_text(s.text, mem.max_text_bytes)
         e_b = int(mem.sizeof(text, {}, mem.embedder.embed(text)))
+        a = recompute_abstraction_gain(text, getattr(s, "raw_text", None))
+        q = rep.shrink_q(peer, float(np.clip(s.q, -1.0, 1.0)), 0.0)
         out.append(
             mem.write(
                 text,
@@ -90,11 +136,37 @@ def receive(mem: Memory, shared: Iterable[Any], peer: str) -> list[WriteResult]:
                 kind=s.kind,
                 origin_detail=peer,
                 raw_bytes=int(round(a * e_b)),
-                stats={"q_adv": float(np.clip(s.q, -1.0, 1.0))},
-                meta={"received_from": peer},
+                stats={"q_adv": q},
+                meta={RECEIVED_FROM: peer, "advertised_q": float(s.q), "advertised_a": a_adv},
+                signature=getattr(s, "signature", None) if mem.keyring is not None else None,
             )
         )
     return out
 
 
-__all__ = ["receive", "share"]
+def log_reputation(mem: Memory) -> None:
+    """Write new peer quarantines and releases to the decision log (entry id ``peer:<id>``)."""
+    get = getattr(mem.policy, "estimator", None)
+    if get is None:
+        return
+    try:
+        est = get("reputation")
+    except InvalidInput:
+        return
+    for peer, action, reason in est.rep.log[est.logged :]:
+        mem._log(mem.step, action, f"peer:{peer}", float("nan"), reason, 0)
+    est.logged = len(est.rep.log)
+
+
+def release_peer(mem: Memory, peer: str, reason: str, *, reset: bool = False) -> None:
+    """See :meth:`memcurator.Memory.release_peer`."""
+    rep = reputation(mem)
+    if rep is None:
+        raise InvalidInput(f"policy {mem.policy.name!r} keeps no peer reputation")
+    with mem._transaction():
+        rep.release(peer, reason, reset=reset)
+        log_reputation(mem)
+        mem._save_state()
+
+
+__all__ = ["log_reputation", "receive", "release_peer", "reputation", "share"]

@@ -83,6 +83,7 @@ def write(
     step: int | None,
     raw_bytes: int | None,
     stats: dict[str, float] | None,
+    signature: Any = None,
 ) -> WriteResult:
     """See :meth:`memcurator.Memory.write`."""
     text = check_text(text, mem.max_text_bytes)
@@ -101,6 +102,10 @@ def write(
     except (TypeError, ValueError) as err:
         raise InvalidInput(f"meta must be JSON-serialisable (finite numbers): {err}") from None
     meta["text_sha1"] = sha1(text)
+    claimed = origin
+    origin, downgrade = verify_origin(mem, text, origin, origin_detail, kind, signature)
+    if downgrade:
+        meta["claimed_origin"] = claimed
     oversized: BudgetExceeded | None = None
     with mem._transaction():
         res = mem._res
@@ -126,6 +131,8 @@ def write(
         if raw_bytes is not None:
             b0 = int(raw_bytes)
         eid = mem._new_id(text)
+        if downgrade:
+            mem._log(st, "downgrade", eid, float("nan"), downgrade, b)
         cand = Entry(
             eid,
             mem.namespace,
@@ -170,4 +177,32 @@ def write(
     return WriteResult(eid, True, reason, score, g.evicted, g.distilled)
 
 
-__all__ = ["WriteResult", "check_text", "sha1", "write"]
+def verify_origin(
+    mem: Memory, text: str, origin: str, origin_detail: str, kind: str, signature: Any
+) -> tuple[str, str]:
+    """The origin the memory may act on, and the reason when a claim was downgraded.
+
+    Without a key ring every claim is taken as given (``("origin", "")``). With one, a
+    ``self`` or ``peer`` claim must carry a valid signature over
+    :class:`~memcurator.trust.auth.Claim` ``(namespace, origin, origin_detail, kind, text)``;
+    otherwise it is handled as ``"external"`` and the reason is returned for the decision log.
+
+    Raises
+    ------
+    InvalidInput
+        A signature given to a memory without a key ring.
+    """
+    ring = getattr(mem, "keyring", None)
+    if ring is None:
+        if signature is not None:
+            raise InvalidInput("a signature was given but this memory has no keyring to check it")
+        return origin, ""
+    from memcurator.trust.auth import Claim
+
+    v = ring.verify(Claim(mem.namespace, origin, origin_detail, kind, text), signature)
+    if v.downgraded:
+        return "external", v.reason
+    return origin, ""
+
+
+__all__ = ["WriteResult", "check_text", "sha1", "verify_origin", "write"]

@@ -138,7 +138,7 @@ def create_policy(name: str, **overrides: Any) -> ComponentPolicy:
     >>> create_policy("curator/no-provenance").estimator("rho").use_provenance
     False
     >>> create_policy("curator", theta=0.1).spec["admit"]
-    {'name': 'rho-trust', 'theta': 0.1}
+    {'name': 'trust-gate', 'theta': 0.1}
     """
     return ComponentPolicy(policy_spec(name, **overrides), name=name)
 

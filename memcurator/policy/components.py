@@ -195,6 +195,7 @@ COMPONENTS: dict[str, Registry[Component]] = {
             "rho-trust": "memcurator.policy.admit:RhoTrust",
             "worth-bank": "memcurator.policy.admit:WorthAdmission",
             "edm-gate": "memcurator.policy.edm:EvalGate",
+            "trust-gate": "memcurator.policy.trust:TrustGate",
         },
     ),
     "form": Registry("form component", {"form": Form}),
@@ -206,6 +207,7 @@ COMPONENTS: dict[str, Registry[Component]] = {
             "successes": "memcurator.policy.keep:MostSuccessful",
             "rho-density": "memcurator.policy.keep:RhoDensity",
             "probe-worth": "memcurator.policy.keep:ProbeWorth",
+            "quarantine": "memcurator.policy.quarantine:Quarantine",
         },
     ),
     "rank": Registry(
@@ -223,6 +225,7 @@ COMPONENTS: dict[str, Registry[Component]] = {
         {
             "rho-profile": "memcurator.policy.learn:RhoProfile",
             "worth": "memcurator.policy.learn:WorthLearning",
+            "peer-reputation": "memcurator.policy.trust:PeerReputationLearn",
         },
     ),
     "share": Registry("share component", {"rho-share": "memcurator.policy.share:RhoShare"}),
@@ -235,6 +238,7 @@ ESTIMATORS: Registry[Any] = Registry(
     {
         "rho": "memcurator.policy.estimators:RhoEstimator",
         "worth": "memcurator.policy.estimators:WorthEstimator",
+        "reputation": "memcurator.policy.trust:ReputationEstimator",
     },
 )
 

@@ -24,14 +24,17 @@ from typing import Any
 
 from memcurator.errors import InvalidInput
 
+_RHO_KEEP: dict[str, Any] = {"name": "rho-density", "distill": True, "redundancy_delta": 0.85}
+
 _CURATOR: dict[str, Any] = {
-    "description": "CURATOR: one net-value density rho = (V - lam*H)/b for keep, trust, share",
-    "estimators": {"rho": {}},
-    "admit": {"name": "rho-trust", "theta": 0.0},
+    "description": "CURATOR: one net-value density rho = (V - lam*H)/b for keep, trust, share; "
+    "trust gated on content risk and net value for every verified origin, feedback quarantine",
+    "estimators": {"rho": {}, "reputation": {}},
+    "admit": {"name": "trust-gate", "theta": -0.5},
     "form": {"name": "form", "kind": "raw"},
-    "keep": {"name": "rho-density", "distill": True, "redundancy_delta": 0.85},
+    "keep": {"name": "quarantine", "keep": _RHO_KEEP},
     "rank": {"name": "cosine+q", "beta_q": 0.5},
-    "learn": [{"name": "rho-profile"}],
+    "learn": [{"name": "rho-profile"}, {"name": "peer-reputation"}],
     "share": {"name": "rho-share"},
 }
 
@@ -60,6 +63,15 @@ _EDM: dict[str, Any] = {
 #: name -> spec (``base`` names another preset to inherit from).
 PRESETS: dict[str, dict[str, Any]] = {
     "curator": _CURATOR,
+    "curator/channel-trust": {
+        "base": "curator",
+        "description": "CURATOR as in the paper: Trust rho > theta with the origin-channel "
+        "prior, self writes ungated, no feedback quarantine (issue 10 comparison)",
+        "estimators": {"rho": {}},
+        "admit": {"name": "rho-trust", "theta": 0.0},
+        "keep": _RHO_KEEP,
+        "learn": [{"name": "rho-profile"}],
+    },
     "curator/no-provenance": {
         "base": "curator",
         "description": "CURATOR without the provenance-risk term of harm",
@@ -79,7 +91,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         "base": "curator",
         "description": "CURATOR without abstraction gain and distillation",
         "estimators": {"rho": {"use_abstraction": False}},
-        "keep": {"name": "rho-density", "distill": False, "redundancy_delta": 0.85},
+        "keep": {
+            "name": "quarantine",
+            "keep": {"name": "rho-density", "distill": False, "redundancy_delta": 0.85},
+        },
     },
     "curator/no-rerank": {
         "base": "curator",
@@ -128,7 +143,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         "description": "CURATOR's rho with TokenWorth's learned worth as helpfulness q",
         "estimators": {"rho": {"helpfulness": "worth"}, "worth": {}},
         "rank": {"name": "learned-worth", "k_max": None},
-        "learn": [{"name": "rho-profile", "helpfulness": False}, {"name": "worth"}],
+        "learn": [
+            {"name": "rho-profile", "helpfulness": False},
+            {"name": "worth"},
+            {"name": "peer-reputation"},
+        ],
     },
     "edm": _EDM,
     "edm/no-gate": {

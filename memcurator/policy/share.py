@@ -37,6 +37,12 @@ class SharedEntry:
         The share score that selected it (per byte).
     source_id : str
         The entry id at the sender (for the sender's decision log only).
+    signature : Signature or None, default None
+        The sender's MAC over ``Claim(receiver namespace, "peer", sender, kind, text)``
+        (:mod:`memcurator.trust.auth`); the receiver verifies it.
+    raw_text : str or None, default None
+        The raw trajectory the entry was distilled from, when sent: the receiver recomputes
+        ``a`` from it (:func:`memcurator.trust.reputation.recompute_abstraction_gain`).
     """
 
     text: str
@@ -46,6 +52,8 @@ class SharedEntry:
     a: float
     rho_s: float
     source_id: str
+    signature: Any = None
+    raw_text: str | None = None
 
 
 def select_for_peer(

@@ -21,8 +21,9 @@ poison that slips in is only demoted over rounds — here :func:`feedback_quaran
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from scipy.special import betaincinv
 
@@ -371,3 +372,22 @@ class PeerReputation:
             raise InvalidInput(f"q_adv={q_adv!r} and q_prior={q_prior!r} must be finite")
         r = self.reputation(peer)
         return r * q_adv + (1.0 - r) * q_prior
+
+    def state(self) -> dict[str, Any]:
+        """Plain-data state (JSON-able) for the policy state: outcomes, quarantines, releases."""
+        return {
+            "counts": {p: list(c) for p, c in self._counts.items()},
+            "quarantine": dict(self._quarantine),
+            "released": dict(self._released),
+            "log": [list(x) for x in self.log],
+        }
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Restore what :meth:`state` returned (a state of another shape is ignored)."""
+        counts = state.get("counts")
+        if not isinstance(counts, dict):
+            return
+        self._counts = {str(p): [float(c[0]), float(c[1])] for p, c in counts.items()}
+        self._quarantine = {str(k): str(v) for k, v in dict(state.get("quarantine") or {}).items()}
+        self._released = {str(k): int(v) for k, v in dict(state.get("released") or {}).items()}
+        self.log = [(str(a), str(b), str(c)) for a, b, c in list(state.get("log") or [])]

@@ -768,6 +768,13 @@ def sql_risk(
     return RiskReport(round(1.0 - keep, 6), tuple(msg for _, msg in ordered), eff)
 
 
+#: a SQL statement keyword anywhere in an action (else the action is not SQL)
+_SQL_WORD = re.compile(
+    r"\b(select|insert|update|delete|drop|create|alter|truncate|attach|pragma)\b",
+    re.IGNORECASE,
+)
+
+
 def entry_sql_risk(text: str, *, spec: SQLTaskSpec | None = None) -> RiskReport | None:
     """:func:`sql_risk` of a ``Task:/Action:`` entry (raw or insight); None if it holds none.
 
@@ -780,9 +787,13 @@ def entry_sql_risk(text: str, *, spec: SQLTaskSpec | None = None) -> RiskReport 
     True
     >>> entry_sql_risk("Question: who?\\nAnswer: Elvis") is None
     True
+    >>> entry_sql_risk("Task: how many episodes?\\nAction: Answer: 23") is None  # no SQL in it
+    True
     """
     parsed = parse_entry(text)
     if parsed is None:
         return None
     task, action, schema = parsed
+    if not _SQL_WORD.search(action):
+        return None  # an action that holds no SQL statement at all is judged as text only
     return sql_risk(task, action, spec=spec, schema=schema if spec is None else None)

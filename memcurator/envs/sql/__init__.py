@@ -31,6 +31,7 @@ from memcurator.envs.sql.hashing import row_hash, table_md5
 from memcurator.envs.sql.poison import (
     PAYLOADS,
     exemplar_text,
+    hijack_executed,
     make_poison,
     payload_executed,
     poison_sql,
@@ -71,6 +72,7 @@ __all__ = [
     "make_poison",
     "make_variant",
     "migrate",
+    "hijack_executed",
     "payload_executed",
     "poison_sql",
     "read_table",
