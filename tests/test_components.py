@@ -218,7 +218,7 @@ def test_every_component_builds_clones_and_declares_its_estimators(
     assert type(comp).decision == decision
     c = comp.clone()
     assert c is not comp and c.get_params() == comp.get_params() and repr(c) == repr(comp)
-    assert set(comp.needs) <= {"rho", "worth"}
+    assert set(comp.needs) <= {"rho", "worth", "reputation"}
     # a bundle with just this component (and what it needs) attaches and runs one write+recall
     spec: dict = {decision: {"name": name}} if decision != "learn" else {"learn": [{"name": name}]}
     pol = ComponentPolicy(spec, name=f"only-{name}")
