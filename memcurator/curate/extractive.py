@@ -279,10 +279,24 @@ def pair(task: str, sql: str) -> str:
     return f"Task: {task}\nAction: {sql}"
 
 
-OPERATORS: tuple[str, ...] = ("align", "closest", "multi", "none")
+OPERATORS: tuple[str, ...] = ("align", "closest", "multi", "raw", "none")
 """Extractive curation operators: ``align`` (best trajectory, literals substituted and schema
 aligned, as a pair for the current task), ``closest`` (best trajectory's original task and final
-action), ``multi`` (every retrieved trajectory's task and final action), ``none`` (no payload)."""
+action), ``multi`` (every retrieved trajectory's task and final action), ``raw`` (the retrieved
+trajectories whole: no curation, the ablation), ``none`` (no payload)."""
+
+
+def render(p: ParsedTrajectory) -> str:
+    """A parsed trajectory as text again (task, observation/action steps, outcome)."""
+    lines = [f"Task: {p.task}"]
+    obs = p.observations + [""] * (len(p.actions) - len(p.observations))
+    for o, a in zip(obs, p.actions, strict=False):
+        if o:
+            lines.append(f"Observation: {o}")
+        lines.append(f"Action: {a}")
+    if p.outcome:
+        lines.append(f"Outcome: {p.outcome}")
+    return "\n".join(lines)
 
 
 def extract(
@@ -292,7 +306,7 @@ def extract(
 
     Parameters
     ----------
-    operator : {"align", "closest", "multi", "none"}
+    operator : {"align", "closest", "multi", "raw", "none"}
     task : str
         The current task description.
     observation : str
@@ -320,6 +334,8 @@ def extract(
     usable = [(i, p) for i, p in enumerate(parsed) if p.final_action]
     if operator == "none" or not usable:
         return "", []
+    if operator == "raw":
+        return "\n\n".join(render(p) for _, p in usable), [i for i, _ in usable]
     if operator == "multi":
         return "\n\n".join(pair(p.task, p.final_action) for _, p in usable), [i for i, _ in usable]
     table, cols = parse_schema(observation)
@@ -340,6 +356,7 @@ __all__ = [
     "literal_map",
     "literals",
     "pair",
+    "render",
     "parse_raw",
     "parse_schema",
     "rename_identifiers",

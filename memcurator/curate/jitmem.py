@@ -189,7 +189,7 @@ class JitMemCurator(Component):
         """Top-k raw trajectories by BM25 over task descriptions (the bank, else ``recall``)."""
         if ctx.bank is None:
             return ctx.recall(query, k)
-        return self._index.top_k(query, [m for m in ctx.bank() if m.kind == "raw"], k)
+        return self._index.top_k(query, ctx.bank(), k)
 
     @property
     def learns(self) -> bool:

@@ -259,8 +259,8 @@ class MemPilotOrchestrator(Component):
 
     def _raw(self, ctx: CurateContext, query: str, k: int) -> list[Entry]:
         if ctx.bank is None:
-            return [m for m in ctx.recall(query, k) if m.kind == "raw"]
-        return self._index.top_k(query, [m for m in ctx.bank() if m.kind == "raw"], k)
+            return ctx.recall(query, k)
+        return self._index.top_k(query, ctx.bank(), k)
 
     def _act(
         self, ctx: CurateContext, pool: ModelPool, c: dict[str, str], t: int, ro: Rollout
