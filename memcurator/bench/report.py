@@ -186,6 +186,10 @@ def write_results(
         rows = [asdict(r) for run in runs for r in run.records]
         if rows:
             paths.append(plot_over_time(out / "accuracy_over_time.png", rows))
+        from memcurator.bench.fronts import has_sweep, plot_fronts
+
+        if has_sweep(summary) and any("cost_per_task" in r for r in summary):
+            paths.append(plot_fronts(out / "fronts.png", summary))
     except ImportError:
         pass
     doc = {"config": config, "summary": summary, "runs": per_run}
