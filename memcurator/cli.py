@@ -423,6 +423,8 @@ _RUN_KEYS = (
     "families",
     "inject_chars",
     "executor",
+    "pool",
+    "curator_learning",
 )
 
 

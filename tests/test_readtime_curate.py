@@ -136,7 +136,7 @@ class _Stub(BaseHTTPRequestHandler):
         if self.mode == "slow":
             time.sleep(1.0)
         prompt = body["messages"][0]["content"]
-        text = "Use: " + ALIGNED if "### Current task" in prompt else "?"
+        text = " " + ALIGNED if "### Current task" in prompt else "?"
         out = json.dumps({
             "choices": [{"message": {"role": "assistant", "content": text}}],
             "usage": {"prompt_tokens": 300, "completion_tokens": 20},
@@ -173,14 +173,15 @@ def stub(tmp_path):
 def test_llm_curator_through_an_openai_compatible_stub_server(stub):
     cur = JitMemCurator(operators=["llm-adapt"], model="remote")
     r = cur.curate(ctx([entry()], pool=stub))
-    assert r.payload == "Use: " + ALIGNED and r.notes == []
+    assert r.payload == f"Task: {TASK}\nAction: {ALIGNED}" and r.notes == []
     (call,) = r.calls
     assert (call.model, call.tokens_in, call.tokens_out) == ("remote", 300, 20)
     assert call.cost_usd == pytest.approx(1e-6 * (0.05 * 300 + 0.08 * 20))  # MemPilot Eq. 14
     assert call.proxy_s == pytest.approx(0.439 + 3.6e-5 * 300 + 4.99e-3 * 20)  # Eq. 17
     assert call.latency_s > 0
     prompt = _Stub.seen[0]["messages"][0]["content"]
-    assert "### Past example 1" in prompt and TASK in prompt and _Stub.seen[0]["model"] == "stub-8b"
+    assert "### Past example 1" in prompt and prompt.endswith(f"Task: {TASK}\nAction:")
+    assert _Stub.seen[0]["model"] == "stub-8b" and _Stub.seen[0]["stop"][0] == "\n\n"
 
 
 @pytest.mark.parametrize("mode", ["error", "slow"])

@@ -37,7 +37,14 @@ from memcurator.curate.extractive import OPERATORS as EXTRACTIVE
 from memcurator.curate.extractive import ParsedTrajectory, extract, parse_raw
 from memcurator.curate.features import FEATURES, task_features
 from memcurator.curate.learner import CuratorTrainer, GroupSample, SoftmaxChooser, group_advantages
-from memcurator.curate.llm import STRATEGIES, call_model, check_payload, curator_prompt
+from memcurator.curate.llm import (
+    STRATEGIES,
+    call_model,
+    check_payload,
+    curator_prompt,
+    finish_payload,
+    stops_for,
+)
 from memcurator.curate.pool import default_pool
 from memcurator.curate.retrieval import TaskIndex
 from memcurator.errors import InvalidInput
@@ -84,7 +91,11 @@ def run_operator(
     pool = ctx.pool if ctx.pool is not None else default_pool()
     pm = pool[model]
     prompt = curator_prompt(operator[4:], ctx.task, ctx.observation, parsed, labels)
-    out, rec = call_model(pm, ctx.executor, prompt, max_tokens=max_tokens, stage=stage)
+    strategy = operator[4:]
+    out, rec = call_model(
+        pm, ctx.executor, prompt, max_tokens=max_tokens, stage=stage, stop=stops_for(strategy)
+    )
+    out = finish_payload(strategy, ctx.task, out)
     sources = "\n".join(p.task + " " + " ".join(p.actions) for p in parsed)
     payload, why = check_payload(out, ctx.task, sources, max_chars) if rec.ok else ("", "")
     if not rec.ok:

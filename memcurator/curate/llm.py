@@ -74,10 +74,37 @@ def curator_prompt(
     if strategy not in STRATEGIES:
         raise InvalidInput(f"unknown curation strategy {strategy!r}; known: {sorted(STRATEGIES)}")
     past = render_trajectories(parsed, labels)
+    # "adapt" ends in the pattern of the examples, so even a small completion model continues
+    # with one SQL line (measured with Gemma-3-270M: a "### Briefing" ending gave repeated
+    # filler lines sharing no word with the task, which the payload check refuses)
+    end = "Action:" if strategy == "adapt" else "### Briefing\n"
     return (
-        f"{STRATEGIES[strategy]}\n\n{past}\n\n### Current task\n{observation}\n"
-        f"Task: {task}\n### Briefing\n"
+        f"{STRATEGIES[strategy]}\n\n{past}\n\n### Current task\nObservation: {observation}\n"
+        f"Task: {task}\n{end}"
     )
+
+
+def finish_payload(strategy: str, task: str, text: str) -> str:
+    """The payload from a curator's raw output: ``adapt`` gives one SQL line, returned as the
+    ``Task:/Action:`` pair the executor copies; ``brief`` is kept as written.
+
+    Examples
+    --------
+    >>> finish_payload("adapt", "count t", " SELECT COUNT(*) FROM t;\\nmore")
+    'Task: count t\\nAction: SELECT COUNT(*) FROM t;'
+    >>> finish_payload("adapt", "count t", "  ")
+    ''
+    """
+    if strategy != "adapt":
+        return text
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    line = line.strip("`").strip()
+    return f"Task: {task}\nAction: {line}" if line else ""
+
+
+def stops_for(strategy: str) -> list[str] | None:
+    """Stop sequences of a strategy's call (``adapt``: end of the SQL line)."""
+    return ["\n\n", "\nTask:", "###"] if strategy == "adapt" else None
 
 
 _PRINTABLE = re.compile(r"[\x20-\x7e\t\n\u00a0-\uffff]")
@@ -192,7 +219,7 @@ def judge(
     """
     prompt = JUDGE_PROMPT.format(task=task, observation=observation, sql=sql, result=result)
     try:
-        c = executor.complete(prompt, max_tokens=max_tokens, stop=["\n"])
+        c = executor.complete(prompt, max_tokens=max_tokens)
     except LLMError as e:
         log.info("judge call failed: %s", e)
         return None, None
@@ -205,6 +232,8 @@ __all__ = [
     "call_model",
     "check_payload",
     "curator_prompt",
+    "finish_payload",
+    "stops_for",
     "judge",
     "parse_verdict",
     "render_trajectories",

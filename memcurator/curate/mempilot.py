@@ -34,7 +34,14 @@ from memcurator.curate.base import CallRecord, CurateContext, CurateResult
 from memcurator.curate.extractive import ParsedTrajectory, extract, pair, parse_raw, parse_schema
 from memcurator.curate.features import FEATURES, task_features
 from memcurator.curate.learner import SoftmaxChooser, gdpo_advantages, marginal_credit
-from memcurator.curate.llm import STRATEGIES, call_model, check_payload, curator_prompt
+from memcurator.curate.llm import (
+    STRATEGIES,
+    call_model,
+    check_payload,
+    curator_prompt,
+    finish_payload,
+    stops_for,
+)
 from memcurator.curate.pool import ModelPool, default_pool
 from memcurator.curate.retrieval import TaskIndex
 from memcurator.errors import InvalidInput
@@ -297,7 +304,11 @@ class MemPilotOrchestrator(Component):
                 pass  # "align" on an LLM: no call needed
             return text
         prompt = curator_prompt(c["strategy"], ctx.task, ctx.observation, parsed)
-        out, rec = call_model(pm, ctx.executor, prompt, max_tokens=self.max_tokens, stage=t)
+        out, rec = call_model(
+            pm, ctx.executor, prompt, max_tokens=self.max_tokens, stage=t,
+            stop=stops_for(c["strategy"]),
+        )  # fmt: skip
+        out = finish_payload(c["strategy"], ctx.task, out)
         ro.calls.append(rec)
         sources = "\n".join(p.task + " " + " ".join(p.actions) for p in parsed)
         if rec.ok:
