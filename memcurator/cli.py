@@ -107,6 +107,26 @@ def bench(
     outside_rate: Annotated[
         float, typer.Option(help="Peer group: genuine external exemplars per task and agent.")
     ] = 0.1,
+    preferences: Annotated[
+        str | None,
+        typer.Option(
+            help="MemPilot preference sweep: comma-separated lambda_C:lambda_L pairs (e.g. "
+            "0:0,0.5:0,1:0,0:1); adds one mempilot preset per pair and the fixed pipelines, and "
+            "writes fronts.png (quality-cost and quality-latency)."
+        ),
+    ] = None,
+    pool: Annotated[
+        Path | None,
+        typer.Option(
+            help="TOML model pool for read-time curators ([[model]] name, kind, price_in/out "
+            "USD per 1M tokens, latency [b, a_in, a_out]); default: extractive, local, "
+            "expert-sim."
+        ),
+    ] = None,
+    curator_learning: Annotated[
+        bool,
+        typer.Option(help="Let learning curators (jitmem, mempilot) probe executions to train on."),
+    ] = True,
 ) -> None:
     """Run policies side by side on recurring SQL task families with drift and poisoning."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -131,8 +151,23 @@ def bench(
 
             for pname, pspec in load_policy_file(policy_file).items():
                 register(pname, pspec)
+        names = [p.strip() for p in policies.split(",") if p.strip()]
+        if preferences is not None:
+            from memcurator.bench.fronts import (
+                FIXED_PIPELINES,
+                parse_preferences,
+                register_preferences,
+            )
+
+            extra = register_preferences(parse_preferences(preferences)) + list(FIXED_PIPELINES)
+            names += [n for n in extra if n not in names]
+        model_pool = None
+        if pool is not None:
+            from memcurator.curate.pool import load_pool
+
+            model_pool = load_pool(pool)
         cfg = BenchConfig(
-            policies=[p.strip() for p in policies.split(",") if p.strip()],
+            policies=names,
             seeds=list(range(seed_start, seed_start + seeds)),
             stream=StreamConfig(
                 n_tasks=tasks,
@@ -143,7 +178,11 @@ def bench(
                 payload=payload,
             ),
             agent=AgentConfig(
-                inject_chars=inject_chars, expert_cost_usd=expert_cost, max_turns=max_turns
+                inject_chars=inject_chars,
+                expert_cost_usd=expert_cost,
+                max_turns=max_turns,
+                pool=model_pool,
+                learn=curator_learning,
             ),
             max_bytes=max_bytes,
             poison_channel=poison_channel,
@@ -195,6 +234,9 @@ def bench(
         "inject_chars": inject_chars,
         "executor": repr(ex),
         "policies": cfg.policies,
+        "preferences": preferences,
+        "pool": str(pool) if pool is not None else None,
+        "curator_learning": curator_learning,
     }
     n_runs = len(cfg.policies) * seeds
 
@@ -469,6 +511,8 @@ _RUN_KEYS = (
     "families",
     "inject_chars",
     "executor",
+    "pool",
+    "curator_learning",
 )
 
 

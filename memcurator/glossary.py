@@ -201,6 +201,45 @@ GLOSSARY: tuple[Term, ...] = (
         "memcurator.value.edm).",
         ("pei",),
     ),
+    Term(
+        "injected tokens",
+        "Prompt tokens per task taken by the injected memory: the memory block's share of the "
+        "first prompt's measured tokens (characters of the block over characters of the prompt). "
+        "For read-time curators (JitMem, MemPilot) the block is the curated payload, which is "
+        "never stored.",
+        ("inj tok/task", "inject_tokens", "payload tokens"),
+    ),
+    Term(
+        "curation calls",
+        "Model calls a read-time curator made for a task (JitMem's LLM curator, MemPilot's "
+        "delegated CURATE steps), and their tokens in + out. probes/task counts the extra "
+        "executions a learning curator ran to score candidate payloads (JitMem's group-relative "
+        "reward, MemPilot's prefix probes); like MemPilot App. A.1, probes are excluded from "
+        "cost and latency.",
+        ("cur calls/task", "cur tok/task", "curator_calls", "probes/task", "probe_calls"),
+    ),
+    Term(
+        "cost per task",
+        "USD per task: the expert's price when the task escalated plus every curation call "
+        "priced by MemPilot's Eq. 14, 1e-6 × (p_in n_in + p_out n_out), with the pool's prices "
+        "per 1M tokens (local models cost 0).",
+        ("$/task", "cost_per_task"),
+    ),
+    Term(
+        "latency proxy",
+        "MemPilot's affine latency proxy (Eq. 15-19): each call costs b + a_in n_in + a_out "
+        "n_out seconds with the model's profile from the pool; calls in one stage count their "
+        "maximum, stages add up. lat s/task is the measured wall-clock of the same calls (a "
+        "completion-cache hit replays the measured value).",
+        ("proxy s/task", "lat s/task", "latency_proxy_s", "latency"),
+    ),
+    Term(
+        "preference",
+        "MemPilot's λ = (λ_Q, λ_C, λ_L), with λ_Q = 1: how much its learned orchestrator weighs "
+        "cost and latency against quality (Eq. 10). `memcurator bench --preferences` sweeps it "
+        "and draws the quality-cost and quality-latency fronts next to fixed pipelines.",
+        ("lambda", "preferences", "λ"),
+    ),
 )
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from memcurator.curate.llm import judge
 from memcurator.errors import BudgetExceeded, InvalidInput
 from memcurator.memory import Memory
 from memcurator.types import Entry, Step, Task, Trajectory
@@ -23,16 +24,19 @@ HEADER = (
 STOP = ["\n"]  # one statement on one line; also ends a rambling no-memory answer at once
 
 
-def build_prompt(task: Task, schema: str, memory_block: str) -> str:
+def build_prompt(
+    task: Task, schema: str, memory_block: str, header: str = "Solved examples from memory:"
+) -> str:
     """The prompt: header, the injected memory block (may be empty), the table, then the task.
 
     The task block ends ``Task: ...`` / ``Action:`` so that a small model continues the pattern of
     a recalled exemplar, raw trajectory or distilled insight alike. Measured with Gemma-3-270M on
     30 same-family (task, exemplar) pairs: with the table given as an ``Observation:`` line inside
     the task block, raw exemplars were copied correctly 22/30 times but insights only 4/30 (their
-    pattern lacks that line); with the table before the block, 20/30 and 20/30.
+    pattern lacks that line); with the table before the block, 20/30 and 20/30. A read-time
+    curator's payload may come under another ``header`` ("Notes from memory:").
     """
-    mem = f"Solved examples from memory:\n{memory_block}\n\n" if memory_block else ""
+    mem = f"{header}\n{memory_block}\n\n" if memory_block else ""
     return f"{HEADER}\n{mem}Table: {schema}\nTask: {task.instruction}\nAction:"
 
 
@@ -116,25 +120,48 @@ class TaskRecord:
     ti: float = float("nan")
     frr: float = float("nan")
     injected_pei: float = float("nan")
+    # read-time curation and cost/latency accounting (issue 12; JitMem, MemPilot App. A.1)
+    inject_tokens: int = 0
+    payload_chars: int = 0
+    raw_chars: int = 0
+    curator_calls: int = 0
+    curator_tokens: int = 0
+    curator_cost_usd: float = 0.0
+    curator_s: float = 0.0
+    probe_calls: int = 0
+    judge: float = float("nan")
+    judge_calls: int = 0
+    judge_tokens: int = 0
+    latency_s: float = 0.0
+    latency_proxy_s: float = 0.0
+    curate_op: str = ""
+    curate_note: str = ""
 
 
 @dataclass
 class AgentConfig:
     """Agent parameters: injection budget (characters), recall size, expert price, tokens, and
     the number of local attempts ``max_turns`` (1: answer once; T: execute, read the error or a
-    result preview, retry, up to T statements)."""
+    result preview, retry, up to T statements). ``pool`` is the model pool of read-time curators
+    (:mod:`memcurator.curate.pool`; None: the default pool around the executor; its ``"local"``
+    profile is also the latency proxy of the executor's own calls); ``learn`` lets a learning
+    curator probe executions of the task to train on (JitMem GRPO reward, MemPilot Eq. 12)."""
 
     k: int = 1
     inject_chars: int = 1200
     max_tokens: int = 96
     expert_cost_usd: float = 0.002
     max_turns: int = 1
+    pool: Any = None
+    learn: bool = True
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.inject_chars < 0 or self.max_tokens < 1:
             raise InvalidInput("need k >= 1, inject_chars >= 0 and max_tokens >= 1")
-        if isinstance(self.max_turns, bool) or not isinstance(self.max_turns, int) or not (
-            1 <= self.max_turns <= 10
+        if (
+            isinstance(self.max_turns, bool)
+            or not isinstance(self.max_turns, int)
+            or not (1 <= self.max_turns <= 10)
         ):
             raise InvalidInput(f"max_turns must be an integer in [1, 10], got {self.max_turns!r}")
         if not self.expert_cost_usd >= 0:
@@ -205,20 +232,36 @@ def run_task(
     spec = task.payload["spec"]
     schema = schema_text(spec)
     t0 = clock()
-    hit = memory.recall(task.instruction, k=cfg.k)
-    block, used = memory_block(hit.entries, cfg.inject_chars)
-    t_mem = clock() - t0
-    injected = [m for m in hit.entries if m.id in used]
+    curator = memory.policy.curator
+    header = "Solved examples from memory:"
+    cres = None
+    hit = None
+    if curator is None:
+        hit = memory.recall(task.instruction, k=cfg.k)
+        block, used = memory_block(hit.entries, cfg.inject_chars)
+        t_mem = clock() - t0
+        injected = [m for m in hit.entries if m.id in used]
+    else:
+        cres, t_probe = _curate(task, spec, schema, memory, executor, cfg, curator, clock)
+        block = cres.payload[: cfg.inject_chars]
+        used = list(cres.source_ids) if block else []
+        injected = [m for m in cres.sources if m.id in used]
+        header = cres.header
+        # the curation step's own wall time, less its model calls and learning probes
+        t_mem = max(0.0, clock() - t0 - t_probe - cres.latency_s)
     poison_in = any(m.meta.get("poison") for m in injected)
     same_fam = any(
         m.meta.get("family") == task.family and not m.meta.get("poison") for m in injected
     )
     inj_pei = [float(m.meta.get("pei", float("nan"))) for m in injected]
-    prompt = build_prompt(task, schema, block)
+    prompt = build_prompt(task, schema, block, header)
+    first_prompt = prompt
     steps: list[Step] = []
     failed: list[bool] = []
     tokens_in = tokens_out = 0
     latency = cost = 0.0
+    proxy = 0.0
+    first_in = -1
     cached = True
     executed = False
     obs = schema
@@ -227,6 +270,8 @@ def run_task(
         comp = executor.complete(prompt, max_tokens=cfg.max_tokens, stop=STOP)
         tokens_in += comp.tokens_in
         tokens_out += comp.tokens_out
+        first_in = comp.tokens_in if first_in < 0 else first_in
+        proxy += _local_proxy(cfg)(comp.tokens_in, comp.tokens_out)
         latency += comp.latency_s
         cost += float(comp.cost_usd)
         cached = cached and bool(getattr(comp, "cached", False))
@@ -263,6 +308,15 @@ def run_task(
         verified=True,
     )
     metrics = {"pei": traj_pei, "frr": traj_frr, "ti": ti}
+    verdict, judge_comp = None, None
+    if curator is not None and bool(getattr(curator, "judge", False)):
+        final_sql = metrics_steps[-1].action
+        shown, _ = observe(spec, final_sql)
+        verdict, judge_comp = judge(executor, task.instruction, schema, final_sql, shown)
+        # 1 solved, 0 not, 0.5 unreadable or failed call: the judge-gate decides on it
+        metrics["judge"] = 0.5 if verdict is None else float(verdict)
+    if curator is not None:
+        curator.learn_outcome(1.0 if ok else 0.0)
     traj = Trajectory(
         task.id,
         steps,
@@ -276,12 +330,21 @@ def run_task(
         metrics=metrics,
     )
     t1 = clock()
-    memory.feedback(hit._replace(ids=used), 1.0 if ok else 0.0)
+    if hit is not None:
+        memory.feedback(hit._replace(ids=used), 1.0 if ok else 0.0)
+    else:
+        memory.feedback(used, 1.0 if ok else 0.0)
     try:
         memory.record(task, traj, feedback=False)
     except BudgetExceeded:
         pass  # larger than the whole budget: the memory logged the reject; the stream goes on
     t_mem += clock() - t1
+    cur_calls = cres.calls if cres is not None else []
+    cur_cost = float(sum(c.cost_usd for c in cur_calls))
+    cur_s = float(sum(c.latency_s for c in cur_calls))
+    inject_tokens = (
+        round(first_in * len(block) / len(first_prompt)) if block and first_in > 0 else 0
+    )
     return TaskRecord(
         policy=policy_name,
         seed=seed,
@@ -299,7 +362,7 @@ def run_task(
         tokens_out=tokens_out,
         llm_s=latency,
         mem_s=t_mem,
-        cost_usd=cost,
+        cost_usd=cost + cur_cost,
         resident_bytes=memory.used_bytes,
         n_entries=len(memory),
         energy_bytes=memory.energy_bytes,
@@ -313,4 +376,84 @@ def run_task(
         frr=traj_frr,
         # PEI of the (first) injected entry; 0 for one without an evaluation (poison, outside)
         injected_pei=float(np.nan_to_num(inj_pei[0], nan=0.0)) if inj_pei else float("nan"),
+        inject_tokens=int(inject_tokens),
+        payload_chars=len(block) if cres is not None else 0,
+        raw_chars=cres.raw_chars if cres is not None else 0,
+        curator_calls=sum(1 for c in cur_calls if c.tokens_in or c.ok),
+        curator_tokens=int(sum(c.tokens_in + c.tokens_out for c in cur_calls)),
+        curator_cost_usd=cur_cost,
+        curator_s=cur_s,
+        probe_calls=cres.probe_calls if cres is not None else 0,
+        judge=float("nan") if "judge" not in metrics else float(metrics["judge"]),
+        judge_calls=int(judge_comp is not None),
+        judge_tokens=int(judge_comp.tokens_in + judge_comp.tokens_out) if judge_comp else 0,
+        latency_s=latency + cur_s,
+        latency_proxy_s=proxy + (cres.proxy_s if cres is not None else 0.0),
+        curate_op=cres.operator if cres is not None else "",
+        curate_note="; ".join(cres.notes) if cres is not None else "",
     )
+
+
+def _local_proxy(cfg: AgentConfig) -> Any:
+    """The affine latency proxy of the executor's own calls: the pool's ``"local"`` profile."""
+    from memcurator.curate.pool import LOCAL_PROFILE
+
+    pool = cfg.pool
+    if pool is not None and "local" in pool:
+        return pool["local"].latency
+    return LOCAL_PROFILE
+
+
+def _curate(
+    task: Task,
+    spec: Any,
+    schema: str,
+    memory: Memory,
+    executor: Any,
+    cfg: AgentConfig,
+    curator: Any,
+    clock: Callable[[], float],
+) -> tuple[Any, float]:
+    """Run the policy's read-time curator; returns its result and the seconds spent probing.
+
+    The probe (learning only) executes the task once with a candidate payload and returns the
+    checker's reward; an executor error counts as reward 0. Nothing a probe sees is written.
+    """
+    from memcurator.curate.base import CurateContext
+    from memcurator.envs.sql import check
+    from memcurator.errors import LLMError
+
+    spent = [0.0]
+
+    def probe(payload: str) -> float:
+        t = clock()
+        head = "Notes from memory:" if payload and not payload.startswith("Task:") else (
+            "Solved examples from memory:")  # fmt: skip
+        prompt = build_prompt(task, schema, payload[: cfg.inject_chars], head)
+        try:
+            comp = executor.complete(prompt, max_tokens=cfg.max_tokens, stop=STOP)
+        except LLMError:
+            spent[0] += clock() - t
+            return 0.0
+        sql = extract_sql(comp.text)
+        r = 1.0 if sql and check(spec, sql).ok else 0.0
+        spent[0] += clock() - t
+        return r
+
+    def bank() -> list[Any]:
+        # a curator's own retriever scans the resident set: the same energy proxy as recall
+        memory.energy_bytes += memory.used_bytes
+        return memory.entries()
+
+    ctx = CurateContext(
+        task=task.instruction,
+        recall=lambda q, k: memory.recall(q, k=k).entries,
+        bank=bank,
+        observation=schema,
+        executor=executor,
+        pool=cfg.pool,
+        probe=probe if cfg.learn else None,
+        step=memory.step,
+    )
+    res = curator.curate(ctx)
+    return res, spent[0]

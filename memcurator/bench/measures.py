@@ -56,10 +56,25 @@ MEASURES: list[Measure] = [
     Measure("asr", "inj. ASR", "{:.3f}", "attacker tasks that executed the payload "
             "(lower is better)", "n_attacker", "injection ASR"),
     Measure("escalations", "escal.", "{:.1f}", "tasks sent to the expert", None, "escalation"),
-    Measure("cost_usd", "cost $", "{:.3f}", "price of the escalations", None, "escalation"),
+    Measure("cost_usd", "cost $", "{:.3f}", "price of the escalations and curation calls", None,
+            "escalation"),
     Measure("tokens_in", "tok in/task", "{:.0f}", "prompt tokens per task", "tasks", "tokens"),
     Measure("tokens_out", "tok out/task", "{:.1f}", "completion tokens per task", "tasks",
             "tokens"),
+    Measure("inject_tokens", "inj tok/task", "{:.0f}", "prompt tokens of the injected memory "
+            "(block's share of the first prompt)", "tasks", "injected tokens"),
+    Measure("curator_calls", "cur calls/task", "{:.2f}", "read-time curation model calls per task",
+            "tasks", "curation calls"),
+    Measure("curator_tokens", "cur tok/task", "{:.0f}", "tokens in + out of curation calls per "
+            "task", "tasks", "curation calls"),
+    Measure("cost_per_task", "$/task", "{:.5f}", "USD per task: escalation + curation (MemPilot "
+            "Eq. 14)", "tasks", "cost per task"),
+    Measure("latency_task_s", "lat s/task", "{:.2f}", "measured seconds per task in the executor "
+            "and curation calls", "tasks", "latency proxy"),
+    Measure("latency_proxy_s", "proxy s/task", "{:.2f}", "MemPilot's affine latency proxy per task "
+            "(Eq. 15-19)", "tasks", "latency proxy"),
+    Measure("probe_calls", "probes/task", "{:.2f}", "executions spent training a curator "
+            "(excluded from cost and latency)", "tasks", "curation calls"),
     Measure("edm_mp", "MP", "{:.3f}", "EDM memory precision: injected entries with PEI >= 0.8",
             "n_injected", "MP"),
     Measure("mrs", "MRS", "{:.3f}", "EDM retention stability: sd of episode PEI over 5 cycles",

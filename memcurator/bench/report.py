@@ -32,6 +32,10 @@ def _mean(xs: list[float]) -> float:
     return float(np.mean(xs)) if xs else float("nan")
 
 
+def _ratio(a: float, b: float) -> float:
+    return float(a) / float(b) if b else float("nan")
+
+
 def run_metrics(run: PolicyRun) -> dict[str, Any]:
     """The measures of DESIGN.md for one (policy, seed) run."""
     rs = run.records
@@ -73,6 +77,21 @@ def run_metrics(run: PolicyRun) -> dict[str, Any]:
         "mem_s": float(sum(r.mem_s for r in rs)),
         "llm_s": float(sum(r.llm_s for r in rs)),
         "cache_hit_rate": _mean([r.cached for r in rs]),
+        # read-time curation and per-task resources (issue 12): JitMem's payload vs raw
+        # injection, MemPilot's Eq. 14 cost and Eq. 17-19 latency proxy next to measured seconds
+        "inject_tokens": _mean([r.inject_tokens for r in rs]),
+        "curator_calls": _mean([r.curator_calls for r in rs]),
+        "curator_tokens": _mean([r.curator_tokens for r in rs]),
+        "judge_calls": _mean([r.judge_calls for r in rs]),
+        "probe_calls": _mean([r.probe_calls for r in rs]),
+        "cost_per_task": _mean([r.cost_usd for r in rs]),
+        "curator_cost_usd": float(sum(r.curator_cost_usd for r in rs)),
+        "latency_task_s": _mean([r.latency_s for r in rs]),
+        "latency_proxy_s": _mean([r.latency_proxy_s for r in rs]),
+        "payload_ratio": _ratio(
+            sum(r.payload_chars for r in rs if r.raw_chars), sum(r.raw_chars for r in rs)
+        ),
+        "curate_fallbacks": int(sum("fell back" in r.curate_note for r in rs)),
         "wall_s": run.wall_s,
         "decisions": run.decisions,
     }
@@ -167,6 +186,10 @@ def write_results(
         rows = [asdict(r) for run in runs for r in run.records]
         if rows:
             paths.append(plot_over_time(out / "accuracy_over_time.png", rows))
+        from memcurator.bench.fronts import has_sweep, plot_fronts
+
+        if has_sweep(summary) and any("cost_per_task" in r for r in summary):
+            paths.append(plot_fronts(out / "fronts.png", summary))
     except ImportError:
         pass
     doc = {"config": config, "summary": summary, "runs": per_run}

@@ -97,6 +97,10 @@ class Policy(Params):
         Rerank every resident entry instead of the BM25/dense candidate pool (the oracle).
     can_share : bool
         Whether :meth:`share_terms` and :attr:`sketch` are available (CURATOR's Share).
+    curator : object or None
+        The read-time curate component (JitMem, MemPilot; see
+        :class:`~memcurator.policy.components.CurateComponent`), None for write-time policies.
+        The agent loop calls it; :class:`~memcurator.memory.Memory` never does.
     """
 
     name = "base"
@@ -108,6 +112,7 @@ class Policy(Params):
     redundancy_delta: float | None = None
     recall_all = False
     can_share = False
+    curator: Any = None
 
     def attach(self, dim: int) -> None:
         """Called once by the memory with the embedding dimension, before any other call."""

@@ -148,6 +148,7 @@ class ComponentPolicy(Policy):
         self.redundancy_delta = getattr(self._keep, "redundancy_delta", None)
         self.recall_all = bool(getattr(self._rank, "recall_all", False))
         self.can_share = self._share is not None
+        self.curator = self._curate
 
     def _build_estimator(self, n: str, chain: list[str]) -> Any:
         if n in self._estimators:

@@ -9,7 +9,7 @@ keep      in what order do entries stay resident; what must go now?    :mod:`.ke
 rank      how are recall candidates ordered? -> :class:`Ranking`       :mod:`.rank`, :mod:`.edm`
 learn     what is learned from queries, outcomes and energy?           :mod:`.learn`
 share     what is sent to a peer under an uplink budget?               :mod:`.share`
-curate    what payload is built at read time from recalled entries?    (none yet; JitMem/MemPilot)
+curate    what payload is built at read time from recalled entries?    :mod:`memcurator.curate`
 ========  ===========================================================  =========================
 
 Each component is a small :class:`Component` (parameters in ``__init__``, scikit-learn style) that
@@ -129,12 +129,20 @@ class ShareComponent(Protocol):
 
 @runtime_checkable
 class CurateComponent(Protocol):
-    """Read-time curation (JitMem, MemPilot): a task-conditioned payload from recalled entries.
+    """Read-time curation (JitMem, MemPilot): a task-conditioned payload, injected, never stored.
 
-    ``curate(task_text, entries) -> str``; the payload is injected and never stored.
+    ``curate(ctx) -> CurateResult`` reads the task and what it retrieves through ``ctx``
+    (:class:`~memcurator.curate.base.CurateContext`: recall, the resident bank, the executor,
+    the model pool, a learning probe); ``learn_outcome(reward)`` hands it the same-task reward
+    of the deployed payload; ``judge`` asks the agent to have the executor judge each
+    trajectory before it is written (JitMem's write gate, read by the ``judge-gate`` admit).
     """
 
-    def curate(self, task_text: str, entries: list[Entry]) -> str: ...
+    judge: bool
+
+    def curate(self, ctx: Any) -> Any: ...
+
+    def learn_outcome(self, reward: float) -> None: ...
 
 
 PROTOCOLS: dict[str, type] = {
@@ -196,6 +204,7 @@ COMPONENTS: dict[str, Registry[Component]] = {
             "worth-bank": "memcurator.policy.admit:WorthAdmission",
             "edm-gate": "memcurator.policy.edm:EvalGate",
             "trust-gate": "memcurator.policy.trust:TrustGate",
+            "judge-gate": "memcurator.policy.jitmem:JudgeGate",
         },
     ),
     "form": Registry("form component", {"form": Form}),
@@ -229,7 +238,13 @@ COMPONENTS: dict[str, Registry[Component]] = {
         },
     ),
     "share": Registry("share component", {"rho-share": "memcurator.policy.share:RhoShare"}),
-    "curate": Registry("curate component", {}),
+    "curate": Registry(
+        "curate component",
+        {
+            "jitmem": "memcurator.curate.jitmem:JitMemCurator",
+            "mempilot": "memcurator.curate.mempilot:MemPilotOrchestrator",
+        },
+    ),
 }
 
 #: Shared estimators by name (see :mod:`memcurator.policy.estimators`).

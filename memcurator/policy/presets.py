@@ -60,6 +60,42 @@ _EDM: dict[str, Any] = {
     "rank": {"name": "cosine*pei", "min_cosine": 0.87},
 }
 
+_JITMEM: dict[str, Any] = {
+    "description": "JitMem: raw lossless bank gated by the executor as judge; BM25 over task "
+    "descriptions (k=3); a curator writes a task-conditioned payload at read time, its choice "
+    "of prompt/operator learned online from same-task reward (group-relative advantages, CPU)",
+    "admit": {"name": "judge-gate"},
+    # min_reward 0: the judge gate decides (and logs its rejections), never the checker
+    "form": {"name": "form", "kind": "raw", "min_reward": 0.0},
+    "keep": {"name": "newest"},
+    "curate": {
+        "name": "jitmem",
+        "k": 3,
+        "operators": ["llm-brief", "llm-adapt", "align", "closest"],
+        "group_size": 4,
+        "train_every": 2,
+    },
+    # JitMem keeps every raw trajectory (no keep rule): unbounded, like keep-all
+    "bounded": False,
+}
+
+_MEMPILOT: dict[str, Any] = {
+    "description": "MemPilot: per task up to T_max=3 steps of RETRIEVE (query-agnostic bank) or "
+    "CURATE(strategy, model, k) over raw history; model pool with Eq. 14 cost and Eq. 17 "
+    "latency proxy; CPU softmax policy trained with GDPO advantages + marginal utility, "
+    "preference (1, 0.5, 0.5)",
+    "form": {"name": "form", "kind": "raw"},
+    "keep": {"name": "newest"},
+    "curate": {"name": "mempilot", "lam_cost": 0.5, "lam_latency": 0.5},
+    "bounded": False,
+}
+
+
+def _pipeline(description: str, plan: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"base": "mempilot", "description": description,
+            "curate": {"name": "mempilot", "plan": plan}}  # fmt: skip
+
+
 #: name -> spec (``base`` names another preset to inherit from).
 PRESETS: dict[str, dict[str, Any]] = {
     "curator": _CURATOR,
@@ -150,6 +186,76 @@ PRESETS: dict[str, dict[str, Any]] = {
         ],
     },
     "edm": _EDM,
+    "jitmem": _JITMEM,
+    "jitmem/untrained": {
+        "base": "jitmem",
+        "description": "JitMem-base: the LLM curator's briefing prompt, no learning",
+        "curate": {"name": "jitmem", "k": 3, "operators": ["llm-brief"]},
+    },
+    "jitmem/extractive": {
+        "base": "jitmem",
+        "description": "JitMem with the extractive curator (no LLM): best-mapping trajectory, "
+        "literals substituted, schema aligned",
+        "curate": {"name": "jitmem", "k": 3, "operators": ["align"]},
+    },
+    "jitmem/learned-extractive": {
+        "base": "jitmem",
+        "description": "JitMem learning its choice among extractive operators (no LLM curator)",
+        "curate": {"name": "jitmem", "k": 3, "operators": ["align", "closest", "multi", "none"],
+                   "group_size": 4, "train_every": 1},
+    },  # fmt: skip
+    "jitmem/store-all": {
+        "base": "jitmem",
+        "description": "JitMem ablation: store every trajectory, labelled by the judge",
+        "admit": {"name": "all"},
+    },
+    "jitmem/no-curator": {
+        "base": "jitmem",
+        "description": "JitMem ablation: inject the k raw trajectories whole (no curation)",
+        "curate": {"name": "jitmem", "k": 3, "operators": ["raw"]},
+    },
+    "jitmem/distilled-bank": {
+        "base": "jitmem",
+        "description": "JitMem ablation: the bank stores distilled insights, not raw trajectories",
+        "form": {"name": "form", "kind": "insight", "min_reward": 0.0},
+    },
+    "mempilot": _MEMPILOT,
+    "mempilot/perf": {
+        "base": "mempilot",
+        "description": "MemPilot, quality only: preference (1, 0, 0)",
+        "curate": {"name": "mempilot", "lam_cost": 0.0, "lam_latency": 0.0},
+    },
+    "mempilot/cost": {
+        "base": "mempilot",
+        "description": "MemPilot, cost-averse: preference (1, 1, 0)",
+        "curate": {"name": "mempilot", "lam_cost": 1.0, "lam_latency": 0.0},
+    },
+    "mempilot/latency": {
+        "base": "mempilot",
+        "description": "MemPilot, latency-averse: preference (1, 0, 1)",
+        "curate": {"name": "mempilot", "lam_cost": 0.0, "lam_latency": 1.0},
+    },
+    "mempilot/no-marginal": {
+        "base": "mempilot",
+        "description": "MemPilot ablation: no prefix-based marginal utility (eta = 0)",
+        "curate": {"name": "mempilot", "lam_cost": 0.5, "lam_latency": 0.5, "eta": 0.0},
+    },
+    "mempilot/curator-bank": {
+        "base": "curator",
+        "description": "MemPilot over CURATOR's budgeted bank (RETRIEVE uses CURATOR's recall)",
+        "curate": {"name": "mempilot", "lam_cost": 0.5, "lam_latency": 0.5},
+    },
+    "pipeline/retrieve-k1": _pipeline(
+        "Fixed pipeline: always RETRIEVE k=1 from the bank", [{"z": "retrieve", "k": 1}]
+    ),
+    "pipeline/curate-local": _pipeline(
+        "Fixed pipeline: always CURATE (adapt, k=3) with the local model",
+        [{"z": "curate", "k": 3, "strategy": "adapt", "model": "local"}],
+    ),
+    "pipeline/escalate": _pipeline(
+        "Fixed pipeline: always CURATE (k=3) with the priced expert (offline stand-in)",
+        [{"z": "curate", "k": 3, "strategy": "adapt", "model": "expert-sim"}],
+    ),
     "edm/no-gate": {
         "base": "edm",
         "description": "EDM's cos x PEI recall without its evaluation gate (stores everything)",
