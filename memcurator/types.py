@@ -196,6 +196,9 @@ DECISION_ACTIONS = (
     "receive",
     "replace",
     "reinforce",
+    "update",
+    "notice",
+    "compact",
 )
 
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from memcurator.errors import DimensionMismatch, InvalidInput
 from memcurator.lifecycle.write import WriteResult, check_text
-from memcurator.policy.share import SharedEntry, select_for_peer
+from memcurator.policy.share import ForgetNotice, SharedEntry, select_for_peer
 
 if TYPE_CHECKING:
     from memcurator.memory import Memory
@@ -28,7 +28,8 @@ def share(
     tau: float,
     tau_rise: float,
     delta: float,
-) -> list[SharedEntry]:
+    peer: str = "",
+) -> list[SharedEntry | ForgetNotice]:
     """See :meth:`memcurator.Memory.share`."""
     if not mem.policy.can_share:
         raise InvalidInput(f"policy {mem.policy.name!r} cannot share; use a curator policy")
@@ -37,14 +38,30 @@ def share(
         raise DimensionMismatch(f"peer sketch has shape {sk.shape}, expected ({mem.embedder.dim},)")
     if not np.all(np.isfinite(sk)):
         raise InvalidInput("peer sketch contains NaN or infinite values")
+    if not isinstance(peer, str):
+        raise InvalidInput(f"peer must be a string, got {peer!r}")
     res = mem._res
-    res.sync()
-    if not res.entries:
-        return []
-    t = mem.policy.share_terms(res.entries, res.matrix, sk)
+    mem._sync()
+    out: list[SharedEntry | ForgetNotice] = []
+    notices = mem.store.pending_notices(mem.namespace, peer)
+    if notices:
+        with mem._transaction():
+            for eid in notices:
+                out.append(ForgetNotice(eid))
+                mem.store.notice_sent(mem.namespace, eid, peer)
+                mem._log(
+                    mem.step, "notice", eid, float("nan"), f"forget notice to peer {peer!r}", 0
+                )
+    # personal data never leaves the memory
+    rows = [i for i, m in enumerate(res.entries) if not m.meta.get("personal")]
+    if not rows:
+        return out
+    ents = [res.entries[i] for i in rows]
+    mat = res.matrix[rows]
+    t = mem.policy.share_terms(ents, mat, sk)
     chosen, _ = select_for_peer(
-        res.entries,
-        res.matrix,
+        ents,
+        mat,
         t.rho,
         t.q,
         uplink_bytes=uplink_bytes,
@@ -52,10 +69,9 @@ def share(
         tau_rise=tau_rise,
         delta=delta,
     )
-    out = []
     with mem._transaction():
         for i, thr in chosen:
-            m = res.entries[i]
+            m = ents[i]
             out.append(
                 SharedEntry(
                     m.text, m.kind, m.bytes, float(t.q[i]), float(t.a[i]), float(t.rho[i]), m.id
@@ -69,15 +85,23 @@ def share(
                 f"rho_s={t.rho[i]:.3g} > tau={thr:.3g}; q={t.q[i]:.3f}, a={t.a[i]:.2f}",
                 m.bytes,
             )
+            mem.store.mark_shared(mem.namespace, m.id, peer)
     return out
 
 
 def receive(mem: Memory, shared: Iterable[Any], peer: str) -> list[WriteResult]:
+    # what a peer sends is ``share``'s output: SharedEntry objects and ForgetNotice objects
     """See :meth:`memcurator.Memory.receive`."""
     out = []
     for s in shared:
         if not isinstance(peer, str) or not peer:
             raise InvalidInput("peer must be a non-empty string")
+        if isinstance(s, ForgetNotice):
+            mem._sync()
+            for m in list(mem._res.entries):
+                if m.meta.get("received_from") == peer and m.meta.get("source_id") == s.source_id:
+                    mem.forget(m.id, reason=f"forget notice from peer {peer!r} ({s.source_id})")
+            continue
         a = float(s.a)
         if not np.isfinite(a) or a < 1.0 or not np.isfinite(float(s.q)):
             raise InvalidInput(f"advertised q={s.q!r}, a={s.a!r} must be finite, a >= 1")
@@ -91,7 +115,7 @@ def receive(mem: Memory, shared: Iterable[Any], peer: str) -> list[WriteResult]:
                 origin_detail=peer,
                 raw_bytes=int(round(a * e_b)),
                 stats={"q_adv": float(np.clip(s.q, -1.0, 1.0))},
-                meta={"received_from": peer},
+                meta={"received_from": peer, "source_id": str(s.source_id)},
             )
         )
     return out

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from memcurator.retrieve import BM25Index
+from memcurator.retrieve.hybrid import recall_text
 from memcurator.store.sqlite import SQLiteStore
 from memcurator.types import Entry
 
@@ -63,10 +64,12 @@ class ResidentSet:
                         a, b = self.entries[i].id, self.entries[int(c)].id
                         self.near.setdefault(a, {})[b] = float(S[r, c])
 
-    def sync(self) -> None:
-        """Reload if anything committed or rolled back since we last looked."""
+    def sync(self) -> bool:
+        """Reload if anything committed or rolled back since we last looked; True if it did."""
         if self.store.version() != self._version:
             self.reload()
+            return True
+        return False
 
     def mark_synced(self) -> None:
         """This handle's own commit is already reflected here: remember the new version."""
@@ -75,6 +78,7 @@ class ResidentSet:
     def changed(self) -> None:
         """Recompute the index and byte account; drop the matrix and BM25 caches."""
         self.index = {m.id: i for i, m in enumerate(self.entries)}
+        self.keys = {m.meta.get("text_sha1"): m.id for m in self.entries}
         self._matrix: np.ndarray | None = None
         self._bm25: BM25Index | None = None
         self.used = sum(m.bytes for m in self.entries)
@@ -92,11 +96,17 @@ class ResidentSet:
 
     @property
     def bm25(self) -> BM25Index:
-        """A BM25 index over the resident texts (built on first use after a change)."""
+        """A BM25 index over the resident recall texts (each entry's ``Task:`` line, or its whole
+        text without one; built on first use after a change)."""
         if self._bm25 is None:
             self._bm25 = BM25Index()
-            self._bm25.fit([m.text for m in self.entries])
+            self._bm25.fit([recall_text(m.text) for m in self.entries])
         return self._bm25
+
+    def by_key(self, key: str) -> Entry | None:
+        """The resident entry whose de-duplication key (``meta["text_sha1"]``) is ``key``."""
+        eid = self.keys.get(key)
+        return None if eid is None else self.get(eid)
 
     def get(self, entry_id: str) -> Entry | None:
         i = self.index.get(entry_id)
