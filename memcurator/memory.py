@@ -86,7 +86,8 @@ class Memory:
     same_request : float or None, default 0.99
         Cosine between two entries' recall texts at or above which they are versions of one
         request (0.99: the same task line; with the hashing embedder "customer 3" and
-        "customer 4" have cosine 0.97 and are different requests): recall ranks the newer first unless the older is proven better
+        "customer 4" have cosine 0.97 and are different requests): recall ranks the newer
+        first unless the older is proven better
         (:func:`memcurator.lifecycle.versions.proven_better`). None turns this off.
     log_keep : int or None, default 100000
         Decision-log retention: at most about this many rows per namespace; older rows are
@@ -718,10 +719,7 @@ class Memory:
             self.store.update(new)
             why = f"text replaced: {cur.bytes} -> {b} bytes" + (f"; {reason}" if reason else "")
             self._log(self._step, "update", entry_id, float("nan"), why, b)
-            i = res.index[entry_id]
-            res.entries[i] = new
-            res.changed()
-            res.link(new, exclude=i)
+            res.replace(res.index[entry_id], new)
             g = self._govern(self._step)
             self._save_state()
         return WriteResult(entry_id, True, why, float("nan"), g.evicted, g.distilled)

@@ -382,5 +382,7 @@ def test_per_user_scope_and_personal_data() -> None:
     assert shared in m.recall("office hours", user="bob").ids
     sent = m.share(m.embedder.embed("my doctor"), 10**6, tau=-1.0, tau_rise=0.0)
     assert alice not in {x.source_id for x in sent} and bob in {x.source_id for x in sent}
+    plain = m.write("Task: lunch menu\nAction: soup", meta={"user": "u-17"}).id
+    assert m.recall("lunch menu").ids == [plain]  # a caller's own "user" key scopes nothing
     with pytest.raises(InvalidInput, match="personal"):
         m.write("Task: my address\nAction: 1 Main St", personal=True)

@@ -53,7 +53,7 @@ def share(
                     mem.step, "notice", eid, float("nan"), f"forget notice to peer {peer!r}", 0
                 )
     # personal data never leaves the memory
-    rows = [i for i, m in enumerate(res.entries) if not m.meta.get("personal")]
+    rows = [i for i, m in enumerate(res.entries) if not m.meta.get("_personal")]
     if not rows:
         return out
     ents = [res.entries[i] for i in rows]

@@ -165,13 +165,16 @@ def distill_entry(
     if b >= m.bytes:
         return False, n_embedded
     old = m.bytes
+    res.keys.pop(m.meta.get("text_sha1"), None)
     m.text, m.kind, m.embedding, m.meta = text, "insight", e, meta
     m.raw_bytes = max(m.raw_bytes, old)
     m.bytes = b
     res.store.update(m)
-    if row is not None and res._matrix is not None:
-        res._matrix[row] = e  # keep the cached matrix exact for the rest of this pass
-    res._bm25 = None
+    if row is not None:
+        res.set_row(row, e)  # keep the cached matrix exact for the rest of this pass
+    else:
+        res.changed()
+    res.keys[meta["text_sha1"]] = m.id
     res.link(m, exclude=row)
     log(
         step,

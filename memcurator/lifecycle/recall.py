@@ -48,7 +48,7 @@ def recall(
     1. **Pool.** BM25 over the entries' recall texts (their ``Task:`` lines) and dense cosine
        each propose ``max(candidates, k)`` entries; reciprocal-rank fusion merges them (a policy
        with ``recall_all`` takes every resident entry).
-    2. **Filters.** Entries scoped to another user (``meta["user"]``), entries ``where``
+    2. **Filters.** Entries scoped to another user (``meta["_user"]``), entries ``where``
        rejects, entries with a zero embedding (content-free) and entries whose cosine is below
        ``min_score`` leave the pool.
     3. **Score.** The policy reranks the pool; the lexical signal is then added to its scores,
@@ -80,7 +80,7 @@ def recall(
         keep &= cos >= min_score
     for j, i in enumerate(pool):
         if keep[j]:
-            owner = res.entries[i].meta.get("user")
+            owner = res.entries[i].meta.get("_user")
             keep[j] = owner is None or owner == user
     pool, cos = pool[keep], cos[keep]
     cands = [res.entries[i] for i in pool]

@@ -121,9 +121,10 @@ def check_meta(
     """A copy of ``meta`` with the scope keys set, or :class:`InvalidInput` for metadata that is
     not JSON-serialisable, larger than ``max_text_bytes`` as JSON, or a bad ``user``.
 
-    ``user`` is stored as ``meta["user"]`` (recall then returns the entry only to that user);
-    ``personal`` as ``meta["personal"] = True`` (never shared to peers); personal data needs a
-    user it belongs to.
+    ``user`` is stored as ``meta["_user"]`` (recall then returns the entry only to that user);
+    ``personal`` as ``meta["_personal"] = True`` (never shared to peers); personal data needs a
+    user it belongs to. Keys starting with ``_`` are memcurator's; a plain ``"user"`` key in a
+    caller's metadata means nothing to recall.
     """
     if meta is not None and not isinstance(meta, dict):
         raise InvalidInput(f"meta must be a dict, got {type(meta).__name__}")
@@ -131,11 +132,11 @@ def check_meta(
     if user is not None:
         if not isinstance(user, str) or not user.strip():
             raise InvalidInput(f"user must be a non-empty string, got {user!r}")
-        meta["user"] = user
+        meta["_user"] = user
     if personal:
-        if "user" not in meta:
+        if "_user" not in meta:
             raise InvalidInput("personal=True needs the user the data belongs to (user=...)")
-        meta["personal"] = True
+        meta["_personal"] = True
     try:
         js = json.dumps(meta, allow_nan=False, sort_keys=True)
     except (TypeError, ValueError) as err:
