@@ -17,7 +17,12 @@ and the following are timed (median of ``--repeats`` runs, milliseconds):
   commit): what every write costs once the budget binds,
 - ``bm25 build``: fitting the BM25 index over all texts (done lazily by the first recall after
   any change), and ``recall k=1``: one recall with the index built (BM25 + dense + fusion +
-  rerank).
+  rerank),
+- ``turn (write+recall)``: the agent loop's cost per task at steady state under a binding budget
+  (``max_bytes`` = 90 % of the resident bytes): one ``write()`` then one ``recall()`` whose
+  first step rebuilds whatever the write invalidated (issue 9 section 5; goal < 10 ms at 10k,
+  < 30 ms at 100k, growth 10k -> 100k <= 3),
+- ``open Memory``: opening a :class:`Memory` on the file (goal < 0.5 s at 10k).
 
 Entries are inserted straight through the store in one transaction (``write()`` would score the
 whole memory on every insert, O(n²) to build). Texts are synthetic SQL task insights. Embeddings
@@ -37,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import hashlib
 import io
 import os
 import pstats
@@ -52,6 +56,9 @@ import numpy as np
 
 from memcurator import Memory, create_policy
 from memcurator.embed import HashingEmbedder
+from memcurator.lifecycle.write import dedup_key
+from memcurator.memory import embedder_identity
+from memcurator.retrieve.hybrid import recall_text
 from memcurator.store.sizing import default_sizeof
 from memcurator.store.sqlite import SQLiteStore
 from memcurator.types import Entry
@@ -99,7 +106,7 @@ def build(path: str, n: int, seed: int = 0) -> tuple[float, str]:
     nprng = np.random.default_rng(seed)
     emb = HashingEmbedder()
     store = SQLiteStore(path)
-    store.create_namespace("default", embedder=emb.name, dim=emb.dim, max_bytes=None)
+    store.create_namespace("default", embedder=embedder_identity(emb), dim=emb.dim, max_bytes=None)
     t0 = time.perf_counter()
     pool: list[np.ndarray] = []
     note = ""
@@ -107,7 +114,7 @@ def build(path: str, n: int, seed: int = 0) -> tuple[float, str]:
         for i in range(n):
             text, kind = synth_text(rng, i)
             if i < EMBED_LIMIT:
-                e = emb.embed(text)
+                e = emb.embed(recall_text(text))
                 pool.append(e)
             else:
                 v = pool[rng.randrange(EMBED_LIMIT)] + nprng.normal(0, 0.02, emb.dim)
@@ -115,7 +122,7 @@ def build(path: str, n: int, seed: int = 0) -> tuple[float, str]:
                 note = f"entries beyond {EMBED_LIMIT:,} reuse a hashed embedding + N(0, 0.02) noise"
             u = rng.random()
             origin = "self" if u < 0.9 else ("peer" if u < 0.98 else "external")
-            meta = {"text_sha1": hashlib.sha1(text.encode()).hexdigest()}
+            meta = {"text_sha1": dedup_key(text)}
             b = default_sizeof(text, meta, e)
             uses = rng.randint(0, 6)
             succ = rng.randint(0, uses)
@@ -218,8 +225,8 @@ def bench_size(n: int, workdir: str, repeats: int, profile: bool) -> dict[str, f
     r: dict[str, float] = {"open Memory": open_s * 1e3}
 
     def matrix() -> np.ndarray:
-        mem._matrix = None
-        return mem.matrix
+        mem._res._matrix = None
+        return mem._res.matrix
 
     r["matrix"] = median_ms(matrix, repeats)
     E = mem.matrix
@@ -266,14 +273,26 @@ def bench_size(n: int, workdir: str, repeats: int, profile: bool) -> dict[str, f
             )
             wt.append((time.perf_counter() - t0) * 1e3)
         r.setdefault("_write", []).append(statistics.median(wt))  # type: ignore[attr-defined]
+        # the agent loop at steady state: write one entry, then recall for the next task
+        tt = []
+        for k in range(max(repeats, 5)):
+            t0 = time.perf_counter()
+            m2.write(
+                f"Task: sum amount in {TABLES[k % 12]} for day {k} (turn {j}-{k})\n"
+                f"Action: SELECT SUM(amount) FROM {TABLES[k % 12]} WHERE day = {k};"
+            )
+            m2.recall(f"sum amount in {TABLES[(k + 1) % 12]} for day {k + 1}", k=1)
+            tt.append((time.perf_counter() - t0) * 1e3)
+        r.setdefault("_turn", []).append(statistics.median(tt))  # type: ignore[attr-defined]
         m2.close()
         os.remove(cp)
     r["govern() at B=90%"] = statistics.median(times)
     r["write() at budget"] = statistics.median(r.pop("_write"))  # type: ignore[arg-type]
+    r["turn (write+recall)"] = statistics.median(r.pop("_turn"))  # type: ignore[arg-type]
     print(f"  n={n:,}: govern() evicted {n_ev:,}, distilled {n_di:,}")
 
     def build_bm25() -> None:
-        mem._bm25 = None
+        mem._res._bm25 = None
         mem.recall("count the rows of orders", k=1, observe=False)
 
     r["bm25 build (1st recall)"] = median_ms(build_bm25, max(1, min(repeats, 3)))
@@ -308,6 +327,13 @@ def main() -> None:
         line = f"{row:<26}" + "".join(f"{results[n][row]:>12.2f}" for n in args.sizes)
         line += "".join(f"{results[n][row] / results[base][row]:>12.1f}" for n in args.sizes[1:])
         print(line)
+    if 10_000 in results and 100_000 in results:
+        t10, t100 = results[10_000]["turn (write+recall)"], results[100_000]["turn (write+recall)"]
+        print(
+            f"\nturn at 10k {t10:.1f} ms (goal < 10), at 100k {t100:.1f} ms (goal < 30), growth "
+            f"10k -> 100k x{t100 / t10:.1f} (goal <= 3); open at 10k "
+            f"{results[10_000]['open Memory'] / 1e3:.2f} s (goal < 0.5)"
+        )
     if 10_000 in results:
         r = results[10_000]
         ok_pass = r["pass = priority + fill"] < 50

@@ -11,8 +11,10 @@ recall@1/3/5 of *any* same-family entry, and of a *current* one (for a drifted f
 migration, an entry written after the drift; else any same-family entry), plus the share of all
 tasks whose top-1 is same-family (the bench's "same-family injected", 0.818 for keep-all over
 1,000 tasks × 3 seeds) and the seconds the configuration took. ``baseline`` reproduces
-``Memory.recall`` at the time of writing: BM25 (bm25s) top K_c = 12 over the entry text + dense
-cosine top 12 of the hashing embedding, reciprocal-rank fusion, final order by cosine.
+``Memory.recall`` as of d0d84e3: BM25 (bm25s) top K_c = 12 over the entry text + dense cosine
+top 12 of the hashing embedding, reciprocal-rank fusion, final order by cosine. ``memory``
+reproduces ``Memory.recall`` now (issue 9): both legs over the entry's task line, final
+``blend_scores``, and between versions of one request (entry cosine >= 0.99) the newer first.
 
 Usage::
 
@@ -35,12 +37,17 @@ from memcurator.bench.stream import Stream, StreamConfig, build_stream
 from memcurator.curate.distill import render_raw
 from memcurator.embed import HashingEmbedder
 from memcurator.errors import MissingExtra
+from memcurator.lifecycle.versions import prefer_newer
+from memcurator.lifecycle.write import dedup_key
 from memcurator.retrieve import BM25Index, dense_topk, rrf_fuse
 from memcurator.retrieve.hybrid import blend_scores, recall_text, recency_bonus
 from memcurator.retrieve.literals import mask_literals
-from memcurator.types import Step, Trajectory
+from memcurator.types import Entry, Step, Trajectory
 
 KS = (1, 3, 5)
+
+# an entry with no outcomes (uses, successes, failures all 0), for the same-request rule
+_NO_OUTCOMES = Entry("", "", "raw", "-", 1, 1, np.zeros(1, dtype=np.float32), "self", "")
 
 
 @dataclass
@@ -84,8 +91,9 @@ def replay(stream: Stream) -> Replay:
     queries: list[Query] = []
 
     def add(w: Written) -> None:
-        if w.text not in seen:  # Memory.write reinforces an identical resident text
-            seen.add(w.text)
+        key = dedup_key(w.text)
+        if key not in seen:  # Memory.write reinforces an identical (case, whitespace) text
+            seen.add(key)
             entries.append(w)
 
     for step, task in enumerate(stream.tasks):
@@ -141,6 +149,7 @@ class Config:
     candidates: int = 12
     lexical_weight: float = 0.5
     recency: float = 0.0
+    same_request: float | None = None
     note: str = ""
 
 
@@ -237,6 +246,11 @@ def evaluate(rp: Replay, cfg: Config) -> Scores:
             final = blend_scores(cos, lex, lexical_weight=cfg.lexical_weight)
         if cfg.recency:
             final = recency_bonus(final, created[pool], q.step, weight=cfg.recency)
+        if cfg.same_request is not None:
+            # a keep-all replay has no feedback: an older version is never proven better
+            final = prefer_newer(
+                final, [_NO_OUTCOMES] * len(pool), pool, E[pool], cfg.same_request, kc
+            )
         ranked = pool[np.argsort(-final, kind="stable")]
         if same[ranked[:1]].any():
             s.top1_same += 1
@@ -256,7 +270,16 @@ def configs(names: Sequence[str] | None = None) -> list[Config]:
     """The configurations compared; ``baseline`` first."""
     h = HashingEmbedder().embed
     out = [
-        Config("baseline", h, note="Memory.recall now: BM25(entry)+cos, RRF, final cosine"),
+        Config("baseline", h, note="Memory.recall as of d0d84e3: BM25(entry)+cos, RRF, cosine"),
+        Config(
+            "memory",
+            h,
+            embed_field="task",
+            bm25_field="task",
+            final="blend",
+            same_request=0.99,
+            note="Memory.recall now: task line, blend, newer version of one request first",
+        ),
         Config("final=rrf", h, final="rrf"),
         Config("final=blend", h, final="blend"),
         Config("bm25=task", h, bm25_field="task"),

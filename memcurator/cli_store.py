@@ -21,6 +21,9 @@ from memcurator.files import dumps_strict
 
 console = Console(stderr=True)
 
+#: Every store command names its namespace: callers that omitted it used to share "default".
+_NS_REQUIRED = " Required: a store holds one namespace per user or agent."
+
 
 def _open(path: Path, *, readonly: bool = True) -> Any:
     from memcurator.store import SQLiteStore
@@ -67,7 +70,7 @@ def _meta_match(meta: dict[str, Any], want: dict[str, str]) -> bool:
 
 def entries(
     path: Annotated[Path, typer.Argument(help="SQLite store file.")],
-    namespace: Annotated[str, typer.Option(help="Namespace to read.")] = "default",
+    namespace: Annotated[str, typer.Option(help="Namespace to read." + _NS_REQUIRED)],
     where: Annotated[
         list[str] | None,
         typer.Option(help="Only entries whose metadata KEY equals VALUE (repeatable: KEY=VALUE)."),
@@ -121,7 +124,7 @@ def entries(
 
 def decisions(
     path: Annotated[Path, typer.Argument(help="SQLite store file.")],
-    namespace: Annotated[str, typer.Option(help="Namespace to read.")] = "default",
+    namespace: Annotated[str, typer.Option(help="Namespace to read." + _NS_REQUIRED)],
     action: Annotated[
         str | None, typer.Option(help="Only this action (evict, reject, ...).")
     ] = None,
@@ -213,7 +216,7 @@ def delete_namespace(
 
 def export(
     path: Annotated[Path, typer.Argument(help="SQLite store file.")],
-    namespace: Annotated[str, typer.Option(help="Namespace to export.")] = "default",
+    namespace: Annotated[str, typer.Option(help="Namespace to export." + _NS_REQUIRED)],
     out: Annotated[
         Path | None, typer.Option(help="JSONL file to write; default: standard output.")
     ] = None,
@@ -242,11 +245,13 @@ def export(
 def import_(
     path: Annotated[Path, typer.Argument(help="SQLite store file (created if missing).")],
     source: Annotated[Path, typer.Argument(help="JSONL file written by memcurator export.")],
-    namespace: Annotated[str, typer.Option(help="Namespace to import into.")] = "default",
+    namespace: Annotated[str, typer.Option(help="Namespace to import into." + _NS_REQUIRED)],
     policy: Annotated[
         str | None,
-        typer.Option(help="Policy whose admission gate applies; default: the namespace's own "
-                     "(curator for a new namespace)."),
+        typer.Option(
+            help="Policy whose admission gate applies; default: the namespace's own "
+            "(curator for a new namespace)."
+        ),
     ] = None,
     max_bytes: Annotated[
         int | None,
@@ -285,7 +290,7 @@ def import_(
 def forget(
     path: Annotated[Path, typer.Argument(help="SQLite store file.")],
     entry_id: Annotated[str, typer.Argument(help="Entry id (from memcurator entries).")],
-    namespace: Annotated[str, typer.Option(help="Namespace of the entry.")] = "default",
+    namespace: Annotated[str, typer.Option(help="Namespace of the entry." + _NS_REQUIRED)],
     reason: Annotated[str, typer.Option(help="Reason written to the decision log.")] = (
         "forget requested from the command line"
     ),
@@ -300,8 +305,13 @@ def forget(
         with store.transaction():
             step = (store.load_state(namespace) or ("", 0, {}))[1]
             store.delete(namespace, entry_id)
+            store.mark_forgotten(namespace, entry_id)
             store.log(
-                namespace, step=step, action="forget", entry_id=entry_id, reason=reason,
+                namespace,
+                step=step,
+                action="forget",
+                entry_id=entry_id,
+                reason=reason,
                 nbytes=freed,
             )
         store.checkpoint()
@@ -309,6 +319,35 @@ def forget(
         fail(e)
         return
     console.print(f"forgot {entry_id} ({freed} bytes) in {namespace!r}")
+
+
+def reembed(
+    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    namespace: Annotated[str, typer.Option(help="Namespace to re-embed." + _NS_REQUIRED)],
+    embedder: Annotated[str, typer.Option(help="Registered embedder name.")] = "hashing",
+    batch: Annotated[int, typer.Option(help="Entries per transaction.")] = 256,
+) -> None:
+    """Re-embed a namespace with the current embedder and recall text (resumable).
+
+    Needed when a store was embedded by another embedder or an older memcurator (Memory then
+    refuses to open it). Each batch commits on its own: if the command stops, run it again and
+    it resumes; no entry is lost or left without a vector.
+    """
+    from memcurator.embed import create_embedder
+    from memcurator.memory import embedder_identity
+    from memcurator.store.reembed import reembed as run
+
+    store = _open(path, readonly=False)
+    try:
+        emb = create_embedder(embedder)
+        r = run(store, namespace, emb.embed, embedder_identity(emb), emb.dim, batch=batch)
+    except MemcuratorError as e:
+        fail(e)
+        return
+    console.print(
+        f"re-embedded {r.reembedded} of {r.total} entries in {namespace!r}"
+        + ("" if r.finished else " (not finished; run again to resume)")
+    )
 
 
 def explain(
@@ -340,3 +379,4 @@ def register(app: typer.Typer) -> None:
     app.command("import")(import_)
     app.command()(forget)
     app.command()(explain)
+    app.command()(reembed)

@@ -18,15 +18,17 @@ import numpy as np
 
 from memcurator.curate.distill import ExtractiveDistiller, render_insight, render_raw
 from memcurator.embed import Embedder, HashingEmbedder
-from memcurator.errors import EntryNotFound, InvalidInput
+from memcurator.embed.text import has_content
+from memcurator.errors import BudgetExceeded, EntryNotFound, InvalidInput
 from memcurator.lifecycle import exchange, keep
 from memcurator.lifecycle import recall as _recall
 from memcurator.lifecycle import write as _write
 from memcurator.lifecycle.keep import GovernResult
 from memcurator.lifecycle.resident import ResidentSet
-from memcurator.lifecycle.write import WriteResult, sha1
+from memcurator.lifecycle.write import WriteResult, check_text, dedup_key, embed_checked
 from memcurator.policy import create_policy
 from memcurator.policy.base import Policy
+from memcurator.retrieve.hybrid import recall_text
 from memcurator.store.sizing import default_sizeof
 from memcurator.store.sqlite import KEEP, SQLiteStore
 from memcurator.trust.auth import OWNER, Claim, KeyRing, Signature
@@ -34,6 +36,21 @@ from memcurator.types import Entry, RecallResult, Task, Trajectory
 
 #: ``max_bytes`` not given: keep the namespace's stored budget (unbounded for a new one).
 UNSET: Any = KEEP
+
+#: What of an entry is embedded and indexed for recall (its ``Task:`` line: ``recall_text``).
+#: Part of the namespace's embedder identity, so a store embedded otherwise is detected.
+RECALL_FIELD = "task-line"
+
+
+def embedder_identity(embedder: Embedder) -> str:
+    """The embedder identity a namespace stores: the embedder's name and what it embeds.
+
+    Examples
+    --------
+    >>> embedder_identity(HashingEmbedder())
+    'hashing-512-3-5-1+task-line'
+    """
+    return f"{embedder.name}+{RECALL_FIELD}"
 
 
 class Memory:
@@ -69,6 +86,35 @@ class Memory:
         (``ring.add(OWNER)``). With it, a ``self`` or ``peer`` write needs a valid ``signature``
         (:meth:`sign`; :meth:`record` signs its own writes) or is handled as ``external`` and
         logged as ``downgrade``. Without it, origins are taken as claimed.
+    lexical_weight : float, default 0.5
+        Weight of the normalised BM25 score added to the policy's recall scores
+        (:func:`~memcurator.retrieve.hybrid.blend_scores`); 0 ranks by the policy alone.
+    same_request : float or None, default 0.99
+        Cosine between two entries' recall texts at or above which they are versions of one
+        request (0.99: the same task line; with the hashing embedder "customer 3" and
+        "customer 4" have cosine 0.97 and are different requests): recall ranks the newer
+        first unless the older is proven better
+        (:func:`memcurator.lifecycle.versions.proven_better`). None turns this off.
+    log_keep : int or None, default 100000
+        Decision-log retention: at most about this many rows per namespace; older rows are
+        dropped in batches and replaced by one ``compact`` row counting them by action and
+        bytes. None keeps every row.
+    log_max_age_s : float or None, optional
+        Also drop rows older than this many seconds (store clock), summarised the same way.
+
+    Notes
+    -----
+    **What handles share.** The namespace, not the handle, owns the entries, the byte budget,
+    the step clock and the policy's learned state. A handle reloads all four whenever any
+    commit from another handle or process is seen (the store's version token), and saves step
+    and state in every transaction it commits, so a second handle continues the step where the
+    first left it. Query observations (CURATOR's sketch) made by ``recall`` are folded into the
+    state saved by this handle's next commit; a handle that only recalls loses them to another
+    handle's commit.
+
+    Embeddings and BM25 are taken of each entry's recall text (its ``Task:`` line when it has
+    one): the namespace stores :func:`embedder_identity`, and a store embedded with anything
+    else is refused at open until ``memcurator reembed`` has re-embedded it.
 
     Raises
     ------
@@ -109,6 +155,10 @@ class Memory:
         seed: int = 0,
         candidates: int = 12,
         keyring: KeyRing | None = None,
+        lexical_weight: float = 0.5,
+        same_request: float | None = 0.99,
+        log_keep: int | None = 100_000,
+        log_max_age_s: float | None = None,
     ):
         if (
             max_bytes is not UNSET
@@ -134,24 +184,36 @@ class Memory:
         self.distiller = distiller if distiller is not None else ExtractiveDistiller()
         self.max_text_bytes = max_text_bytes
         self.candidates = candidates
+        if not (isinstance(lexical_weight, int | float) and lexical_weight >= 0):
+            raise InvalidInput(f"lexical_weight must be a number >= 0, got {lexical_weight!r}")
+        self.lexical_weight = float(lexical_weight)
+        if same_request is not None and not -1.0 <= float(same_request) <= 1.0:
+            raise InvalidInput(f"same_request must be in [-1, 1] or None, got {same_request!r}")
+        self.same_request = same_request
+        if log_keep is not None and (
+            isinstance(log_keep, bool) or not isinstance(log_keep, int) or log_keep < 1
+        ):
+            raise InvalidInput(f"log_keep must be a positive integer or None, got {log_keep!r}")
+        if log_max_age_s is not None and not float(log_max_age_s) > 0:
+            raise InvalidInput(f"log_max_age_s must be positive or None, got {log_max_age_s!r}")
+        self.log_keep = log_keep
+        self.log_max_age_s = log_max_age_s
+        self._log_rows: int | None = None  # rows of this namespace's log (None: not counted)
+        self._age_mark = 0  # _log_rows when the age limit was last applied
         self.store.create_namespace(
             namespace,
-            embedder=self.embedder.name,
+            embedder=embedder_identity(self.embedder),
             dim=self.embedder.dim,
             max_bytes=None
             if max_bytes is None
             else (int(max_bytes) if max_bytes is not UNSET else UNSET),
         )
-        stored = self.store.namespace(namespace).max_bytes
-        self.max_bytes: int | None = None if stored is None else int(stored)
         # ids are drawn from the seed and the log's length, so a reopened store (same seed)
         # never draws an id it already used, while a fresh run stays reproducible
         self._rng = random.Random(f"{seed}:{namespace}:{self.store.last_seq()}")
-        self.step = 0
-        saved = self.store.load_state(namespace)
-        if saved is not None and saved[0] == self.policy.name:
-            self.step = saved[1]
-            self.policy.load_state(saved[2])
+        self._step = 0
+        self.max_bytes: int | None = None
+        self._load_shared()
         self.energy_bytes = 0.0  # energy proxy: bytes embedded + resident bytes scanned
         self._energy_mark = 0.0  # energy_bytes at the start of the current step
         self._depth = 0
@@ -162,6 +224,32 @@ class Memory:
             self.govern()  # reopened with a smaller budget: restore it before anything else
 
     # ------------------------------------------------------------------ plumbing
+    def _load_shared(self) -> None:
+        """Read what the namespace owns: budget, step clock and the policy's learned state."""
+        stored = self.store.namespace(self.namespace).max_bytes
+        self.max_bytes = None if stored is None else int(stored)
+        saved = self.store.load_state(self.namespace)
+        if saved is not None:
+            self._step = max(self._step, saved[1])
+            if saved[0] == self.policy.name:
+                self.policy.load_state(saved[2])
+
+    def _sync(self) -> None:
+        """Reload the resident set and the namespace's shared state after a foreign commit."""
+        if self._res.sync():
+            self._load_shared()
+
+    @property
+    def step(self) -> int:
+        """The namespace's logical clock (shared by every handle on it)."""
+        if self._depth == 0:
+            self._sync()
+        return self._step
+
+    @step.setter
+    def step(self, value: int) -> None:
+        self._step = int(value)
+
     @contextmanager
     def _transaction(self) -> Iterator[None]:
         """One store transaction; the resident set is synced first and, after this handle's
@@ -169,14 +257,38 @@ class Memory:
         with self.store.transaction():
             self._depth += 1
             try:
-                self._res.sync()
+                if self._depth == 1:
+                    self._sync()
                 yield
             finally:
                 self._depth -= 1
         if self._depth == 0:
             self._res.mark_synced()
+            self._compact_log()
+
+    def _compact_log(self) -> None:
+        """Apply the decision-log retention (``log_keep``, ``log_max_age_s``) in batches."""
+        if self.log_keep is None and self.log_max_age_s is None:
+            return
+        if self._log_rows is None:
+            self._log_rows = self._age_mark = self.store.decision_count(self.namespace)
+        slack = max(self.log_keep // 10, 100) if self.log_keep is not None else 100
+        due = (self.log_keep is not None and self._log_rows > self.log_keep + slack) or (
+            self.log_max_age_s is not None and self._log_rows - self._age_mark >= 100
+        )
+        if not due:
+            return
+        fresh = self.store.version() == self._res._version
+        self.store.compact_log(
+            self.namespace, keep=self.log_keep, max_age_s=self.log_max_age_s, step=self._step
+        )
+        if fresh:  # only the log changed since this handle's own commit
+            self._res.mark_synced()
+        self._log_rows = self._age_mark = self.store.decision_count(self.namespace)
 
     def _log(self, step: int, action: str, eid: str, score: float, reason: str, nb: int) -> None:
+        if self._log_rows is not None:
+            self._log_rows += 1
         self.store.log(
             self.namespace,
             step=step,
@@ -189,36 +301,36 @@ class Memory:
         )
 
     def _save_state(self) -> None:
-        self.store.save_state(self.namespace, self.policy.name, self.step, self.policy.state())
+        self.store.save_state(self.namespace, self.policy.name, self._step, self.policy.state())
 
     def _new_id(self, text: str) -> str:
-        return f"{sha1(text)[:10]}{self._rng.getrandbits(32):08x}"
+        return f"{dedup_key(text)[:10]}{self._rng.getrandbits(32):08x}"
 
     # ------------------------------------------------------------------ reads
     @property
     def matrix(self) -> np.ndarray:
         """Embeddings of the resident entries, shape (n, d), float32, in ``entries()`` order."""
-        self._res.sync()
+        self._sync()
         return self._res.matrix.copy()
 
     @property
     def used_bytes(self) -> int:
         """Resident bytes ``sum(b(m))``."""
-        self._res.sync()
+        self._sync()
         return self._res.used
 
     def __len__(self) -> int:
-        self._res.sync()
+        self._sync()
         return len(self._res.entries)
 
     def entries(self) -> list[Entry]:
         """Copies of the resident entries (editing them changes nothing stored)."""
-        self._res.sync()
+        self._sync()
         return [ResidentSet.copy_of(m) for m in self._res.entries]
 
     def get(self, entry_id: str) -> Entry:
         """A copy of one resident entry; :class:`EntryNotFound` for an id that is not resident."""
-        self._res.sync()
+        self._sync()
         m = self._res.get(entry_id)
         if m is None:
             raise EntryNotFound(f"no entry {entry_id!r} in namespace {self.namespace!r}")
@@ -236,6 +348,8 @@ class Memory:
         *,
         where: Callable[[Entry], bool] | None = None,
         observe: bool = True,
+        min_score: float | None = None,
+        user: str | None = None,
     ) -> RecallResult:
         """Recall up to ``k`` entries for ``query`` (:func:`memcurator.lifecycle.recall.recall`).
 
@@ -248,6 +362,17 @@ class Memory:
             A filter applied before ranking (it receives copies).
         observe : bool, default True
             Fold the query into the policy's running statistics (CURATOR's sketch).
+        min_score : float, optional
+            Drop candidates whose cosine with the query is below this (in [-1, 1]); a query
+            that matches nothing then returns nothing.
+        user : str, optional
+            The user recalling: entries written with ``user=`` are returned only to that
+            user; entries without one are shared by every user of the namespace.
+
+        Ranking: the policy's score plus ``lexical_weight`` times the candidate's BM25 score
+        over the pool's best; between versions of one request (cosine >= ``same_request``)
+        the newer first unless the older is proven better. This is the only way recency
+        enters recall (see :func:`memcurator.lifecycle.recall.recall`).
 
         Returns
         -------
@@ -258,14 +383,27 @@ class Memory:
         Raises
         ------
         InvalidInput
-            Empty query, or ``k`` not a positive integer.
+            Empty query or one without a letter or digit of any script, a query the embedder
+            maps to NaN or infinite values, ``k`` not a positive integer, or ``min_score``
+            that is not a finite number.
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query must be a non-empty string")
+        if not has_content(query):
+            raise InvalidInput(
+                f"query {query[:40]!r} has no letter or digit of any script; nothing to match"
+            )
         if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
             raise InvalidInput(f"k must be a positive integer, got {k!r}")
-        self._res.sync()
-        e_q = self.embedder.embed(query)
+        if min_score is not None and (
+            not isinstance(min_score, int | float) or not math.isfinite(min_score)
+        ):
+            raise InvalidInput(f"min_score must be a finite number or None, got {min_score!r}")
+        self._sync()
+        query = recall_text(query)  # a query written as an entry is compared by its task line
+        e_q = np.asarray(self.embedder.embed(query), dtype=np.float32)
+        if not np.all(np.isfinite(e_q)):
+            raise InvalidInput("the embedder returned NaN or infinite values for this query")
         self.energy_bytes += len(query.encode("utf-8")) + self._res.used
         if observe:
             self.policy.observe_query(e_q)
@@ -276,8 +414,12 @@ class Memory:
             e_q,
             int(k),
             candidates=self.candidates,
-            step=self.step,
+            step=self._step,
             where=where,
+            min_score=min_score,
+            user=user,
+            lexical_weight=self.lexical_weight,
+            same_request=self.same_request,
         )
 
     # ------------------------------------------------------------------ writes
@@ -294,6 +436,8 @@ class Memory:
         raw_bytes: int | None = None,
         stats: dict[str, float] | None = None,
         signature: Signature | None = None,
+        user: str | None = None,
+        personal: bool = False,
     ) -> WriteResult:
         """Offer one entry: the policy's admission gate, de-duplication, then the Keep pass.
 
@@ -304,11 +448,12 @@ class Memory:
         origin : {"self", "peer", "external"}
         kind : {"raw", "insight", "skill"}
         origin_detail : str
-            Peer id, tool name, ``"expert"``.
+            Peer id, tool name, ``"expert"``; at most 256 UTF-8 bytes, counted in ``b(m)``.
         raw_text : str, optional
             The raw trajectory this entry was distilled from; its size is ``b⁰``.
         meta : dict, optional
-            JSON-able metadata (family, task id, evaluation metrics, ...).
+            JSON-able metadata (family, task id, evaluation metrics, ...); counted in ``b(m)``
+            by the default ``sizeof``, at most ``max_text_bytes`` as JSON.
         step : int, optional
             Logical time; defaults to the memory's step counter.
         raw_bytes : int, optional
@@ -319,16 +464,27 @@ class Memory:
             Proof of a ``self``/``peer`` origin under the memory's ``keyring`` (:meth:`sign`).
             Missing or invalid with a keyring: the write is handled as ``external`` (logged as
             ``downgrade``).
+        user : str, optional
+            Scope the entry to one user of the namespace (``recall(user=...)``).
+        personal : bool, default False
+            Personal data of ``user``: never shared to peers.
 
         Returns
         -------
         WriteResult
 
+        Notes
+        -----
+        Duplicates are found on the text with case folded and whitespace collapsed
+        (:func:`memcurator.lifecycle.write.dedup_key`): writing one again reinforces it.
+
         Raises
         ------
         InvalidInput
-            Empty, whitespace-only, oversized or invalid UTF-8 text; unknown origin or kind;
-            ``meta`` that is not JSON-serialisable; a negative or non-integer ``step``; a
+            Empty, whitespace-only, content-free (only emoji, symbols or punctuation),
+            oversized or invalid UTF-8 text; an embedding that is zero, NaN or infinite;
+            unknown origin or kind; ``meta`` that is not JSON-serialisable or too large; an
+            ``origin_detail`` over 256 bytes; a negative or non-integer ``step``; a
             ``signature`` given to a memory without a keyring.
         BudgetExceeded
             The entry alone is larger than ``max_bytes`` (logged as a rejection first).
@@ -345,6 +501,8 @@ class Memory:
             raw_bytes=raw_bytes,
             stats=stats,
             signature=signature,
+            user=user,
+            personal=personal,
         )
 
     def sign(self, text: str, *, kind: str = "insight", origin_detail: str = "") -> Signature:
@@ -415,9 +573,11 @@ class Memory:
 
     def _end_step(self) -> None:
         """Advance the logical clock; hand the step's energy ε(t) to the policy (CURATOR Eq. 6)."""
-        self.policy.observe_energy(self.energy_bytes - self._energy_mark)
-        self._energy_mark = self.energy_bytes
-        self.step += 1
+        with self._transaction():
+            self.policy.observe_energy(self.energy_bytes - self._energy_mark)
+            self._energy_mark = self.energy_bytes
+            self._step += 1
+            self._save_state()
 
     def feedback(self, used: Iterable[str] | RecallResult, reward: float) -> None:
         """Report a task's outcome ``reward`` in [0, 1] for the entries that were injected.
@@ -448,13 +608,13 @@ class Memory:
             injected = [res.entries[res.index[i]] for i in used if i in res.index]
             for m in injected:
                 m.uses += 1
-                m.last_used_step = self.step
+                m.last_used_step = self._step
                 if r >= 0.5:
                     m.successes += 1
                 else:
                     m.failures += 1
             updates = self.policy.feedback(
-                r, [ResidentSet.copy_of(m) for m in injected], self.step, features
+                r, [ResidentSet.copy_of(m) for m in injected], self._step, features
             )
             for m in injected:
                 if m.id in updates:
@@ -481,13 +641,18 @@ class Memory:
         delta: float = 0.9,
         sender: str | None = None,
         to: str = "",
+        peer: str = "",
     ) -> list[Any]:
         """Select resident entries to send a peer (CURATOR Alg. 1 lines 13-17, Eq. 7-8).
 
         ``peer_sketch`` has shape (d,); ``uplink_bytes`` is the round's budget L; ``tau``,
         ``tau_rise`` and ``delta`` are those of :func:`memcurator.policy.share.select_for_peer`.
-        Returns :class:`~memcurator.policy.share.SharedEntry` objects, each logged as ``share``.
-        With a ``keyring`` and ``sender`` (this agent's id at the peer), each is signed under
+        Returns :class:`~memcurator.policy.share.SharedEntry` objects, each logged as ``share``,
+        preceded by a :class:`~memcurator.policy.share.ForgetNotice` for every entry shared
+        with ``peer`` before (or shared with no peer name) and forgotten since, each logged as
+        ``notice``; send the list as a whole over the channel to :meth:`receive`. Personal
+        entries (``write(personal=True)``) are never shared.
+        With a ``keyring`` and ``sender`` (this agent's id at the peer), each entry is signed under
         ``sender``'s link key for the receiving namespace ``to`` and carries the raw trajectory
         it was distilled from when known (so the receiver can recompute its abstraction gain).
 
@@ -507,6 +672,7 @@ class Memory:
             delta=delta,
             sender=sender,
             to=to,
+            peer=peer,
         )
 
     def receive(self, shared: Iterable[Any], peer: str) -> list[WriteResult]:
@@ -515,7 +681,9 @@ class Memory:
         Nothing the peer claims is taken on faith (:func:`memcurator.lifecycle.exchange.receive`):
         with a keyring its signature is checked (else the entry is handled as external), the
         abstraction gain is recomputed from the bytes received, the advertised q is shrunk by
-        the peer's reputation here, and a quarantined peer's entries are refused.
+        the peer's reputation here, and a quarantined peer's entries are refused. The sender's
+        id is kept as ``meta["source_id"]``; a :class:`~memcurator.policy.share.ForgetNotice`
+        in ``shared`` forgets the copy received from ``peer`` under that source id.
         """
         return exchange.receive(self, shared, peer)
 
@@ -540,16 +708,104 @@ class Memory:
         """
         with self._transaction():
             b = self.store.delete(self.namespace, entry_id)
-            self._log(self.step, "forget", entry_id, float("nan"), reason, b)
+            self._log(self._step, "forget", entry_id, float("nan"), reason, b)
+            self.store.mark_forgotten(self.namespace, entry_id)
             self._res.remove({entry_id})
         # The WAL still holds page images with the text until it is checkpointed and truncated.
         self.store.checkpoint()
+
+    def forget_all(self, *, reason: str = "forget_all requested") -> int:
+        """Hard-delete every entry of this namespace (no other namespace is touched).
+
+        Each entry gets a ``forget`` tombstone; copies shared to peers are owed a forget notice
+        (:meth:`share`). The namespace, its budget, step and policy state stay.
+
+        Returns
+        -------
+        int
+            Bytes freed.
+        """
+        with self._transaction():
+            ids = [m.id for m in self._res.entries]
+            freed = 0
+            for eid in ids:
+                b = self.store.delete(self.namespace, eid)
+                freed += b
+                self._log(self._step, "forget", eid, float("nan"), reason, b)
+                self.store.mark_forgotten(self.namespace, eid)
+            self._res.remove(set(ids))
+        self.store.checkpoint()
+        return freed
+
+    def update(self, entry_id: str, text: str | bytes, *, reason: str = "") -> WriteResult:
+        """Replace one entry's text, atomically: the old version stays if anything fails.
+
+        The new text is validated as in :meth:`write`, embedded, sized and written in one
+        transaction with an ``update`` decision (old and new bytes, ``reason``); the Keep pass
+        then runs. Use, success and failure counts stay with the entry (it is the same memory,
+        corrected). If any step raises (validation, budget, the store, the Keep pass), nothing
+        changes, in the store or in this handle.
+
+        Returns
+        -------
+        WriteResult
+            ``id`` is ``entry_id``; ``evicted`` may name it if Keep evicted it.
+
+        Raises
+        ------
+        EntryNotFound
+            ``entry_id`` is not resident.
+        InvalidInput
+            Text refused by :meth:`write`'s checks, or identical (case and whitespace aside) to
+            another resident entry (forget one of them instead).
+        BudgetExceeded
+            The new version alone is larger than ``max_bytes`` (nothing changes).
+        """
+        new_text = check_text(text, self.max_text_bytes)
+        e = embed_checked(self.embedder.embed, new_text)
+        key = dedup_key(new_text)
+        oversized: BudgetExceeded | None = None
+        with self._transaction():
+            res = self._res
+            cur = res.get(entry_id)
+            if cur is None:
+                raise EntryNotFound(f"no entry {entry_id!r} in namespace {self.namespace!r}")
+            other = res.by_key(key)
+            if other is not None and other.id != entry_id:
+                raise InvalidInput(f"entry {other.id!r} already holds this text; forget one")
+            new = ResidentSet.copy_of(cur)
+            new.meta["text_sha1"] = key
+            b = int(self.sizeof(new_text, new.meta, e)) + len(cur.origin_detail.encode("utf-8"))
+            if self.max_bytes is not None and b > self.max_bytes:
+                # logged and committed, raised outside the transaction (as in write)
+                msg = f"new version of {b} bytes can never fit max_bytes={self.max_bytes}"
+                self._log(self._step, "reject", entry_id, float("nan"), f"update: {msg}", b)
+                oversized = BudgetExceeded(msg + "; the old version stays")
+        if oversized is not None:
+            raise oversized
+        with self._transaction():
+            res = self._res
+            cur = res.get(entry_id)
+            if cur is None:
+                raise EntryNotFound(f"no entry {entry_id!r} in namespace {self.namespace!r}")
+            new = ResidentSet.copy_of(cur)
+            new.meta["text_sha1"] = key
+            b = int(self.sizeof(new_text, new.meta, e)) + len(cur.origin_detail.encode("utf-8"))
+            new.text, new.embedding, new.bytes = new_text, e, b
+            new.raw_bytes = max(cur.raw_bytes, b)
+            self.store.update(new)
+            why = f"text replaced: {cur.bytes} -> {b} bytes" + (f"; {reason}" if reason else "")
+            self._log(self._step, "update", entry_id, float("nan"), why, b)
+            res.replace(res.index[entry_id], new)
+            g = self._govern(self._step)
+            self._save_state()
+        return WriteResult(entry_id, True, why, float("nan"), g.evicted, g.distilled)
 
     # ------------------------------------------------------------------ keep
     def govern(self) -> GovernResult:
         """Run the Keep pass now (it also runs after every admitted write)."""
         with self._transaction():
-            g = self._govern(self.step)
+            g = self._govern(self._step)
             self._save_state()
         return g
 
@@ -568,10 +824,10 @@ class Memory:
             step,
             row,
             distiller=self.distiller,
-            embed=self.embedder.embed,
+            embed=lambda t: embed_checked(self.embedder.embed, t),
             sizeof=self.sizeof,
             log=self._log,
-            text_hash=sha1,
+            text_hash=dedup_key,
         )
         self.energy_bytes += n
         return ok

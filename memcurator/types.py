@@ -199,6 +199,9 @@ DECISION_ACTIONS = (
     "downgrade",  # an origin claim (self/peer) that its signature did not prove
     "quarantine",  # a peer whose entries keep failing is refused (reversible)
     "release",  # a peer quarantine lifted
+    "update",
+    "notice",
+    "compact",
 )
 
 

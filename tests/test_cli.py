@@ -255,14 +255,15 @@ def test_store_commands_only_read(tmp_path: Path) -> None:
     c.execute("CREATE TABLE t (x)")
     c.commit()
     c.close()
+    ns = ("--namespace", "default")  # store commands require one (issue 9)
     for cmd in ("decisions", "entries"):
-        res = runner.invoke(app, [cmd, str(other)])
+        res = runner.invoke(app, [cmd, str(other), *ns])
         assert res.exit_code == 2 and "not a memcurator store" in _flat(res), res.output
-        res = runner.invoke(app, [cmd, str(tmp_path)])
+        res = runner.invoke(app, [cmd, str(tmp_path), *ns])
         assert res.exit_code == 2 and "directory" in _flat(res)
         readme = tmp_path / "README.md"
         readme.write_text("# hello\n")
-        res = runner.invoke(app, [cmd, str(readme)])
+        res = runner.invoke(app, [cmd, str(readme), *ns])
         assert res.exit_code == 2 and "not an SQLite database" in _flat(res)
     c = sqlite3.connect(other)
     assert c.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]
@@ -276,9 +277,13 @@ def test_decisions_unknown_action(tmp_path: Path) -> None:
     m = Memory(path, policy="keep-all", max_bytes=100_000)
     m.write("SELECT 1;  -- a remembered query")
     m.close()
-    res = runner.invoke(app, ["decisions", str(path), "--action", "admit"])
+    res = runner.invoke(
+        app, ["decisions", str(path), "--namespace", "default", "--action", "admit"]
+    )
     assert res.exit_code == 0 and "admit" in res.output
-    res = runner.invoke(app, ["decisions", str(path), "--action", "bogus"])
+    res = runner.invoke(
+        app, ["decisions", str(path), "--namespace", "default", "--action", "bogus"]
+    )
     assert res.exit_code == 2 and "unknown action 'bogus'" in _flat(res)
 
 

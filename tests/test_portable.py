@@ -108,7 +108,9 @@ def test_cli_export_import_namespaces(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "2 admitted, 1 rejected" in " ".join(res.output.split())
     assert "line 4" in res.output  # the external DROP TABLE entry
-    res = runner.invoke(app, ["import", str(dst), str(tmp_path / "missing.jsonl")])
+    res = runner.invoke(
+        app, ["import", str(dst), str(tmp_path / "missing.jsonl"), "--namespace", "n"]
+    )
     assert res.exit_code == 2 and "no export file" in " ".join(res.output.split())
 
 

@@ -281,12 +281,12 @@ def test_decisions_json_is_strict_with_missing_scores(tmp_path: Path) -> None:
     mem.write("Task: count rows\nAction: SELECT COUNT(*) FROM t;")
     mem.write("Task: count rows\nAction: SELECT COUNT(*) FROM t;")  # reinforce: no score (NaN)
     mem.close()
-    res = runner.invoke(app, ["decisions", str(path), "--json"])
+    res = runner.invoke(app, ["decisions", str(path), "--namespace", "default", "--json"])
     assert res.exit_code == 0, res.output
     rows = [_strict(line) for line in res.stdout.splitlines()]
     assert [r["action"] for r in rows] == ["admit", "reinforce"]
     assert rows[1]["score"] is None
-    res = runner.invoke(app, ["entries", str(path), "--json"])
+    res = runner.invoke(app, ["entries", str(path), "--namespace", "default", "--json"])
     assert [_strict(line)["reinforcement"] for line in res.stdout.splitlines()] == [1]
 
 

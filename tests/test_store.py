@@ -168,11 +168,12 @@ def test_migration_runs_step_by_step(tmp_path, monkeypatch) -> None:
     s.create_namespace("a", embedder="e4", dim=4)
     s.insert(entry("x"))
     s.close()
-    v2 = "ALTER TABLE entries ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0"
-    monkeypatch.setattr(schema, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(schema.MIGRATIONS, 2, v2)
+    nxt = schema.SCHEMA_VERSION + 1
+    v_next = "ALTER TABLE entries ADD COLUMN pinned INTEGER NOT NULL DEFAULT 0"
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", nxt)
+    monkeypatch.setitem(schema.MIGRATIONS, nxt, v_next)
     s = SQLiteStore(p)
-    assert s.schema_version() == 2
+    assert s.schema_version() == nxt
     cols = [r[1] for r in s._conn.execute("PRAGMA table_info(entries)")]
     assert "pinned" in cols
     assert s.get("a", "x").text == "some text"  # data survived
@@ -182,12 +183,13 @@ def test_migration_runs_step_by_step(tmp_path, monkeypatch) -> None:
 def test_failed_migration_rolls_back(tmp_path, monkeypatch) -> None:
     p = tmp_path / "old.sqlite"
     SQLiteStore(p).close()
-    monkeypatch.setattr(schema, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(schema.MIGRATIONS, 2, "CREATE TABLE extra(x);\nTHIS IS NOT SQL")
+    cur = schema.SCHEMA_VERSION
+    monkeypatch.setattr(schema, "SCHEMA_VERSION", cur + 1)
+    monkeypatch.setitem(schema.MIGRATIONS, cur + 1, "CREATE TABLE extra(x);\nTHIS IS NOT SQL")
     with pytest.raises(sqlite3.Error):
         SQLiteStore(p)
     c = sqlite3.connect(p)
-    assert c.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert c.execute("PRAGMA user_version").fetchone()[0] == cur
     assert c.execute("SELECT name FROM sqlite_master WHERE name='extra'").fetchone() is None
     c.close()
 

@@ -92,7 +92,8 @@ def test_unsigned_self_claim_is_downgraded_and_logged_signed_one_is_not() -> Non
     ok = mem.write(text2, signature=mem.sign(text2))
     assert ok.admitted and mem.get(ok.id).origin == "self"
     # a signature over other bytes (altered text) does not prove the claim
-    bad = mem.write(text2 + " ", signature=mem.sign(text2))
+    # (not only whitespace or case: those are the same text to de-duplication)
+    bad = mem.write(text2.replace("18.", "18!"), signature=mem.sign(text2))
     assert mem.get(bad.id).origin == "external"
     assert len(mem.decisions(action="downgrade")) == 2
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from memcurator.errors import DimensionMismatch, InvalidInput
 from memcurator.lifecycle.write import WriteResult, check_text
-from memcurator.policy.share import SharedEntry, select_for_peer
+from memcurator.policy.share import ForgetNotice, SharedEntry, select_for_peer
 from memcurator.policy.trust import RECEIVED_FROM
 from memcurator.trust.auth import Claim
 from memcurator.trust.reputation import PeerReputation, recompute_abstraction_gain
@@ -33,7 +33,8 @@ def share(
     delta: float,
     sender: str | None = None,
     to: str = "",
-) -> list[SharedEntry]:
+    peer: str = "",
+) -> list[SharedEntry | ForgetNotice]:
     """See :meth:`memcurator.Memory.share`."""
     if not mem.policy.can_share:
         raise InvalidInput(f"policy {mem.policy.name!r} cannot share; use a curator policy")
@@ -42,14 +43,30 @@ def share(
         raise DimensionMismatch(f"peer sketch has shape {sk.shape}, expected ({mem.embedder.dim},)")
     if not np.all(np.isfinite(sk)):
         raise InvalidInput("peer sketch contains NaN or infinite values")
+    if not isinstance(peer, str):
+        raise InvalidInput(f"peer must be a string, got {peer!r}")
     res = mem._res
-    res.sync()
-    if not res.entries:
-        return []
-    t = mem.policy.share_terms(res.entries, res.matrix, sk)
+    mem._sync()
+    out: list[SharedEntry | ForgetNotice] = []
+    notices = mem.store.pending_notices(mem.namespace, peer)
+    if notices:
+        with mem._transaction():
+            for eid in notices:
+                out.append(ForgetNotice(eid))
+                mem.store.notice_sent(mem.namespace, eid, peer)
+                mem._log(
+                    mem.step, "notice", eid, float("nan"), f"forget notice to peer {peer!r}", 0
+                )
+    # personal data never leaves the memory
+    rows = [i for i, m in enumerate(res.entries) if not m.meta.get("_personal")]
+    if not rows:
+        return out
+    ents = [res.entries[i] for i in rows]
+    mat = res.matrix[rows]
+    t = mem.policy.share_terms(ents, mat, sk)
     chosen, _ = select_for_peer(
-        res.entries,
-        res.matrix,
+        ents,
+        mat,
         t.rho,
         t.q,
         uplink_bytes=uplink_bytes,
@@ -58,10 +75,9 @@ def share(
         delta=delta,
     )
     ring = mem.keyring if sender else None
-    out = []
     with mem._transaction():
         for i, thr in chosen:
-            m = res.entries[i]
+            m = ents[i]
             sig = None
             if ring is not None and sender:
                 sig = ring.sign(Claim(to, "peer", sender, m.kind, m.text), principal=sender)
@@ -85,6 +101,7 @@ def share(
                 f"rho_s={t.rho[i]:.3g} > tau={thr:.3g}; q={t.q[i]:.3f}, a={t.a[i]:.2f}",
                 m.bytes,
             )
+            mem.store.mark_shared(mem.namespace, m.id, peer)
     return out
 
 
@@ -101,6 +118,9 @@ def reputation(mem: Memory) -> PeerReputation | None:
 
 def receive(mem: Memory, shared: Iterable[Any], peer: str) -> list[WriteResult]:
     """See :meth:`memcurator.Memory.receive`.
+
+    What a peer sends is :func:`share`'s output: ``SharedEntry`` and ``ForgetNotice`` objects; a
+    notice forgets the copy received from ``peer`` under that source id.
 
     Unlike CURATOR (Eq. 8: the sender's q and a transfer unchanged), nothing the peer advertises
     is taken on faith:
@@ -122,6 +142,12 @@ def receive(mem: Memory, shared: Iterable[Any], peer: str) -> list[WriteResult]:
     for s in shared:
         if not isinstance(peer, str) or not peer:
             raise InvalidInput("peer must be a non-empty string")
+        if isinstance(s, ForgetNotice):
+            mem._sync()
+            for m in list(mem._res.entries):
+                if m.meta.get(RECEIVED_FROM) == peer and m.meta.get("source_id") == s.source_id:
+                    mem.forget(m.id, reason=f"forget notice from peer {peer!r} ({s.source_id})")
+            continue
         a_adv = float(s.a)
         if not np.isfinite(a_adv) or a_adv < 1.0 or not np.isfinite(float(s.q)):
             raise InvalidInput(f"advertised q={s.q!r}, a={s.a!r} must be finite, a >= 1")
@@ -137,7 +163,12 @@ def receive(mem: Memory, shared: Iterable[Any], peer: str) -> list[WriteResult]:
                 origin_detail=peer,
                 raw_bytes=int(round(a * e_b)),
                 stats={"q_adv": q},
-                meta={RECEIVED_FROM: peer, "advertised_q": float(s.q), "advertised_a": a_adv},
+                meta={
+                    RECEIVED_FROM: peer,
+                    "source_id": str(s.source_id),
+                    "advertised_q": float(s.q),
+                    "advertised_a": a_adv,
+                },
                 signature=getattr(s, "signature", None) if mem.keyring is not None else None,
             )
         )

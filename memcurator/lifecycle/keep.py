@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from memcurator.lifecycle.resident import ResidentSet
+from memcurator.lifecycle.versions import proven_better
 from memcurator.policy.base import Policy
 from memcurator.types import Entry
 
@@ -66,8 +67,10 @@ def govern(
     Entries are visited by descending policy priority; one that does not fit is first offered
     to the distiller when the policy distills, and evicted if it still does not fit. While the
     budget is exceeded, an entry whose cosine with a higher-ranked kept entry is at least the
-    policy's ``redundancy_delta`` is evicted as redundant. NaN priorities rank last; equal
-    priorities keep the newer entry first.
+    policy's ``redundancy_delta`` is evicted as redundant, except that between two such
+    near-duplicates the newer stays unless the older is proven better
+    (:func:`memcurator.lifecycle.versions.proven_better`): a kept older one is then evicted as
+    superseded. NaN priorities rank last; equal priorities keep the newer entry first.
 
     ``scan(n_bytes)`` is told the resident bytes a priority pass reads (the energy proxy).
 
@@ -93,7 +96,26 @@ def govern(
         m = res.entries[i]
         dup = None
         if delta is not None:
-            dup = next((nb for nb in res.near.get(m.id, {}) if nb in keep), None)
+            for nb in [nb for nb in res.near.get(m.id, {}) if nb in keep]:
+                old_e = res.get(nb)
+                # between versions of one request the newer stays unless the older is proven
+                # better (versions.proven_better): the kept older one gives way
+                if old_e is not None and res.index[nb] < i and not proven_better(old_e, m):
+                    keep.discard(nb)
+                    used -= old_e.bytes
+                    res.store.delete(res.namespace, nb)
+                    log(
+                        step,
+                        "evict",
+                        nb,
+                        float(pr[res.index[nb]]),
+                        f"superseded: cosine {res.near[m.id][nb]:.3f} >= delta={delta:g} with "
+                        f"newer resident {m.id}, and not proven better",
+                        old_e.bytes,
+                    )
+                    gone.append(nb)
+                elif dup is None:
+                    dup = nb
         if dup is None and used + m.bytes > max_bytes and policy.distills and m.kind == "raw":
             if distill(m, step, int(i)):
                 distilled.append(m.id)
@@ -143,13 +165,16 @@ def distill_entry(
     if b >= m.bytes:
         return False, n_embedded
     old = m.bytes
+    res.keys.pop(m.meta.get("text_sha1"), None)
     m.text, m.kind, m.embedding, m.meta = text, "insight", e, meta
     m.raw_bytes = max(m.raw_bytes, old)
     m.bytes = b
     res.store.update(m)
-    if row is not None and res._matrix is not None:
-        res._matrix[row] = e  # keep the cached matrix exact for the rest of this pass
-    res._bm25 = None
+    if row is not None:
+        res.set_row(row, e)  # keep the cached matrix exact for the rest of this pass
+    else:
+        res.changed()
+    res.keys[meta["text_sha1"]] = m.id
     res.link(m, exclude=row)
     log(
         step,

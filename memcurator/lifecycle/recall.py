@@ -14,8 +14,10 @@ from collections.abc import Callable
 import numpy as np
 
 from memcurator.lifecycle.resident import ResidentSet
+from memcurator.lifecycle.versions import prefer_newer
 from memcurator.policy.base import Policy, Ranking
 from memcurator.retrieve import dense_topk, rrf_fuse
+from memcurator.retrieve.hybrid import blend_scores
 from memcurator.types import Entry, RecallResult
 
 
@@ -36,34 +38,70 @@ def recall(
     candidates: int,
     step: int,
     where: Callable[[Entry], bool] | None = None,
+    min_score: float | None = None,
+    user: str | None = None,
+    lexical_weight: float = 0.5,
+    same_request: float | None = 0.99,
 ) -> RecallResult:
     """Up to ``k`` resident entries for ``query`` (embedded as ``e_q``, shape (d,)).
 
-    BM25 and dense cosine each propose ``max(candidates, k)`` entries; reciprocal-rank fusion
-    merges them; ``where`` filters; the policy reranks the pool (a policy with ``recall_all``
-    reranks every resident entry). NaN or ``-inf`` scores are never returned. The entries
-    returned are copies.
+    1. **Pool.** BM25 over the entries' recall texts (their ``Task:`` lines) and dense cosine
+       each propose ``max(candidates, k)`` entries; reciprocal-rank fusion merges them (a policy
+       with ``recall_all`` takes every resident entry).
+    2. **Filters.** Entries scoped to another user (``meta["_user"]``), entries ``where``
+       rejects, entries with a zero embedding (content-free) and entries whose cosine is below
+       ``min_score`` leave the pool.
+    3. **Score.** The policy reranks the pool; the lexical signal is then added to its scores,
+       ``score + lexical_weight * bm25 / max(bm25)``
+       (:func:`~memcurator.retrieve.hybrid.blend_scores`), so the entry BM25 ranks first keeps
+       a lead the dense leg must clearly outweigh.
+    4. **Recency.** Between versions of one request (entry cosine >= ``same_request``), the
+       newer ranks first unless the older is proven better
+       (:func:`memcurator.lifecycle.versions.proven_better`); recency enters nowhere else.
+
+    NaN or ``-inf`` scores are never returned. The entries returned are copies.
     """
     n = len(res.entries)
+    empty = RecallResult([], np.zeros(0), [], None, step)
     if n == 0:
-        return RecallResult([], np.zeros(0), [], None, step)
+        return empty
     if policy.recall_all:
         pool = np.arange(n)
+        b_ids, b_sc = res.bm25.search(query, n)
     else:
         kc = max(candidates, int(k))  # a pool smaller than k could not return k results
-        b_ids, _ = res.bm25.search(query, kc)
+        b_ids, b_sc = res.bm25.search(query, kc)
         d_ids, _ = dense_topk(res.matrix, e_q, kc)
         pool, _ = rrf_fuse([b_ids, d_ids], k=2 * kc)
+    emb = res.matrix[pool]
+    cos = (emb @ e_q).astype(np.float64)
+    keep = np.any(emb != 0, axis=1)  # a zero embedding has no content to match
+    if min_score is not None:
+        keep &= cos >= min_score
+    for j, i in enumerate(pool):
+        if keep[j]:
+            owner = res.entries[i].meta.get("_user")
+            keep[j] = owner is None or owner == user
+    pool, cos = pool[keep], cos[keep]
     cands = [res.entries[i] for i in pool]
     if where is not None:
-        keep = [j for j, m in enumerate(cands) if where(ResidentSet.copy_of(m))]
-        pool = pool[keep]
-        cands = [cands[j] for j in keep]
+        ok_w = np.array([bool(where(ResidentSet.copy_of(m))) for m in cands], dtype=bool)
+        pool, cos = pool[ok_w], cos[ok_w]
+        cands = [m for m, o in zip(cands, ok_w, strict=True) if o]
     if not cands:
-        return RecallResult([], np.zeros(0), [], None, step)
-    cos = (res.matrix[pool] @ e_q).astype(np.float64)
+        return empty
     ranking = as_ranking(policy.rerank(cands, cos, e_q, step))
-    scores = ranking.scores
+    lex = np.zeros(len(pool))
+    at = {int(i): j for j, i in enumerate(pool)}
+    for i, sc in zip(b_ids, b_sc, strict=True):
+        pos = at.get(int(i))
+        if pos is not None:
+            lex[pos] = sc
+    scores = blend_scores(ranking.scores, lex, lexical_weight=lexical_weight)
+    if same_request is not None:
+        scores = prefer_newer(
+            scores, cands, pool, res.matrix[pool], same_request, max(int(k), candidates)
+        )
     ok = np.isfinite(scores)  # NaN or -inf scores are never ranked
     order = [j for j in np.argsort(-np.where(ok, scores, -np.inf), kind="stable") if ok[j]][:k]
     feats = None

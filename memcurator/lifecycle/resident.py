@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from memcurator.retrieve import BM25Index
+from memcurator.retrieve.hybrid import recall_text
 from memcurator.store.sqlite import SQLiteStore
 from memcurator.types import Entry
 
@@ -63,10 +64,12 @@ class ResidentSet:
                         a, b = self.entries[i].id, self.entries[int(c)].id
                         self.near.setdefault(a, {})[b] = float(S[r, c])
 
-    def sync(self) -> None:
-        """Reload if anything committed or rolled back since we last looked."""
+    def sync(self) -> bool:
+        """Reload if anything committed or rolled back since we last looked; True if it did."""
         if self.store.version() != self._version:
             self.reload()
+            return True
+        return False
 
     def mark_synced(self) -> None:
         """This handle's own commit is already reflected here: remember the new version."""
@@ -74,29 +77,59 @@ class ResidentSet:
 
     def changed(self) -> None:
         """Recompute the index and byte account; drop the matrix and BM25 caches."""
-        self.index = {m.id: i for i, m in enumerate(self.entries)}
-        self._matrix: np.ndarray | None = None
+        self._reindex()
+        self._matrix: np.ndarray | None = None  # row buffer (capacity >= n); rows [:n] are live
         self._bm25: BM25Index | None = None
+
+    def _reindex(self) -> None:
+        self.index = {m.id: i for i, m in enumerate(self.entries)}
+        self.keys = {m.meta.get("text_sha1"): m.id for m in self.entries}
         self.used = sum(m.bytes for m in self.entries)
 
     @property
     def matrix(self) -> np.ndarray:
-        """Embeddings of the resident entries, shape (n, d), float32, in ``entries`` order."""
+        """Embeddings of the resident entries, shape (n, d), float32, in ``entries`` order.
+
+        A view of a row buffer kept across changes: a write appends a row (amortised O(d),
+        the buffer doubles when full), an eviction compacts the buffer once per Keep pass.
+        """
+        n = len(self.entries)
         if self._matrix is None:
-            self._matrix = (
-                np.vstack([m.embedding for m in self.entries]).astype(np.float32)
-                if self.entries
-                else np.zeros((0, self.dim), dtype=np.float32)
-            )
-        return self._matrix
+            buf = np.zeros((max(16, 2 * n), self.dim), dtype=np.float32)
+            for i, m in enumerate(self.entries):
+                buf[i] = m.embedding
+            self._matrix = buf
+        return self._matrix[:n]
+
+    def set_row(self, row: int, embedding: np.ndarray) -> None:
+        """Replace the cached embedding of the entry at ``row`` (its text changed)."""
+        if self._matrix is not None:
+            self._matrix[row] = embedding
+        self._bm25 = None
+
+    def replace(self, row: int, m: Entry) -> None:
+        """Put ``m`` in place of the entry at ``row`` (an update of the same id)."""
+        old = self.entries[row]
+        self.keys.pop(old.meta.get("text_sha1"), None)
+        self.entries[row] = m
+        self.keys[m.meta.get("text_sha1")] = m.id
+        self.used += m.bytes - old.bytes
+        self.set_row(row, m.embedding)
+        self.link(m, exclude=row)
 
     @property
     def bm25(self) -> BM25Index:
-        """A BM25 index over the resident texts (built on first use after a change)."""
+        """A BM25 index over the resident recall texts (each entry's ``Task:`` line, or its whole
+        text without one; built on first use after a change)."""
         if self._bm25 is None:
             self._bm25 = BM25Index()
-            self._bm25.fit([m.text for m in self.entries])
+            self._bm25.fit([recall_text(m.text) for m in self.entries])
         return self._bm25
+
+    def by_key(self, key: str) -> Entry | None:
+        """The resident entry whose de-duplication key (``meta["text_sha1"]``) is ``key``."""
+        eid = self.keys.get(key)
+        return None if eid is None else self.get(eid)
 
     def get(self, entry_id: str) -> Entry | None:
         i = self.index.get(entry_id)
@@ -113,20 +146,33 @@ class ResidentSet:
 
     # ------------------------------------------------------------------ changes
     def add(self, m: Entry) -> None:
+        """Append one entry: O(1) index updates and one matrix row (no full rebuild)."""
         self.link(m)
+        n = len(self.entries)
+        if self._matrix is not None:
+            if n == self._matrix.shape[0]:
+                grown = np.zeros((2 * n, self.dim), dtype=np.float32)
+                grown[:n] = self._matrix[:n]
+                self._matrix = grown
+            self._matrix[n] = m.embedding
         self.entries.append(m)
-        self.changed()
+        self.index[m.id] = n
+        self.keys[m.meta.get("text_sha1")] = m.id
+        self.used += m.bytes
+        self._bm25 = None
 
     def remove(self, ids: set[str]) -> None:
+        """Drop entries: the matrix buffer is compacted in place, the indexes rebuilt."""
         for eid in ids:
             for nb in self.near.pop(eid, {}):
                 self.near.get(nb, {}).pop(eid, None)
-        self.entries = [m for m in self.entries if m.id not in ids]
-        self.changed()
-
-    def keep_only(self, ids: set[str]) -> None:
-        self.entries = [m for m in self.entries if m.id in ids]
-        self.changed()
+        live = np.array([m.id not in ids for m in self.entries], dtype=bool)
+        if self._matrix is not None:
+            n_live = int(live.sum())
+            self._matrix[:n_live] = self._matrix[: len(self.entries)][live]
+        self.entries = [m for m, ok in zip(self.entries, live, strict=True) if ok]
+        self._reindex()
+        self._bm25 = None
 
     def link(self, m: Entry, exclude: int | None = None) -> None:
         """Record m's near-duplicates (cosine ≥ δ) among the residents."""

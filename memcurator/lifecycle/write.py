@@ -9,8 +9,15 @@ import numbers
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from memcurator.embed.text import has_content, normalize
 from memcurator.errors import BudgetExceeded, InvalidInput
+from memcurator.retrieve.hybrid import recall_text
 from memcurator.types import KINDS, ORIGINS, Entry
+
+#: Longest accepted ``origin_detail`` (peer id, tool, solver name), UTF-8 bytes.
+MAX_DETAIL_BYTES = 256
 
 if TYPE_CHECKING:
     from memcurator.memory import Memory
@@ -47,9 +54,41 @@ def sha1(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
+def dedup_key(text: str) -> str:
+    """The de-duplication key stored as ``meta["text_sha1"]``: SHA-1 of the text with case
+    folded and every run of whitespace collapsed to one space, so that ``t``, ``t + "\\n"`` and
+    ``t.upper()`` are one entry.
+
+    Examples
+    --------
+    >>> dedup_key("SELECT  1;\\n") == dedup_key("select 1;")
+    True
+    """
+    return sha1(" ".join(normalize(text).split()))
+
+
+def embed_checked(embed: Any, text: str) -> np.ndarray:
+    """``embed(recall_text(text))``, or :class:`InvalidInput` for a zero, NaN or infinite vector.
+
+    The embedding is taken of the entry's ``Task:`` line when it has one
+    (:func:`memcurator.retrieve.hybrid.recall_text`), the whole text otherwise.
+    """
+    e = np.asarray(embed(recall_text(text)), dtype=np.float32)
+    if not np.all(np.isfinite(e)):
+        raise InvalidInput("the embedder returned NaN or infinite values for this text")
+    if not np.any(e):
+        raise InvalidInput(
+            "the embedder returned the zero vector for this text: it has nothing it can "
+            "represent, so it could never be recalled by content"
+        )
+    return e
+
+
 def check_text(text: Any, max_text_bytes: int) -> str:
     """The text as ``str``, or :class:`InvalidInput` for bytes that are not UTF-8, a non-string,
-    lone surrogates, empty or whitespace-only text, or more than ``max_text_bytes`` bytes."""
+    lone surrogates, empty or whitespace-only text, text without a word character of any script
+    (only emoji, symbols or punctuation: :func:`memcurator.embed.text.has_content`), or more
+    than ``max_text_bytes`` bytes."""
     if isinstance(text, bytes | bytearray):
         try:
             text = bytes(text).decode("utf-8")
@@ -63,12 +102,68 @@ def check_text(text: Any, max_text_bytes: int) -> str:
         raise InvalidInput(f"text is not valid Unicode: {e}") from None
     if not text.strip():
         raise InvalidInput("text is empty or whitespace; nothing to remember")
+    if not has_content(text):
+        raise InvalidInput(
+            f"text {text[:40]!r} has no letter or digit of any script (only symbols, emoji or "
+            "punctuation); it could never be recalled by content"
+        )
     if nbytes > max_text_bytes:
         raise InvalidInput(
             f"text is {nbytes} bytes, over max_text_bytes={max_text_bytes}; distill it or "
             "raise the limit"
         )
     return text
+
+
+def check_meta(
+    meta: dict[str, Any] | None, max_text_bytes: int, user: str | None, personal: bool
+) -> dict[str, Any]:
+    """A copy of ``meta`` with the scope keys set, or :class:`InvalidInput` for metadata that is
+    not JSON-serialisable, larger than ``max_text_bytes`` as JSON, or a bad ``user``.
+
+    ``user`` is stored as ``meta["_user"]`` (recall then returns the entry only to that user);
+    ``personal`` as ``meta["_personal"] = True`` (never shared to peers); personal data needs a
+    user it belongs to. Keys starting with ``_`` are memcurator's; a plain ``"user"`` key in a
+    caller's metadata means nothing to recall.
+    """
+    if meta is not None and not isinstance(meta, dict):
+        raise InvalidInput(f"meta must be a dict, got {type(meta).__name__}")
+    meta = dict(meta or {})
+    if user is not None:
+        if not isinstance(user, str) or not user.strip():
+            raise InvalidInput(f"user must be a non-empty string, got {user!r}")
+        meta["_user"] = user
+    if personal:
+        if "_user" not in meta:
+            raise InvalidInput("personal=True needs the user the data belongs to (user=...)")
+        meta["_personal"] = True
+    try:
+        js = json.dumps(meta, allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as err:
+        raise InvalidInput(f"meta must be JSON-serialisable (finite numbers): {err}") from None
+    if len(js.encode("utf-8")) > max_text_bytes:
+        raise InvalidInput(
+            f"meta is {len(js.encode('utf-8'))} bytes as JSON, over max_text_bytes="
+            f"{max_text_bytes}; store large data elsewhere and keep a reference"
+        )
+    return meta
+
+
+def check_detail(origin_detail: Any) -> str:
+    """``origin_detail`` as given, or :class:`InvalidInput` for a non-string or one longer than
+    :data:`MAX_DETAIL_BYTES` UTF-8 bytes (it is a peer id or a tool name, not a payload)."""
+    if not isinstance(origin_detail, str):
+        raise InvalidInput(f"origin_detail must be a str, got {type(origin_detail).__name__}")
+    try:
+        n = len(origin_detail.encode("utf-8"))
+    except UnicodeEncodeError as e:
+        raise InvalidInput(f"origin_detail is not valid Unicode: {e}") from None
+    if n > MAX_DETAIL_BYTES:
+        raise InvalidInput(
+            f"origin_detail is {n} bytes, over {MAX_DETAIL_BYTES}: it names a peer, tool or "
+            "solver; put a payload in the text or meta"
+        )
+    return origin_detail
 
 
 def write(
@@ -84,6 +179,8 @@ def write(
     raw_bytes: int | None,
     stats: dict[str, float] | None,
     signature: Any = None,
+    user: str | None = None,
+    personal: bool = False,
 ) -> WriteResult:
     """See :meth:`memcurator.Memory.write`."""
     text = check_text(text, mem.max_text_bytes)
@@ -95,23 +192,19 @@ def write(
         isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0
     ):
         raise InvalidInput(f"step must be an integer >= 0, got {step!r}")
-    st = mem.step if step is None else int(step)
-    meta = dict(meta or {})
-    try:
-        json.dumps(meta, allow_nan=False)
-    except (TypeError, ValueError) as err:
-        raise InvalidInput(f"meta must be JSON-serialisable (finite numbers): {err}") from None
-    meta["text_sha1"] = sha1(text)
+    detail = check_detail(origin_detail)
+    meta = check_meta(meta, mem.max_text_bytes, user, personal)
+    meta["text_sha1"] = dedup_key(text)
     claimed = origin
-    origin, downgrade = verify_origin(mem, text, origin, origin_detail, kind, signature)
+    origin, downgrade = verify_origin(mem, text, origin, detail, kind, signature)
     if downgrade:
         meta["claimed_origin"] = claimed
+    e = embed_checked(mem.embedder.embed, text)
     oversized: BudgetExceeded | None = None
     with mem._transaction():
+        st = mem.step if step is None else int(step)
         res = mem._res
-        existing = next(
-            (m for m in res.entries if m.meta.get("text_sha1") == meta["text_sha1"]), None
-        )
+        existing = res.by_key(meta["text_sha1"])
         if existing is not None:
             existing.reinforcement += 1
             mem.store.update(existing)
@@ -124,9 +217,9 @@ def write(
                 existing.bytes,
             )
             return WriteResult(existing.id, True, "reinforced an identical resident entry")
-        e = mem.embedder.embed(text)
         mem.energy_bytes += len(text.encode("utf-8"))
-        b = int(mem.sizeof(text, meta, e))
+        # every stored field counts: text, meta and embedding (sizeof) and the origin detail
+        b = int(mem.sizeof(text, meta, e)) + len(detail.encode("utf-8"))
         b0 = int(mem.sizeof(raw_text, meta, e)) if raw_text else b
         if raw_bytes is not None:
             b0 = int(raw_bytes)
@@ -142,7 +235,7 @@ def write(
             max(b0, b),
             e,
             origin,
-            origin_detail,
+            detail,
             created_step=st,
             meta=meta,
             stats=dict(stats or {}),
@@ -205,4 +298,15 @@ def verify_origin(
     return origin, ""
 
 
-__all__ = ["WriteResult", "check_text", "sha1", "verify_origin", "write"]
+__all__ = [
+    "MAX_DETAIL_BYTES",
+    "WriteResult",
+    "check_detail",
+    "check_meta",
+    "check_text",
+    "dedup_key",
+    "embed_checked",
+    "sha1",
+    "verify_origin",
+    "write",
+]

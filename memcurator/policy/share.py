@@ -20,6 +20,25 @@ from memcurator.types import Entry
 
 
 @dataclass(frozen=True)
+class ForgetNotice:
+    """What crosses the link when the sender forgot an entry it had shared: the receiver
+    forgets its copy (the one it received from this peer with this ``source_id``).
+
+    Attributes
+    ----------
+    source_id : str
+        The entry id at the sender (receivers keep it as ``meta["source_id"]``).
+    """
+
+    source_id: str
+
+    @property
+    def bytes(self) -> int:
+        """Uplink cost: the id's UTF-8 bytes."""
+        return len(self.source_id.encode("utf-8"))
+
+
+@dataclass(frozen=True)
 class SharedEntry:
     """What crosses the link for one shared entry.
 
@@ -36,7 +55,8 @@ class SharedEntry:
     rho_s : float
         The share score that selected it (per byte).
     source_id : str
-        The entry id at the sender (for the sender's decision log only).
+        The entry id at the sender; the receiver keeps it (``meta["source_id"]``) so that a
+        later :class:`ForgetNotice` reaches the copy.
     signature : Signature or None, default None
         The sender's MAC over ``Claim(receiver namespace, "peer", sender, kind, text)``
         (:mod:`memcurator.trust.auth`); the receiver verifies it.

@@ -10,7 +10,9 @@ was admitted whatever it said. :class:`TrustGate` does better than the paper in 
    :class:`~memcurator.trust.auth.KeyRing` first and hands a failed claim in as ``external``;
 3. harm comes from what the entry **would do** — the SQL dry run, the text risk and
    contradictions with its nearest residents (:func:`memcurator.trust.gate.assess`) — instead of
-   the channel prior.
+   the channel prior. A verified self-derived task record that contradicts a resident record of
+   the same request is a newer version (after a schema drift), not a contradiction: it is not
+   charged for the conflict, and recall/Keep order versions by recency and outcomes.
 
 The entry is admitted when its content risk ``r`` is under the threshold of its trusted origin
 *and* CURATOR's net value with that risk as the provenance harm clears θ::
@@ -48,6 +50,7 @@ from memcurator.policy.components import Component
 from memcurator.policy.estimators import Estimator
 from memcurator.trust.gate import DEFAULT_THETA, assess
 from memcurator.trust.reputation import PeerReputation
+from memcurator.trust.text_risk import structure
 from memcurator.types import Entry
 
 #: ``Entry.meta`` key naming the peer an entry was received from
@@ -201,6 +204,12 @@ class TrustGate(Component):
             )
             top = np.argsort(-sims, kind="stable")[: self.neighbours]
             near = [(resident[int(i)].id, resident[int(i)].text) for i in top]
+        if candidate.origin == "self" and structure(candidate.text) == "task_action":
+            # The agent's own (verified) record of a request it solved: one that contradicts a
+            # resident record of the same request is a newer version (a schema migration, a
+            # corrected answer), which recall and Keep order by recency and outcomes; it is not
+            # an attack. Its content (SQL dry run, instruction-likeness) is still checked.
+            near = []
         peer = candidate.meta.get(RECEIVED_FROM)
         rep = self._est["reputation"].rep
         quarantined = rep.quarantine_reason(peer) if isinstance(peer, str) and peer else None

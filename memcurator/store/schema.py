@@ -10,7 +10,7 @@ import sqlite3
 
 from memcurator.errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS namespaces (
@@ -65,7 +65,35 @@ CREATE TRIGGER IF NOT EXISTS decisions_append_only_d BEFORE DELETE ON decisions
 BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1}
+# v2: decision-log retention (rows may be deleted only while ``log_compaction`` holds a row,
+# which :meth:`SQLiteStore.compact_log` inserts and removes inside one transaction, writing a
+# summary row of what it dropped); entries shared to peers, for forget notices.
+_V2 = """
+CREATE TABLE IF NOT EXISTS log_compaction (active INTEGER NOT NULL);
+DROP TRIGGER IF EXISTS decisions_append_only_d;
+CREATE TRIGGER IF NOT EXISTS decisions_append_only_d BEFORE DELETE ON decisions
+WHEN (SELECT COUNT(*) FROM log_compaction) = 0
+BEGIN SELECT RAISE(ABORT, 'the decision log is append-only'); END;
+CREATE TABLE IF NOT EXISTS shared_out (
+    namespace TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    peer TEXT NOT NULL,
+    forgotten INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (namespace, entry_id, peer)
+);
+CREATE INDEX IF NOT EXISTS decisions_ns_at ON decisions(namespace, at);
+CREATE TABLE IF NOT EXISTS log_dropped (
+    namespace TEXT NOT NULL,
+    action TEXT NOT NULL,
+    n INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    first_seq INTEGER NOT NULL,
+    last_seq INTEGER NOT NULL,
+    PRIMARY KEY (namespace, action)
+);
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
 
 
 def migrate_check(version: int) -> None:

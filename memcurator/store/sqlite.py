@@ -365,8 +365,8 @@ class SQLiteStore:
             elif row[0] != embedder or int(row[1]) != int(dim):
                 raise DimensionMismatch(
                     f"namespace {name!r} was created with embedder {row[0]!r} (dim {row[1]}); "
-                    f"opened with {embedder!r} (dim {dim}). Open it with the same embedder or use "
-                    f"a new namespace."
+                    f"opened with {embedder!r} (dim {dim}). Open it with the same embedder, use "
+                    f"a new namespace, or re-embed it: memcurator reembed STORE --namespace {name}"
                 )
             elif not keep:
                 c.execute("UPDATE namespaces SET max_bytes=? WHERE name=?", (max_bytes, name))
@@ -458,6 +458,7 @@ class SQLiteStore:
                 nbytes=freed,
             )
             c.execute("DELETE FROM entries WHERE namespace=?", (name,))
+            c.execute("UPDATE shared_out SET forgotten=1 WHERE namespace=?", (name,))
             c.execute("DELETE FROM policy_state WHERE namespace=?", (name,))
             c.execute("DELETE FROM namespaces WHERE name=?", (name,))
         self.checkpoint()
@@ -682,3 +683,179 @@ class SQLiteStore:
             )
             for r in rows
         ]
+
+    def decision_count(self, namespace: str) -> int:
+        """Rows of ``namespace``'s decision log (summary rows included)."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM decisions WHERE namespace=?", (namespace,)
+            ).fetchone()
+        return int(row[0])
+
+    def compact_log(
+        self,
+        namespace: str,
+        *,
+        keep: int | None = None,
+        max_age_s: float | None = None,
+        step: int = 0,
+    ) -> int:
+        """Apply a retention to ``namespace``'s decision log; returns the rows dropped.
+
+        Rows beyond the newest ``keep``, and rows older than ``max_age_s`` seconds by the store
+        clock, are deleted and, in the same transaction, added to the namespace's running totals
+        of dropped rows by action (table ``log_dropped``); one ``compact`` row (replacing the
+        previous one) states those totals, with their bytes and ``seq`` range. No other
+        namespace is touched; outside this method the log stays append-only (a trigger refuses
+        any other delete).
+
+        Parameters
+        ----------
+        namespace : str
+        keep : int or None
+            Rows to keep (the newest); None for no count limit.
+        max_age_s : float or None
+            Drop rows older than this; None for no age limit.
+        step : int
+            Logical step written on the summary row.
+
+        Returns
+        -------
+        int
+            Rows dropped (0: nothing to do, no summary written).
+
+        Examples
+        --------
+        >>> s = SQLiteStore(":memory:")
+        >>> s.create_namespace("a", embedder="hashing-4", dim=4)
+        >>> for i in range(5):
+        ...     s.log("a", step=i, action="admit", entry_id=f"e{i}", nbytes=10)
+        >>> s.compact_log("a", keep=2)
+        3
+        >>> [d.action for d in s.decisions("a")]
+        ['admit', 'admit', 'compact']
+        """
+        if keep is not None and (isinstance(keep, bool) or int(keep) < 1):
+            raise InvalidInput(f"keep must be a positive integer or None, got {keep!r}")
+        with self.transaction() as c:
+            self.namespace(namespace)
+            cut = 0
+            if keep is not None:
+                row = c.execute(
+                    "SELECT seq FROM decisions WHERE namespace=? ORDER BY seq DESC LIMIT 1 "
+                    "OFFSET ?",
+                    (namespace, int(keep)),
+                ).fetchone()
+                cut = int(row[0]) if row else 0
+            cond = "namespace=? AND (seq<=?"
+            args: list[Any] = [namespace, cut]
+            if max_age_s is not None:
+                cond += " OR at<?"
+                args.append(self.clock() - float(max_age_s))
+            cond += ")"
+            groups = c.execute(
+                f"SELECT action, COUNT(*), COALESCE(SUM(bytes),0), MIN(seq), MAX(seq) "
+                f"FROM decisions WHERE {cond} AND action != 'compact' GROUP BY action",
+                args,
+            ).fetchall()
+            n = sum(int(g[1]) for g in groups)
+            if n == 0:
+                return 0
+            for action, cnt, nb, lo, hi in groups:
+                c.execute(
+                    "INSERT INTO log_dropped(namespace, action, n, bytes, first_seq, last_seq) "
+                    "VALUES (?,?,?,?,?,?) ON CONFLICT(namespace, action) DO UPDATE SET "
+                    "n=n+excluded.n, bytes=bytes+excluded.bytes, "
+                    "first_seq=MIN(first_seq, excluded.first_seq), "
+                    "last_seq=MAX(last_seq, excluded.last_seq)",
+                    (namespace, action, int(cnt), int(nb), int(lo), int(hi)),
+                )
+            tot = c.execute(
+                "SELECT action, n, bytes, first_seq, last_seq FROM log_dropped WHERE namespace=? "
+                "ORDER BY action",
+                (namespace,),
+            ).fetchall()
+            all_n = sum(int(t[1]) for t in tot)
+            lo = min(int(t[3]) for t in tot)
+            hi = max(int(t[4]) for t in tot)
+            parts = ", ".join(f"{t[0]}={t[1]} ({t[2]} B)" for t in tot)
+            c.execute("INSERT INTO log_compaction(active) VALUES (1)")
+            try:  # the previous summary is superseded by this one (its totals carry on)
+                c.execute(
+                    f"DELETE FROM decisions WHERE ({cond}) OR (namespace=? AND action='compact')",
+                    [*args, namespace],
+                )
+            finally:
+                c.execute("DELETE FROM log_compaction")
+            self.log(
+                namespace,
+                step=step,
+                action="compact",
+                entry_id="",
+                reason=f"log retention has dropped {all_n} decisions, seq {lo}..{hi} "
+                f"({n} in this pass): {parts}",
+                nbytes=sum(int(t[2]) for t in tot),
+            )
+        return n
+
+    # ------------------------------------------------------------------ peers
+    def mark_shared(self, namespace: str, entry_id: str, peer: str) -> None:
+        """Remember that ``entry_id`` was sent to ``peer`` (for forget notices)."""
+        with self.transaction() as c:
+            c.execute(
+                "INSERT OR IGNORE INTO shared_out(namespace, entry_id, peer) VALUES (?,?,?)",
+                (namespace, entry_id, peer),
+            )
+
+    def mark_forgotten(self, namespace: str, entry_id: str) -> int:
+        """Flag every copy of ``entry_id`` sent to a peer as owed a forget notice; returns how
+        many peers are owed one."""
+        with self.transaction() as c:
+            cur = c.execute(
+                "UPDATE shared_out SET forgotten=1 WHERE namespace=? AND entry_id=?",
+                (namespace, entry_id),
+            )
+        return int(cur.rowcount)
+
+    def pending_notices(self, namespace: str, peer: str) -> list[str]:
+        """Ids sent to ``peer`` (or shared without a peer name) and forgotten since."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT entry_id FROM shared_out WHERE namespace=? AND forgotten=1 "
+                "AND peer IN (?, '') ORDER BY entry_id",
+                (namespace, peer),
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def notice_sent(self, namespace: str, entry_id: str, peer: str) -> None:
+        """A forget notice for ``entry_id`` went to ``peer``: nothing more is owed there."""
+        with self.transaction() as c:
+            c.execute(
+                "DELETE FROM shared_out WHERE namespace=? AND entry_id=? AND peer IN (?, '')",
+                (namespace, entry_id, peer),
+            )
+
+    # ------------------------------------------------------------------ re-embedding
+    def set_embedder(self, namespace: str, embedder: str, dim: int) -> None:
+        """Record that every entry of ``namespace`` is now embedded by ``embedder`` (dim)."""
+        with self.transaction() as c:
+            self.namespace(namespace)
+            c.execute(
+                "UPDATE namespaces SET embedder=?, dim=? WHERE name=?",
+                (embedder, int(dim), namespace),
+            )
+
+    def set_embedding(
+        self, namespace: str, entry_id: str, embedding: np.ndarray, nbytes: int
+    ) -> None:
+        """Replace one entry's embedding and stored bytes (re-embedding); no other field."""
+        emb = np.asarray(embedding, dtype=np.float32)
+        if not np.all(np.isfinite(emb)):
+            raise InvalidInput("embedding contains NaN or infinite values")
+        with self.transaction() as c:
+            cur = c.execute(
+                "UPDATE entries SET embedding=?, bytes=? WHERE namespace=? AND id=?",
+                (emb.tobytes(), int(nbytes), namespace, entry_id),
+            )
+            if cur.rowcount == 0:
+                raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
