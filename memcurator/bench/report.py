@@ -75,7 +75,26 @@ def run_metrics(run: PolicyRun) -> dict[str, Any]:
         "cache_hit_rate": _mean([r.cached for r in rs]),
         "wall_s": run.wall_s,
         "decisions": run.decisions,
+        **_budget_metrics(run),
     }
+
+
+def _budget_metrics(run: PolicyRun) -> dict[str, Any]:
+    """The run's budget (and sweep point), and its resident bytes per entry by part."""
+    out: dict[str, Any] = {
+        "max_bytes": getattr(run, "budget", None),
+        "base_policy": getattr(run, "base_policy", "") or run.policy,
+    }
+    sweep = getattr(run, "sweep", None)
+    if sweep is not None:
+        out["sweep_setting"], out["sweep_value"] = sweep[0], int(sweep[1])
+    parts = getattr(run, "bytes_by_part", None) or {}
+    n = int(parts.get("n", 0))
+    if n:
+        for k in ("text", "meta", "vec", "total"):
+            out[f"entry_{k}_b"] = parts[k] / n
+        out["vec_share"] = parts["vec"] / max(parts["text"] + parts["meta"] + parts["vec"], 1)
+    return out
 
 
 def summarize(runs: list[PolicyRun] | list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -169,6 +188,9 @@ def write_results(
             paths.append(plot_over_time(out / "accuracy_over_time.png", rows))
     except ImportError:
         pass
+    from memcurator.bench.fronts import write_front
+
+    paths += write_front(out, per_run, [asdict(r) for run in runs for r in run.records])
     doc = {"config": config, "summary": summary, "runs": per_run}
     paths.append(write_summary_json(out / "summary.json", doc))
     return paths
