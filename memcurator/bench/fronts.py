@@ -176,9 +176,11 @@ def bootstrap_ci(
 
     Examples
     --------
-    >>> lo, hi = bootstrap_ci([np.ones(10), np.zeros(10)])
+    >>> lo, hi = bootstrap_ci([np.r_[np.ones(10), np.zeros(10)]])
     >>> 0.2 < lo < 0.5 < hi < 0.8
     True
+    >>> bootstrap_ci([np.ones(10), np.zeros(10)])  # no spread within a seed: none in the mean
+    (0.5, 0.5)
     """
     arrs = [np.asarray(a, dtype=np.float64) for a in per_seed if len(a)]
     if not arrs:
