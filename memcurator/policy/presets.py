@@ -86,6 +86,44 @@ PRESETS: dict[str, dict[str, Any]] = {
         "description": "CURATOR recalling by cosine only (no helpfulness rerank)",
         "rank": {"name": "cosine+q", "beta_q": 0.0},
     },
+    # issue 11, cause 4 (churn): each change alone, then together
+    "curator/lcb": {
+        "base": "curator",
+        "description": "CURATOR with q = Beta lower confidence bound of the injected-success rate",
+        "estimators": {"rho": {"helpfulness": "beta-lcb"}},
+    },
+    "curator/margin": {
+        "base": "curator",
+        "description": "CURATOR whose Keep lets a new entry displace a proven one only by a "
+        "margin (rho > 1.5 x the incumbent's)",
+        "keep": {
+            "name": "rho-density-margin",
+            "distill": True,
+            "redundancy_delta": 0.85,
+            "margin": 0.5,
+            "min_successes": 2,
+        },
+    },
+    "curator/dedup": {
+        "base": "curator",
+        "description": "CURATOR rejecting self-derived entries that duplicate a resident entry "
+        "of the same request (same SQL skeleton, cosine >= 0.8)",
+        "admit": {"name": "rho-trust-dedup", "theta": 0.0},
+    },
+    "curator/anti-churn": {
+        "base": "curator",
+        "description": "CURATOR with the LCB helpfulness, the replacement margin and the "
+        "duplicate test together",
+        "estimators": {"rho": {"helpfulness": "beta-lcb"}},
+        "admit": {"name": "rho-trust-dedup", "theta": 0.0},
+        "keep": {
+            "name": "rho-density-margin",
+            "distill": True,
+            "redundancy_delta": 0.85,
+            "margin": 0.5,
+            "min_successes": 2,
+        },
+    },
     "keep-all": {
         "description": "No curation: every write kept, unbounded; recall by cosine",
         "bounded": False,
@@ -122,6 +160,12 @@ PRESETS: dict[str, dict[str, Any]] = {
         "base": "tokenworth",
         "description": "TokenWorth with a fixed residual metric (no AGOP update)",
         "estimators": {"worth": {"capacity": 64, "agop": False}},
+    },
+    "tokenworth/bytes-capacity": {
+        "base": "tokenworth",
+        "description": "TokenWorth with B_max = max_bytes / mean entry bytes, so its "
+        "coverage-quality admission and replacement run under the byte budget",
+        "estimators": {"worth": {"capacity": 64, "capacity_from_bytes": True}},
     },
     "curator+worth": {
         "base": "curator",
