@@ -61,6 +61,13 @@ def bench(
     drift: Annotated[float, typer.Option(help="Fraction of families that migrate schema.")] = 0.3,
     zipf: Annotated[float, typer.Option(help="Family popularity exponent.")] = 1.1,
     families: Annotated[int, typer.Option(help="Families taking part.")] = 60,
+    dml_share: Annotated[
+        float | None,
+        typer.Option(help="Share of the families that change tables (INSERT/UPDATE/DELETE)."),
+    ] = None,
+    drift_popular: Annotated[
+        bool, typer.Option(help="Migrate the most-drawn families (not random ones) at the drift.")
+    ] = False,
     inject_chars: Annotated[int, typer.Option(help="Injection budget in characters.")] = 1200,
     policy_file: Annotated[
         Path | None,
@@ -137,6 +144,8 @@ def bench(
                 drift=drift,
                 poison=poison,
                 payload=payload,
+                dml_share=dml_share,
+                drift_popular=drift_popular,
             ),
             agent=AgentConfig(
                 inject_chars=inject_chars, expert_cost_usd=expert_cost, max_turns=max_turns
@@ -184,6 +193,8 @@ def bench(
         "drift": drift,
         "zipf": zipf,
         "families": families,
+        "dml_share": dml_share,
+        "drift_popular": drift_popular,
         "inject_chars": inject_chars,
         "executor": repr(ex),
         "policies": cfg.policies,
@@ -401,6 +412,8 @@ _RUN_KEYS = (
     "drift",
     "zipf",
     "families",
+    "dml_share",
+    "drift_popular",
     "inject_chars",
     "executor",
 )

@@ -320,6 +320,9 @@ per_byte : bool
         (:class:`~memcurator.value.helpfulness_lcb.BetaLCBUtility`, ``curator/lcb``).
     lcb_level, lcb_gamma : float, default 0.1, 0.95
         The bound's quantile and count discount (``helpfulness="beta-lcb"`` only).
+    eta_offset : float, default 0.0
+        Passed to the scorer: harm counts the distance beyond this RMS z-score
+        (``curator/eta-offset``).
     energy_budget : float or None, default None
         ε̄ per step in energy-proxy bytes; enables the virtual queue of Eq. 6.
     nu : float, default 1e6
@@ -353,6 +356,7 @@ per_byte : bool
         nu: float = 1e6,
         lcb_level: float = 0.1,
         lcb_gamma: float = 0.95,
+        eta_offset: float = 0.0,
     ):
         self.lam = lam
         self.kappa = kappa
@@ -370,6 +374,7 @@ per_byte : bool
         self.nu = nu
         self.lcb_level = lcb_level
         self.lcb_gamma = lcb_gamma
+        self.eta_offset = eta_offset
         if helpfulness not in ("marginal-utility", "worth", "beta-lcb"):
             raise InvalidInput(
                 "helpfulness must be 'marginal-utility', 'worth' or 'beta-lcb', got "

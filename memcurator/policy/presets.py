@@ -124,6 +124,13 @@ PRESETS: dict[str, dict[str, Any]] = {
             "min_successes": 2,
         },
     },
+    # issue 11, cause 5: harm charged only beyond a typical entry's distance from the centroid
+    "curator/eta-offset": {
+        "base": "curator",
+        "description": "CURATOR whose harm eta counts only the distance beyond a typical "
+        "entry's (z > 1), so net value is not negative for every entry",
+        "estimators": {"rho": {"eta_offset": 1.0}},
+    },
     "keep-all": {
         "description": "No curation: every write kept, unbounded; recall by cosine",
         "bounded": False,
