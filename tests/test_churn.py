@@ -130,3 +130,28 @@ def test_tokenworth_bytes_capacity_runs_the_coverage_quality_rules() -> None:
     assert full, tied
     cap = int(full[0].split("/")[1].split(")")[0])
     assert 3 <= cap <= 5  # 12,000 bytes / ~2.4 KB per entry
+
+
+def test_margin_lifts_proven_entries_in_the_negative_regime_too() -> None:
+    """Net value is negative for most entries on the SQL stream (harm exceeds value): the margin
+    must still hold proven entries there, and never above a positive one."""
+    from memcurator.policy.keep_margin import RhoDensityMargin
+
+    class Fixed(RhoDensityMargin):
+        def __init__(self, pr: np.ndarray, **kw: float) -> None:
+            super().__init__(**kw)  # type: ignore[arg-type]
+            self._pr = pr
+
+    import memcurator.policy.keep as keep_mod
+
+    ents, E = _entries(3, [3, 0, 0])
+    pr = np.array([-1.5, -1.2, 1e-5])  # proven negative, new negative, new positive
+    orig = keep_mod.RhoDensity.priority
+    keep_mod.RhoDensity.priority = lambda self, e, M, s: self._pr  # type: ignore[method-assign]
+    try:
+        out = Fixed(pr, margin=0.5).priority(ents, E, 0)
+        big = Fixed(pr, margin=5.0).priority(ents, E, 0)
+    finally:
+        keep_mod.RhoDensity.priority = orig  # type: ignore[method-assign]
+    assert out[0] == pytest.approx(-0.75) and out[0] > out[1] and out[2] == pr[2]
+    assert big[0] < 0 < big[2]

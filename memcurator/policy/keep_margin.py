@@ -21,10 +21,12 @@ class RhoDensityMargin(RhoDensity):
     """Density-greedy Keep where proven entries hold their place unless beaten by a margin.
 
     A resident entry is *proven* when it has at least ``min_successes`` successes and more
-    successes than failures. Its keep priority is raised by ``margin`` times its own ρ
-    (``ρ·(1 + δ)`` for ρ > 0), so a new entry displaces it only if ``ρ_new > (1 + δ)·ρ_inc``. The
-    margin is relative because ρ is per byte (its scale depends on entry sizes). Entries of
-    non-positive net value are ranked as in :class:`RhoDensity` (after all positive ones).
+    successes than failures. Its keep priority ``pr`` is raised by ``δ·|pr|`` (``ρ·(1 + δ)`` for
+    ρ > 0), so a new entry displaces it only if ``ρ_new > (1 + δ)·ρ_inc``. The margin is relative
+    because ρ is per byte (its scale depends on entry sizes). Entries of non-positive net value
+    rank after all positive ones, as in :class:`RhoDensity`, and among themselves a proven one is
+    raised by the same share of its (negative) priority's size; it never passes a positive one
+    (their priorities lie below −1, the positives above 0).
 
     Parameters
     ----------
@@ -69,8 +71,9 @@ class RhoDensityMargin(RhoDensity):
             [m.successes >= self.min_successes and m.successes > m.failures for m in entries],
             dtype=bool,
         )
-        boost = proven & (pr > 0)
-        return np.where(boost, pr * (1.0 + self.margin), pr)
+        lifted = pr + self.margin * np.abs(pr)
+        lifted = np.where(pr > 0, lifted, np.minimum(lifted, -1e-12))  # negatives stay below 0
+        return np.where(proven, lifted, pr)
 
     def evict_reason(self) -> str:
         return (
