@@ -165,7 +165,14 @@ def main() -> None:
     ap.add_argument("--executor", choices=("gguf", "cache-only", "fake"), default="gguf")
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--by-uses", action="store_true", help="accuracy by prior uses, per run")
+    ap.add_argument("--policy-file", type=Path, default=None, help="TOML/JSON presets to load")
     args = ap.parse_args()
+    if args.policy_file is not None:
+        from memcurator.policy import register
+        from memcurator.policy.presets import load_policy_file
+
+        for name, spec in load_policy_file(args.policy_file).items():
+            register(name, spec)
 
     injected: list[list[dict[str, Any]]] = []
     original = agent.memory_block

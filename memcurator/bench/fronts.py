@@ -431,7 +431,7 @@ def plot_front(path: Path, rows: Sequence[dict[str, Any]], title: str = "") -> P
             hi = np.array([r[k + "_hi"] for r in pts])
             c = colors[i % len(colors)]
             ax.plot(x, y, "o-", color=c, label=pol, lw=1.4, ms=4)
-            ax.fill_between(x, lo, hi, color=c, alpha=0.15, lw=0)
+            ax.fill_between(x, lo, hi, color=c, alpha=0.12, lw=0)
             for r in pts:
                 if r.get("knee") and k == "accuracy":
                     ax.plot(r["peak_kb"], r[k], "D", color=c, ms=10, mfc="none", mew=2)
@@ -442,6 +442,7 @@ def plot_front(path: Path, rows: Sequence[dict[str, Any]], title: str = "") -> P
             ax.axhline(ref_row[k], color="black", ls=style, lw=1, label=f"{ref} (unbounded)")
             ax.plot(ref_row["peak_kb"], ref_row[k], "s", color="black", ms=5)
         ax.set_xscale("log")
+        ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("peak resident memory (KB, log scale)")
