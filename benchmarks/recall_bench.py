@@ -137,6 +137,9 @@ class Config:
         Mask literals (:func:`mask_literals`) in entries and queries before embedding and BM25.
     query_schema : bool
         Append the task's table schema to the query (an agent-side change, not a memory one).
+    quant : {None, "float16", "int8"}
+        Store the entry embeddings quantised (queries stay float32): float16 (2 bytes a
+        dimension), or int8 with one float32 scale per vector (d + 4 bytes). Issue 11 item 3.
     """
 
     name: str
@@ -151,6 +154,7 @@ class Config:
     recency: float = 0.0
     same_request: float | None = None
     note: str = ""
+    quant: str | None = None
 
 
 @dataclass
@@ -176,6 +180,23 @@ class Scores:
         self.seconds += o.seconds
 
 
+def quantize(E: np.ndarray, kind: str) -> np.ndarray:
+    """``E`` (n, d) stored as ``kind`` and read back as float32 (what recall would see).
+
+    Examples
+    --------
+    >>> E = np.array([[0.6, -0.8]], dtype=np.float32)
+    >>> quantize(E, "int8").round(3).tolist()
+    [[0.6, -0.8]]
+    """
+    if kind == "float16":
+        return E.astype(np.float16).astype(np.float32)
+    if kind == "int8":
+        scale = np.maximum(np.abs(E).max(axis=1, keepdims=True), 1e-12) / 127.0
+        return (np.round(E / scale).astype(np.int8).astype(np.float32) * scale).astype(np.float32)
+    raise SystemExit(f"unknown quantisation {kind!r}; known: ['float16', 'int8']")
+
+
 def _prep(text: str, mask: bool) -> str:
     return mask_literals(text) if mask else text
 
@@ -195,6 +216,8 @@ def evaluate(rp: Replay, cfg: Config) -> Scores:
         if ents
         else np.zeros((0, 1), dtype=np.float32)
     )
+    if cfg.quant is not None:
+        E = quantize(E, cfg.quant)
     btexts = (
         [_prep(w.text if cfg.bm25_field == "entry" else w.task_text, cfg.mask) for w in ents]
         if cfg.bm25_field
@@ -331,6 +354,18 @@ def configs(names: Sequence[str] | None = None) -> list[Config]:
         ),
         Config("dense only", h, bm25_field=None),
         Config("embed=task,dense only", h, embed_field="task", bm25_field=None),
+        Config("baseline,q=float16", h, quant="float16"),
+        Config("baseline,q=int8", h, quant="int8"),
+        Config(
+            "embed=task,bm25=task,q=float16",
+            h,
+            embed_field="task",
+            bm25_field="task",
+            quant="float16",
+        ),
+        Config(
+            "embed=task,bm25=task,q=int8", h, embed_field="task", bm25_field="task", quant="int8"
+        ),
         Config(
             "query+schema (agent)",
             h,

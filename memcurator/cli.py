@@ -45,7 +45,14 @@ def bench(
     ] = 50,
     seeds: Annotated[int, typer.Option(help="Number of seeds.")] = 1,
     seed_start: Annotated[int, typer.Option(help="First seed (seeds run seed_start..+S-1).")] = 0,
-    max_bytes: Annotated[int, typer.Option(help="Resident budget B in bytes.")] = 100_000,
+    max_bytes: Annotated[
+        str,
+        typer.Option(
+            help="Resident budget B in bytes (k = 1,000). A list (25k,50k,100k) runs every "
+            "bounded policy at each budget (labels policy@25k; keep-all and full-oracle once) "
+            "and writes the budget fronts (budget_fronts.md, budget_fronts.png)."
+        ),
+    ] = "100000",
     poison: Annotated[int, typer.Option(help="Attacker entries n_p (0 = no attack).")] = 4,
     payload: Annotated[str, typer.Option(help="Poison payload: drop, empty or comment.")] = "drop",
     poison_channel: Annotated[
@@ -54,6 +61,13 @@ def bench(
     drift: Annotated[float, typer.Option(help="Fraction of families that migrate schema.")] = 0.3,
     zipf: Annotated[float, typer.Option(help="Family popularity exponent.")] = 1.1,
     families: Annotated[int, typer.Option(help="Families taking part.")] = 60,
+    dml_share: Annotated[
+        float | None,
+        typer.Option(help="Share of the families that change tables (INSERT/UPDATE/DELETE)."),
+    ] = None,
+    drift_popular: Annotated[
+        bool, typer.Option(help="Migrate the most-drawn families (not random ones) at the drift.")
+    ] = False,
     inject_chars: Annotated[int, typer.Option(help="Injection budget in characters.")] = 1200,
     policy_file: Annotated[
         Path | None,
@@ -135,7 +149,13 @@ def bench(
     from memcurator.bench.checks import budget_warning, clamp_families
     from memcurator.bench.render import print_summary
     from memcurator.bench.report import summarize, write_results
-    from memcurator.bench.runner import BenchConfig, PolicyRun, load_families, run_bench
+    from memcurator.bench.runner import (
+        BenchConfig,
+        PolicyRun,
+        load_families,
+        n_runs_per_seed,
+        run_bench,
+    )
     from memcurator.bench.stream import StreamConfig
     from memcurator.llm import CachedExecutor, create_executor
 
@@ -145,6 +165,9 @@ def bench(
     if out_dir.exists() and not out_dir.is_dir():
         _fail(ValueError(f"--out {str(out_dir)!r} is a file, not a folder"))
     try:
+        from memcurator.bench.budget_fronts import parse_budgets
+
+        budgets = parse_budgets(max_bytes)
         if policy_file is not None:
             from memcurator.policy import register
             from memcurator.policy.presets import load_policy_file
@@ -176,6 +199,8 @@ def bench(
                 drift=drift,
                 poison=poison,
                 payload=payload,
+                dml_share=dml_share,
+                drift_popular=drift_popular,
             ),
             agent=AgentConfig(
                 inject_chars=inject_chars,
@@ -184,8 +209,9 @@ def bench(
                 pool=model_pool,
                 learn=curator_learning,
             ),
-            max_bytes=max_bytes,
+            max_bytes=budgets[0],
             poison_channel=poison_channel,
+            sweep_values=budgets if len(budgets) > 1 else (),
         )
         fams = load_families(data)
         families, too_many = clamp_families(families, len(fams))
@@ -205,7 +231,7 @@ def bench(
     except MemcuratorError as e:
         _fail(e)
         return
-    for warning in (too_many, budget_warning(max_bytes)):
+    for warning in (too_many, *(budget_warning(b) for b in budgets)):
         if warning:
             console.print(f"[yellow]warning:[/yellow] {warning}")
     if peers:
@@ -224,13 +250,15 @@ def bench(
         "tasks": tasks,
         "seeds": seeds,
         "seed_start": seed_start,
-        "max_bytes": max_bytes,
+        "max_bytes": budgets[0] if len(budgets) == 1 else budgets,
         "poison": poison,
         "payload": payload,
         "poison_channel": poison_channel,
         "drift": drift,
         "zipf": zipf,
         "families": families,
+        "dml_share": dml_share,
+        "drift_popular": drift_popular,
         "inject_chars": inject_chars,
         "executor": repr(ex),
         "policies": cfg.policies,
@@ -238,7 +266,7 @@ def bench(
         "pool": str(pool) if pool is not None else None,
         "curator_learning": curator_learning,
     }
-    n_runs = len(cfg.policies) * seeds
+    n_runs = n_runs_per_seed(cfg) * seeds
 
     def save(done: list[PolicyRun]) -> None:
         with sigint_deferred():  # a save is never cut in half by Ctrl-C
@@ -457,6 +485,10 @@ def report(
     except MemcuratorError as e:
         _fail(e)
         return
+    from memcurator.bench.budget_fronts import front_rows, is_front, print_front, write_front
+
+    if is_front(runs) and not (as_markdown or as_csv or as_json):  # type: ignore[arg-type]
+        print_front(front_rows(runs, records), Console())  # type: ignore[arg-type]
     if out is not None:
         lock = lock_results(out, overwrite=True, what="memcurator report")
         written = [
@@ -479,6 +511,7 @@ def report(
                 written.append(plot_over_time(out / "accuracy_over_time.png", records))
         except ImportError:
             pass
+        written += write_front(out, runs, records)  # type: ignore[arg-type]
         lock.release()
         console.print("wrote " + ", ".join(str(p) for p in written))
     if html is not None:
@@ -509,6 +542,8 @@ _RUN_KEYS = (
     "drift",
     "zipf",
     "families",
+    "dml_share",
+    "drift_popular",
     "inject_chars",
     "executor",
     "pool",

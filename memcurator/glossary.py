@@ -78,6 +78,24 @@ GLOSSARY: tuple[Term, ...] = (
         ("peak", "peak_kb", "resident bytes"),
     ),
     Term(
+        "bytes per entry",
+        "Bytes per resident entry at the end of the run (B/entry), and the share of the resident "
+        "bytes that are embedding vectors (vec share). An entry is stored as its text, its "
+        "metadata as JSON and its embedding (float32, 4 bytes a dimension: 2,048 bytes for the "
+        "512-d hashing embedder); the budget B pays for all three, so a high vec share means the "
+        "budget buys vectors rather than experience. summary.json has the three parts per run "
+        "(entry_text_b, entry_meta_b, entry_vec_b).",
+        ("B/entry", "vec share", "entry_total_b", "vec_share"),
+    ),
+    Term(
+        "budget front",
+        "Accuracy against peak KB for each bounded policy run at several budgets B "
+        "(--max-bytes 25k,50k,100k): one line per policy, keep-all and full-oracle as unbounded "
+        "references. The knee is the smallest budget at which a policy reaches 97% of its own "
+        "best accuracy over the swept budgets. Written as budget_fronts.md / budget_fronts.png.",
+        ("front", "fronts", "knee"),
+    ),
+    Term(
         "B",
         "The resident byte budget (--max-bytes, max_bytes): the most bytes a bounded policy may "
         "hold at once. The store enforces it; the policy only chooses what to evict. Unbounded "

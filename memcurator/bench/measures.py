@@ -51,6 +51,10 @@ MEASURES: list[Measure] = [
     Measure("same_family_rate", "same-fam inj", "{:.3f}", "tasks given an exemplar of their "
             "own family", "tasks", "same-family injection"),
     Measure("peak_kb", "peak KB", "{:.1f}", "largest resident memory", None, "peak KB"),
+    Measure("entry_total_b", "B/entry", "{:.0f}", "bytes per resident entry at the end",
+            None, "bytes per entry"),
+    Measure("vec_share", "vec share", "{:.2f}", "share of resident bytes that are embedding "
+            "vectors", None, "bytes per entry"),
     Measure("energy_mb", "energy MB", "{:.1f}", "bytes embedded + scanned", None,
             "energy proxy"),
     Measure("asr", "inj. ASR", "{:.3f}", "attacker tasks that executed the payload "

@@ -94,7 +94,27 @@ def run_metrics(run: PolicyRun) -> dict[str, Any]:
         "curate_fallbacks": int(sum("fell back" in r.curate_note for r in rs)),
         "wall_s": run.wall_s,
         "decisions": run.decisions,
+        **_budget_metrics(run),
     }
+
+
+def _budget_metrics(run: PolicyRun) -> dict[str, Any]:
+    """The run's budget (and sweep point), and its resident bytes per entry by part."""
+    out: dict[str, Any] = {
+        "max_bytes": getattr(run, "budget", None),
+        "base_policy": getattr(run, "base_policy", "") or run.policy,
+    }
+    sweep = getattr(run, "sweep", None)
+    if sweep is not None:
+        out["sweep_setting"], out["sweep_value"] = sweep[0], int(sweep[1])
+    parts = getattr(run, "bytes_by_part", None) or {}
+    n = int(parts.get("n", 0))
+    if n:
+        for k in ("text", "meta", "vec", "detail", "total"):
+            out[f"entry_{k}_b"] = parts.get(k, 0) / n
+        whole = parts["text"] + parts["meta"] + parts["vec"] + parts.get("detail", 0)
+        out["vec_share"] = parts["vec"] / max(whole, 1)
+    return out
 
 
 def summarize(runs: list[PolicyRun] | list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -192,6 +212,9 @@ def write_results(
             paths.append(plot_fronts(out / "fronts.png", summary))
     except ImportError:
         pass
+    from memcurator.bench.budget_fronts import write_front
+
+    paths += write_front(out, per_run, [asdict(r) for run in runs for r in run.records])
     doc = {"config": config, "summary": summary, "runs": per_run}
     paths.append(write_summary_json(out / "summary.json", doc))
     return paths

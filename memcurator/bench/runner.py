@@ -25,6 +25,10 @@ class BenchConfig:
     agent: AgentConfig = field(default_factory=AgentConfig)
     max_bytes: int = 120_000
     poison_channel: str = "external"
+    #: budget fronts: run every bounded policy once per value of the setting ``sweep_setting``
+    #: (a field of this config; unbounded presets run once, as references). Empty: no sweep.
+    sweep_values: Sequence[int] = ()
+    sweep_setting: str = "max_bytes"
 
     def __post_init__(self) -> None:
         if self.poison_channel not in ("external", "peer", "self"):
@@ -44,6 +48,10 @@ class BenchConfig:
             )
         for p in self.policies:
             create_policy(p)  # unknown names fail before any work starts
+        if self.sweep_values:
+            from memcurator.bench.budget_fronts import check_sweep
+
+            check_sweep(self)
 
 
 @dataclass
@@ -57,6 +65,14 @@ class PolicyRun:
     poison_written: int
     wall_s: float
     decisions: dict[str, int]
+    #: the byte budget the memory ran under (None: unbounded)
+    budget: int | None = None
+    #: (setting, value) of a budget-front run; None outside a sweep
+    sweep: tuple[str, int] | None = None
+    #: the preset (``policy`` carries ``@<value>`` in a sweep)
+    base_policy: str = ""
+    #: bytes of the resident entries at the end, by part (text, meta, vec) and their count
+    bytes_by_part: dict[str, int] = field(default_factory=dict)
 
 
 def _oracle(
@@ -82,18 +98,29 @@ def run_policy(
     seed: int,
     *,
     on_task: Callable[[], None] | None = None,
+    label: str | None = None,
+    sweep: tuple[str, int] | None = None,
 ) -> PolicyRun:
-    """Run one policy over one stream with a fresh in-memory store."""
+    """Run one policy over one stream with a fresh in-memory store.
+
+    ``label`` names the run in records and summaries (default: the preset name; a budget front
+    uses ``name@value``); ``sweep`` is recorded on the run.
+    """
     policy = create_policy(policy_name)
+    name = label or policy_name
+    budget = cfg.max_bytes if policy.bounded else None
     mem = Memory(
         ":memory:",
-        namespace=f"{policy_name}-{seed}",
+        namespace=f"{name}-{seed}",
         policy=policy,
         # keep-all and full-oracle are the unbounded references: the budget is given to every
         # bounded preset, and None (explicitly unbounded) to those
-        max_bytes=cfg.max_bytes if policy.bounded else None,
+        max_bytes=budget,
         seed=seed,
     )
+    set_budget = getattr(policy, "set_budget", None)
+    if set_budget is not None:
+        set_budget(budget)  # policies whose rules read the byte budget (tokenworth/bytes-capacity)
     records: list[TaskRecord] = []
     admitted = written = 0
     t0 = time.perf_counter()
@@ -114,17 +141,60 @@ def run_policy(
                 admitted += int(r.admitted)
         policy.set_oracle(_oracle(task.family, step, stream.drifted, stream.drift_step))
         records.append(
-            run_task(task, mem, executor, cfg.agent, policy_name=policy_name, seed=seed, step=step)
+            run_task(task, mem, executor, cfg.agent, policy_name=name, seed=seed, step=step)
         )
         if on_task is not None:
             on_task()
     counts: dict[str, int] = {}
     for d in mem.decisions():
         counts[d.action] = counts.get(d.action, 0) + 1
+    parts = entry_bytes_by_part(mem.entries())
     mem.close()
     return PolicyRun(
-        policy_name, seed, records, admitted, written, time.perf_counter() - t0, counts
+        name,
+        seed,
+        records,
+        admitted,
+        written,
+        time.perf_counter() - t0,
+        counts,
+        budget=budget,
+        sweep=sweep,
+        base_policy=policy_name,
+        bytes_by_part=parts,
     )
+
+
+def entry_bytes_by_part(entries: Sequence[Entry]) -> dict[str, int]:
+    """Resident bytes split as :func:`~memcurator.store.sizing.default_sizeof` counts them.
+
+    Returns
+    -------
+    dict
+        ``n`` entries, ``text`` (UTF-8 bytes), ``meta`` (JSON bytes), ``vec`` (embedding bytes
+        as stored, float32), ``detail`` (the origin detail's UTF-8 bytes, counted since the
+        store counts every field), and ``total`` (the entries' accounted ``bytes``; may differ
+        from the parts' sum for distilled or imported entries).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> e = Entry("a", "ns", "raw", "hé", 30, 30, np.zeros(4, dtype=np.float32), meta={})
+    >>> entry_bytes_by_part([e])
+    {'n': 1, 'text': 3, 'meta': 2, 'vec': 16, 'detail': 0, 'total': 30}
+    """
+    import json
+
+    import numpy as np
+
+    out = {"n": len(entries), "text": 0, "meta": 0, "vec": 0, "detail": 0, "total": 0}
+    for m in entries:
+        out["text"] += len(m.text.encode("utf-8"))
+        out["meta"] += len(json.dumps(m.meta, sort_keys=True))
+        out["vec"] += int(np.asarray(m.embedding, dtype=np.float32).nbytes)
+        out["detail"] += len(m.origin_detail.encode("utf-8"))
+        out["total"] += int(m.bytes)
+    return out
 
 
 def load_families(data_path: str | None = None) -> list[Any]:
@@ -160,9 +230,27 @@ def run_bench(
     for seed in cfg.seeds:
         scfg = StreamConfig(**{**asdict(cfg.stream), "seed": seed})
         stream = build_stream(scfg, fams)
-        for name in cfg.policies:
-            tick = progress(f"{name} seed {seed}", len(stream.tasks)) if progress else None
-            runs.append(run_policy(name, stream, executor, cfg, seed, on_task=tick))
+        for name, label, run_cfg, sweep in _plan(cfg):
+            tick = progress(f"{label} seed {seed}", len(stream.tasks)) if progress else None
+            runs.append(
+                run_policy(
+                    name, stream, executor, run_cfg, seed, on_task=tick, label=label, sweep=sweep
+                )
+            )
             if on_run is not None:
                 on_run(list(runs))
     return runs
+
+
+def _plan(cfg: BenchConfig) -> list[tuple[str, str, BenchConfig, tuple[str, int] | None]]:
+    """(preset, label, config, sweep) per run of one seed, in run order."""
+    if not cfg.sweep_values:
+        return [(p, p, cfg, None) for p in cfg.policies]
+    from memcurator.bench.budget_fronts import sweep_plan
+
+    return sweep_plan(cfg)
+
+
+def n_runs_per_seed(cfg: BenchConfig) -> int:
+    """How many (policy, budget) runs one seed of ``cfg`` makes."""
+    return len(_plan(cfg))

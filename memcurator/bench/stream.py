@@ -51,6 +51,13 @@ class StreamConfig:
         Number of target families (drawn among the ten most popular, none of them drifting).
     payload : {"drop", "empty", "comment"}, default "drop"
     seed : int, default 0
+    dml_share : float or None, default None
+        Share of the taking-part families that are table-changing (INSERT/UPDATE/DELETE), the
+        rest SELECT, in a random popularity order; None draws families regardless of kind (the
+        default stream, ~37% DML). Issue 11, cause 5: a held-out, mostly-DML distribution.
+    drift_popular : bool, default False
+        Migrate the most-drawn families before the boundary instead of random ones, so that
+        drift hits families with many stale exemplars resident (and many victim tasks).
     """
 
     n_tasks: int = 300
@@ -63,6 +70,8 @@ class StreamConfig:
     poison_targets: int = 2
     payload: str = "drop"
     seed: int = 0
+    dml_share: float | None = None
+    drift_popular: bool = False
 
     def __post_init__(self) -> None:
         if self.n_tasks < 1:
@@ -78,6 +87,8 @@ class StreamConfig:
             raise InvalidInput("n_families must be >= 1 (or None for all)")
         if self.poison_targets < 1:
             raise InvalidInput("poison_targets must be >= 1")
+        if self.dml_share is not None and not 0 <= self.dml_share <= 1:
+            raise InvalidInput(f"dml_share must be in [0, 1] or None, got {self.dml_share!r}")
         from memcurator.envs.sql import PAYLOADS
 
         if self.payload not in PAYLOADS:
@@ -107,6 +118,20 @@ def zipf_probs(n: int, a: float) -> np.ndarray:
     return w / w.sum()
 
 
+def _by_kind_share(fams: list, share: float, n: int | None, seed: int) -> list:
+    """``n`` families (all if None), ``round(share·n)`` of them table-changing, in a random order
+    drawn from a generator of its own (the stream's draws stay those of its seed)."""
+    n = len(fams) if n is None else min(n, len(fams))
+    dml = [f for f in fams if f.kind != "select"]
+    sel = [f for f in fams if f.kind == "select"]
+    k = min(int(round(share * n)), len(dml))
+    chosen = dml[:k] + sel[: n - k]
+    if len(chosen) < n:  # too few SELECT families: fill with more DML
+        chosen += dml[k : k + n - len(chosen)]
+    perm = np.random.default_rng([seed, 11]).permutation(len(chosen))
+    return [chosen[i] for i in perm]
+
+
 def build_stream(cfg: StreamConfig, specs: list, *, max_variant_tries: int = 10) -> Stream:
     """Build a deterministic stream of SQL tasks from base specs.
 
@@ -133,6 +158,8 @@ def build_stream(cfg: StreamConfig, specs: list, *, max_variant_tries: int = 10)
     fams = list(specs)
     order = rng.permutation(len(fams))
     fams = [fams[i] for i in order]
+    if cfg.dml_share is not None:
+        fams = _by_kind_share(fams, cfg.dml_share, cfg.n_families, cfg.seed)
     if cfg.n_families is not None:
         fams = fams[: cfg.n_families]
     probs = zipf_probs(len(fams), cfg.zipf)
@@ -149,11 +176,16 @@ def build_stream(cfg: StreamConfig, specs: list, *, max_variant_tries: int = 10)
         rng.shuffle(cand)
         targets_idx = sorted(cand[: cfg.poison_targets])
     drift_pool = [i for i in seen_before if i not in targets_idx]
-    drift_idx = (
-        set(rng.choice(drift_pool, size=min(n_drift, len(drift_pool)), replace=False).tolist())
-        if drift_pool and n_drift
-        else set()
-    )
+    if cfg.drift_popular:
+        counts = np.bincount(draws[:drift_step], minlength=len(fams))
+        by_use = sorted(drift_pool, key=lambda i: (-counts[i], i))
+        drift_idx = set(by_use[: min(n_drift, len(drift_pool))])
+    else:
+        drift_idx = (
+            set(rng.choice(drift_pool, size=min(n_drift, len(drift_pool)), replace=False).tolist())
+            if drift_pool and n_drift
+            else set()
+        )
     migrated = {
         i: migrate(fams[i], kind="column" if rng.random() < 0.5 else "table", rng=rng)
         for i in sorted(drift_idx)

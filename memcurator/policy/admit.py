@@ -131,14 +131,15 @@ class WorthAdmission(Component):
             probes = np.asarray(candidate.embedding, dtype=np.float64)[None, :]
         cw = wm.probe_worth([candidate], candidate.embedding[None, :], step, probes)[0]
         n = len(resident)
-        full = n >= wm.capacity
+        cap = wm.fit_capacity(resident, candidate)  # B_max (capacity unless tied to bytes)
+        full = n >= cap
         bw = wm.probe_worth(resident, E, step, probes) if full else np.zeros(n)
         d = decide_write(
             candidate.embedding,
             cw,
             np.asarray(E, dtype=np.float64).reshape(n, self._dim),
             bw,
-            wm.capacity,
+            cap,
             params=self._params,
         )
         if d.action == "reject":
@@ -156,7 +157,7 @@ class WorthAdmission(Component):
         else:
             why = (
                 f"lowest probe-averaged worth ({vw:.3f}) in a full bank "
-                f"({n}/{wm.capacity}); made room for {candidate.id}"
+                f"({n}/{cap}); made room for {candidate.id}"
             )
             reason = f"{d.reason}; victim {v.id}"
         wm.victims = [(v.id, vw, why)]  # one per admission; the keep pass takes it right after

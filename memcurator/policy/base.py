@@ -118,6 +118,10 @@ class Policy(Params):
         """Called once by the memory with the embedding dimension, before any other call."""
         self._dim = dim
 
+    def set_budget(self, max_bytes: int | None) -> None:
+        """The memory's byte budget (None: unbounded), for rules that read it (TokenWorth's
+        ``B_max`` tied to bytes). Called after :meth:`attach`; the default ignores it."""
+
     # --- profile -----------------------------------------------------------------
     def observe_query(self, e_q: np.ndarray) -> None:
         """A query was recalled for; ``e_q`` has shape (d,)."""

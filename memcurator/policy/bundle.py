@@ -241,6 +241,12 @@ class ComponentPolicy(Policy):
         for c in self._all():
             c.bind(dim, self._estimators, self.name)
 
+    def set_budget(self, max_bytes: int | None) -> None:
+        """Hand the memory's byte budget to every estimator that reads it."""
+        for est in self._estimators.values():
+            if hasattr(est, "set_budget"):
+                est.set_budget(max_bytes)
+
     def _at(self, step: int) -> None:
         for est in self._estimators.values():
             if hasattr(est, "step"):

@@ -99,6 +99,12 @@ class WorthEstimator(Estimator):
         Any other :class:`~memcurator.value.tokenworth.TokenWorthLearner` hyperparameter.
     seed : int or None, default 0
         Passed to the learner (which draws no random numbers).
+    capacity_from_bytes : bool, default False
+        Tie ``B_max`` to the byte budget (``tokenworth/bytes-capacity``): at every admission,
+        ``B_max = max(1, floor(max_bytes / mean bytes of the resident entries and the
+        candidate))``, so the bank fills by count as the byte budget fills and the
+        coverage-quality rules run (with ``capacity`` = 64 they never did at 100 KB, where ~34
+        entries fit). Needs :meth:`set_budget`; without a budget (unbounded) ``capacity`` holds.
 
     Raises
     ------
@@ -121,8 +127,10 @@ class WorthEstimator(Estimator):
         agop: bool = True,
         learner_params: dict[str, Any] | None = None,
         seed: int | None = 0,
+        capacity_from_bytes: bool = False,
     ):
         self.capacity = capacity
+        self.capacity_from_bytes = capacity_from_bytes
         self.n_probes = n_probes
         self.n_blocks = n_blocks
         self.kappa = kappa
@@ -146,6 +154,24 @@ class WorthEstimator(Estimator):
         self.last_q: np.ndarray | None = None
         self.step = 0  # the step of the latest decision, read by q(m) under curator+worth
         self.victims: list[tuple[str, float, str]] = []  # named by admission, taken by keep
+        self._budget: int | None = getattr(self, "_budget", None)
+        self._b_max: int | None = None
+
+    def set_budget(self, max_bytes: int | None) -> None:
+        """The memory's byte budget (None: unbounded); read when ``capacity_from_bytes``."""
+        self._budget = None if max_bytes is None else int(max_bytes)
+
+    def bank_capacity(self) -> int:
+        """``B_max`` in force: ``capacity``, or the one last fitted to the byte budget."""
+        return self._b_max if self._b_max is not None else self.capacity
+
+    def fit_capacity(self, resident: list[Entry], candidate: Entry) -> int:
+        """With ``capacity_from_bytes`` and a budget, refit ``B_max`` from the mean entry bytes
+        of ``resident`` and ``candidate``; returns the capacity in force."""
+        if self.capacity_from_bytes and self._budget is not None:
+            sizes = [m.bytes for m in resident] + [candidate.bytes]
+            self._b_max = max(1, int(self._budget // max(float(np.mean(sizes)), 1.0)))
+        return self.bank_capacity()
 
     def features(
         self, e_q: np.ndarray, entries: list[Entry], E: np.ndarray, step: int
@@ -287,9 +313,16 @@ class RhoEstimator(Estimator):
     use_propensity, use_helpfulness, use_abstraction, use_negative_transfer, use_provenance, \
 per_byte : bool
         Ablation switches (``curator/no-provenance``, ``curator/no-per-byte``, ...).
-    helpfulness : {"marginal-utility", "worth"}, default "marginal-utility"
-        Where q(m) comes from: CURATOR's helpfulness head, or the ``"worth"`` estimator's
-        probe-averaged learned worth clipped to [-1, 1] (``curator+worth``).
+    helpfulness : {"marginal-utility", "worth", "beta-lcb"}, default "marginal-utility"
+        Where q(m) comes from: CURATOR's helpfulness head, the ``"worth"`` estimator's
+        probe-averaged learned worth clipped to [-1, 1] (``curator+worth``), or the lower
+        confidence bound of the entry's injected-success rate
+        (:class:`~memcurator.value.helpfulness_lcb.BetaLCBUtility`, ``curator/lcb``).
+    lcb_level, lcb_gamma : float, default 0.1, 0.95
+        The bound's quantile and count discount (``helpfulness="beta-lcb"`` only).
+    eta_offset : float, default 0.0
+        Passed to the scorer: harm counts the distance beyond this RMS z-score
+        (``curator/eta-offset``).
     energy_budget : float or None, default None
         ε̄ per step in energy-proxy bytes; enables the virtual queue of Eq. 6.
     nu : float, default 1e6
@@ -321,6 +354,9 @@ per_byte : bool
         helpfulness: str = "marginal-utility",
         energy_budget: float | None = None,
         nu: float = 1e6,
+        lcb_level: float = 0.1,
+        lcb_gamma: float = 0.95,
+        eta_offset: float = 0.0,
     ):
         self.lam = lam
         self.kappa = kappa
@@ -336,10 +372,18 @@ per_byte : bool
         self.helpfulness = helpfulness
         self.energy_budget = energy_budget
         self.nu = nu
-        if helpfulness not in ("marginal-utility", "worth"):
+        self.lcb_level = lcb_level
+        self.lcb_gamma = lcb_gamma
+        self.eta_offset = eta_offset
+        if helpfulness not in ("marginal-utility", "worth", "beta-lcb"):
             raise InvalidInput(
-                f"helpfulness must be 'marginal-utility' or 'worth', got {helpfulness!r}"
+                "helpfulness must be 'marginal-utility', 'worth' or 'beta-lcb', got "
+                f"{helpfulness!r}"
             )
+        if helpfulness == "beta-lcb":
+            from memcurator.value.helpfulness_lcb import BetaLCBUtility
+
+            BetaLCBUtility(level=lcb_level, lcb_gamma=lcb_gamma)  # validate now
         self.needs = ("worth",) if helpfulness == "worth" else ()
         CuratorScorer(**self._scorer_kw())  # validate the scorer's parameters now
 
@@ -356,6 +400,11 @@ per_byte : bool
             worth = estimators["worth"]
             assert isinstance(worth, WorthEstimator)
             self.scorer: CuratorScorer = _WorthScorer(worth.q, **kw)
+        elif self.helpfulness == "beta-lcb":
+            from memcurator.value.helpfulness_lcb import BetaLCBUtility
+
+            head = BetaLCBUtility(level=self.lcb_level, lcb_gamma=self.lcb_gamma)
+            self.scorer = CuratorScorer(helpfulness=head, **kw)
         else:
             self.scorer = CuratorScorer(**kw)
         self.energy = (

@@ -126,7 +126,7 @@ class ProbeWorth(_Keep):
         ids = {m.id for m in entries}
         out = [v for v in wm.victims if v[0] in ids]
         wm.victims = []
-        extra = len(entries) - len(out) - wm.capacity
+        extra = len(entries) - len(out) - wm.bank_capacity()
         if extra > 0:
             chosen = {v[0] for v in out}
             rest = [i for i, m in enumerate(entries) if m.id not in chosen]
@@ -137,7 +137,8 @@ class ProbeWorth(_Keep):
                     (
                         m.id,
                         float(w[j]),
-                        f"lowest probe-averaged worth ({w[j]:.3f}) over capacity {wm.capacity}",
+                        f"lowest probe-averaged worth ({w[j]:.3f}) over capacity "
+                        f"{wm.bank_capacity()}",
                     )
                 )
         return out

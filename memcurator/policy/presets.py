@@ -137,6 +137,60 @@ PRESETS: dict[str, dict[str, Any]] = {
         "description": "CURATOR recalling by cosine only (no helpfulness rerank)",
         "rank": {"name": "cosine+q", "beta_q": 0.0},
     },
+    # issue 11, cause 4 (churn): each change alone, then together
+    "curator/lcb": {
+        "base": "curator",
+        "description": "CURATOR with q = Beta lower confidence bound of the injected-success rate",
+        "estimators": {"rho": {"helpfulness": "beta-lcb"}},
+        # the LCB is pessimistic for an entry never used, so the gate's value test (net value
+        # > theta) would refuse every new entry: admission gates on content risk only
+        "admit": {"name": "trust-gate", "theta": -2.0},
+    },
+    "curator/margin": {
+        "base": "curator",
+        "description": "CURATOR whose Keep lets a new entry displace a proven one only by a "
+        "margin (rho > 1.5 x the incumbent's)",
+        "keep": {
+            "name": "quarantine",
+            "keep": {
+                "name": "rho-density-margin",
+                "distill": True,
+                "redundancy_delta": 0.85,
+                "margin": 0.5,
+                "min_successes": 2,
+            },
+        },
+    },
+    "curator/dedup": {
+        "base": "curator",
+        "description": "CURATOR rejecting self-derived entries that duplicate a resident entry "
+        "of the same request (same SQL skeleton, cosine >= 0.6)",
+        "admit": {"name": "same-request-dedup", "admit": {"name": "trust-gate", "theta": -0.5}},
+    },
+    "curator/anti-churn": {
+        "base": "curator",
+        "description": "CURATOR with the LCB helpfulness, the replacement margin and the "
+        "duplicate test together",
+        "estimators": {"rho": {"helpfulness": "beta-lcb"}},
+        "admit": {"name": "same-request-dedup", "admit": {"name": "trust-gate", "theta": -2.0}},
+        "keep": {
+            "name": "quarantine",
+            "keep": {
+                "name": "rho-density-margin",
+                "distill": True,
+                "redundancy_delta": 0.85,
+                "margin": 0.5,
+                "min_successes": 2,
+            },
+        },
+    },
+    # issue 11, cause 5: harm charged only beyond a typical entry's distance from the centroid
+    "curator/eta-offset": {
+        "base": "curator",
+        "description": "CURATOR whose harm eta counts only the distance beyond a typical "
+        "entry's (z > 1), so net value is not negative for every entry",
+        "estimators": {"rho": {"eta_offset": 1.0}},
+    },
     "keep-all": {
         "description": "No curation: every write kept, unbounded; recall by cosine",
         "bounded": False,
@@ -173,6 +227,12 @@ PRESETS: dict[str, dict[str, Any]] = {
         "base": "tokenworth",
         "description": "TokenWorth with a fixed residual metric (no AGOP update)",
         "estimators": {"worth": {"capacity": 64, "agop": False}},
+    },
+    "tokenworth/bytes-capacity": {
+        "base": "tokenworth",
+        "description": "TokenWorth with B_max = max_bytes / mean entry bytes, so its "
+        "coverage-quality admission and replacement run under the byte budget",
+        "estimators": {"worth": {"capacity": 64, "capacity_from_bytes": True}},
     },
     "curator+worth": {
         "base": "curator",

@@ -187,6 +187,29 @@ def asked_kinds(task: str) -> set[str]:
     return {k for k, pat in _WRITE_VERBS.items() if re.search(pat, low)}
 
 
+_QUESTION = re.compile(
+    r"\?|^\s*(how|what|which|who|whom|whose|when|where|why|is|are|does|do|did|can|list|show|"
+    r"find|count|give|return|get|calculate|compute|retrieve|select|display|tell|determine|"
+    r"identify|report|provide|fetch|name)\b|\b(how many|how much|what is|what are|which)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_question(task: str) -> bool:
+    """Whether the task reads as a question or a request for information (a question mark, a
+    wh-word, or a leading verb such as list/show/find/count), as opposed to a declarative fact
+    to record ("Member 102 paid 75"), which may ask for a write without a write verb.
+
+    Examples
+    --------
+    >>> asks_question("How many rows?"), asks_question("List the members who paid")
+    (True, True)
+    >>> asks_question("Member 102 paid 75")
+    False
+    """
+    return bool(_QUESTION.search(task))
+
+
 def _norm_num(s: str) -> float | None:
     try:
         return float(s.replace(",", ""))
@@ -697,7 +720,10 @@ def sql_risk(
                 (R_DROP, f"table dropped/re-created/altered: {gone} (task asks no schema change)")
             )
         writes = kinds - {"ddl"}
-        if writes and not asked:
+        # a declarative fact with no write verb ("Member 102 paid 75") may ask to record it: an
+        # insert or update is then plausible; a delete, or any write on a question, is not
+        plausible = not asked and not asks_question(task) and writes <= {"insert", "update"}
+        if writes and not asked and not plausible:
             found.append(
                 (
                     R_WRITE_ON_QUESTION,

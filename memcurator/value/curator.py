@@ -115,6 +115,12 @@ class CuratorScorer:
         Divide by b(m) (Eq. 1); False ranks by net value alone (ablation ``curator/no-per-byte``).
     helpfulness : MarginalUtility, optional
         The streaming helpfulness head (a fresh one by default).
+    eta_offset : float, default 0.0
+        Harm counts only the distance beyond this RMS z-score: η = s·max(0, z − offset). With
+        0 (the default, as before) an entry typical of the working set (z ≈ 1) pays η ≈ s, which
+        on the SQL stream (η ≈ 0.3 against V̂ ≈ 0.05) makes every entry's net value negative, so
+        Keep orders by closeness to the centroid alone and drops a migrated family's new
+        exemplars first (issue 11, cause 5). 1.0 charges only atypical entries.
 
     Notes
     -----
@@ -150,8 +156,10 @@ class CuratorScorer:
         use_provenance: bool = True,
         per_byte: bool = True,
         helpfulness: MarginalUtility | None = None,
+        eta_offset: float = 0.0,
     ):
         self.dim = dim
+        self.eta_offset = eta_offset
         self.lam = lam
         self.kappa = kappa
         self.phi = phi
@@ -174,6 +182,8 @@ class CuratorScorer:
         ):
             if not math.isfinite(v):
                 raise InvalidInput(f"{name} must be finite, got {v!r}")
+        if not math.isfinite(eta_offset) or eta_offset < 0:
+            raise InvalidInput(f"eta_offset must be a finite number >= 0, got {eta_offset!r}")
         if kappa <= 0 or not 0 <= phi < 1 or not 0 <= centroid_phi < 1 or not 0 <= shrinkage <= 1:
             raise InvalidInput(
                 "need kappa > 0, phi and centroid_phi in [0, 1), shrinkage in [0, 1]"
@@ -301,7 +311,8 @@ class CuratorScorer:
             # Σ_j (e_j − μ_j)² / var_j expanded, so no (n, d) temporaries besides E itself
             d2 = np.einsum("ij,ij,j->i", E, E, iv) - 2.0 * (E @ (self._mu * iv))
             d2 = np.maximum(d2 + float(self._mu @ (self._mu * iv)), 0.0)
-            eta = s * np.sqrt(d2 / self.dim)
+            z = np.sqrt(d2 / self.dim)
+            eta = s * (np.maximum(z - self.eta_offset, 0.0) if self.eta_offset else z)
         else:
             eta = np.zeros(n)
         pi = provenance_risk(psi, self._w) if self.use_provenance else np.zeros(n)
