@@ -26,6 +26,17 @@ from memcurator.errors import InvalidInput
 
 _RHO_KEEP: dict[str, Any] = {"name": "rho-density", "distill": True, "redundancy_delta": 0.85}
 
+_MARGIN_KEEP: dict[str, Any] = {
+    "name": "quarantine",
+    "keep": {
+        "name": "rho-density-margin",
+        "distill": True,
+        "redundancy_delta": 0.85,
+        "margin": 0.5,
+        "min_successes": 2,
+    },
+}
+
 _CURATOR: dict[str, Any] = {
     "description": "CURATOR: one net-value density rho = (V - lam*H)/b for keep, trust, share; "
     "trust gated on content risk and net value for every verified origin, feedback quarantine",
@@ -150,16 +161,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "base": "curator",
         "description": "CURATOR whose Keep lets a new entry displace a proven one only by a "
         "margin (rho > 1.5 x the incumbent's)",
-        "keep": {
-            "name": "quarantine",
-            "keep": {
-                "name": "rho-density-margin",
-                "distill": True,
-                "redundancy_delta": 0.85,
-                "margin": 0.5,
-                "min_successes": 2,
-            },
-        },
+        "keep": _MARGIN_KEEP,
     },
     "curator/dedup": {
         "base": "curator",
@@ -173,16 +175,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "duplicate test together",
         "estimators": {"rho": {"helpfulness": "beta-lcb"}},
         "admit": {"name": "same-request-dedup", "admit": {"name": "trust-gate", "theta": -2.0}},
-        "keep": {
-            "name": "quarantine",
-            "keep": {
-                "name": "rho-density-margin",
-                "distill": True,
-                "redundancy_delta": 0.85,
-                "margin": 0.5,
-                "min_successes": 2,
-            },
-        },
+        "keep": _MARGIN_KEEP,
     },
     # issue 11, cause 5: harm charged only beyond a typical entry's distance from the centroid
     "curator/eta-offset": {
