@@ -12,7 +12,7 @@ import numpy as np
 
 from memcurator.embed.hashing import HashingEmbedder
 from memcurator.embed.text import has_content
-from memcurator.errors import UnknownName
+from memcurator.registry import Registry
 
 
 class Embedder(Protocol):
@@ -38,11 +38,14 @@ def _minilm(**kw: Any) -> Embedder:
     return MiniLMEmbedder(**kw)
 
 
-EMBEDDERS = {
-    "hashing": HashingEmbedder,
-    "minilm": _minilm,
-    "sentence-transformers": _sentence_transformers,
-}
+EMBEDDERS: Registry[Embedder] = Registry(
+    "embedder",
+    {
+        "hashing": HashingEmbedder,
+        "minilm": _minilm,
+        "sentence-transformers": _sentence_transformers,
+    },
+)
 
 
 def create_embedder(name: str = "hashing", **kwargs: Any) -> Embedder:
@@ -53,11 +56,7 @@ def create_embedder(name: str = "hashing", **kwargs: Any) -> Embedder:
     UnknownName
         If ``name`` is not registered; the message lists the known names.
     """
-    try:
-        factory = EMBEDDERS[name]
-    except KeyError:
-        raise UnknownName(f"unknown embedder {name!r}; known: {sorted(EMBEDDERS)}") from None
-    return factory(**kwargs)  # type: ignore[operator,no-any-return]
+    return EMBEDDERS.create(name, **kwargs)
 
 
 __all__ = ["Embedder", "HashingEmbedder", "create_embedder", "has_content", "EMBEDDERS"]
