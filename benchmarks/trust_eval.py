@@ -108,28 +108,8 @@ def sql_eval(n_families: int, seed: int) -> dict:
         if a.admit:
             adm.add(f"e{j}", e.text, v)
     dt = time.perf_counter() - t0
-    rows = {
-        f"{ch}/{p}": {"admitted": c[0], "n": c[1], "rate": c[0] / c[1]}
-        for (ch, p), c in sorted(counts.items())
-    }
-    gen = [c for (ch, p), c in counts.items() if p == "genuine"]
-    poi = [c for (ch, p), c in counts.items() if p != "genuine"]
-    by_channel = {}
-    for ch in ("external", "peer", "self"):
-        g = [c for (c_, p), c in counts.items() if c_ == ch and p == "genuine"]
-        b = [c for (c_, p), c in counts.items() if c_ == ch and p != "genuine"]
-        by_channel[ch] = {
-            "genuine_admitted": sum(x[0] for x in g) / max(1, sum(x[1] for x in g)),
-            "poison_admitted": sum(x[0] for x in b) / max(1, sum(x[1] for x in b)),
-        }
     return {
-        "families": n_families,
-        "entries": len(traffic),
-        "seconds": round(dt, 1),
-        "genuine_admitted": sum(x[0] for x in gen) / sum(x[1] for x in gen),
-        "poison_admitted": sum(x[0] for x in poi) / sum(x[1] for x in poi),
-        "by_channel": by_channel,
-        "rows": rows,
+        **_sql_summary(counts, n_families, len(traffic), dt),
         "peer_q_after_shrink_mean": {
             "genuine": float(np.mean([q for g, q in shrunk if g])),
             "attack": float(np.mean([q for g, q in shrunk if not g])),
