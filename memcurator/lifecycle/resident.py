@@ -51,18 +51,32 @@ class ResidentSet:
     def reload(self) -> None:
         """Read the namespace's entries from the store and rebuild everything derived."""
         self.entries: list[Entry] = self.store.entries(self.namespace)
-        self.near: dict[str, dict[str, float]] = {}
+        # an empty set starts its (empty) graph now and links each add; a loaded one builds it
+        # on first use
+        self._near: dict[str, dict[str, float]] | None = None if self.entries else {}
         self.changed()
         self._version = self.store.version()
-        if self.delta is not None and self.entries:
-            M = self.matrix
-            for lo in range(0, len(self.entries), 1024):
-                S = M[lo : lo + 1024] @ M.T
-                for r, c in zip(*np.nonzero(S >= self.delta), strict=True):
-                    i = lo + int(r)
-                    if i != int(c):
-                        a, b = self.entries[i].id, self.entries[int(c)].id
-                        self.near.setdefault(a, {})[b] = float(S[r, c])
+
+    @property
+    def near(self) -> dict[str, dict[str, float]]:
+        """Near-duplicate pairs: ``near[a][b]`` is the cosine of a and b when it is >= δ.
+
+        Built on first use (a Keep pass with a redundancy test), O(n²·d) once, then kept up to
+        date by every add, remove and edit; opening a store does not pay for it. Empty when δ
+        is not set.
+        """
+        if self._near is None:
+            self._near = {}
+            if self.delta is not None and self.entries:
+                M = self.matrix
+                for lo in range(0, len(self.entries), 1024):
+                    S = M[lo : lo + 1024] @ M.T
+                    for r, c in zip(*np.nonzero(S >= self.delta), strict=True):
+                        i = lo + int(r)
+                        if i != int(c):
+                            a, b = self.entries[i].id, self.entries[int(c)].id
+                            self._near.setdefault(a, {})[b] = float(S[r, c])
+        return self._near
 
     def sync(self) -> bool:
         """Reload if anything committed or rolled back since we last looked; True if it did."""
@@ -102,10 +116,12 @@ class ResidentSet:
         return self._matrix[:n]
 
     def set_row(self, row: int, embedding: np.ndarray) -> None:
-        """Replace the cached embedding of the entry at ``row`` (its text changed)."""
+        """The entry at ``row`` has a new text and ``embedding``: update the matrix row and the
+        lexical index in place (O(d + its tokens))."""
         if self._matrix is not None:
             self._matrix[row] = embedding
-        self._bm25 = None
+        if self._bm25 is not None:
+            self._bm25.replace_row(row, recall_text(self.entries[row].text))
 
     def replace(self, row: int, m: Entry) -> None:
         """Put ``m`` in place of the entry at ``row`` (an update of the same id)."""
@@ -120,7 +136,8 @@ class ResidentSet:
     @property
     def bm25(self) -> BM25Index:
         """A BM25 index over the resident recall texts (each entry's ``Task:`` line, or its whole
-        text without one; built on first use after a change)."""
+        text without one); built on first use after a reload, then kept up to date by every
+        add, remove and edit (:class:`~memcurator.retrieve.bm25.BM25Index` is incremental)."""
         if self._bm25 is None:
             self._bm25 = BM25Index()
             self._bm25.fit([recall_text(m.text) for m in self.entries])
@@ -159,27 +176,32 @@ class ResidentSet:
         self.index[m.id] = n
         self.keys[m.meta.get("text_sha1")] = m.id
         self.used += m.bytes
-        self._bm25 = None
+        if self._bm25 is not None:
+            self._bm25.append(recall_text(m.text))
 
     def remove(self, ids: set[str]) -> None:
         """Drop entries: the matrix buffer is compacted in place, the indexes rebuilt."""
-        for eid in ids:
-            for nb in self.near.pop(eid, {}):
-                self.near.get(nb, {}).pop(eid, None)
-        live = np.array([m.id not in ids for m in self.entries], dtype=bool)
+        if self._near is not None:
+            for eid in ids:
+                for nb in self._near.pop(eid, {}):
+                    self._near.get(nb, {}).pop(eid, None)
+        rows = [self.index[eid] for eid in ids if eid in self.index]
+        live = np.ones(len(self.entries), dtype=bool)
+        live[rows] = False
         if self._matrix is not None:
             n_live = int(live.sum())
             self._matrix[:n_live] = self._matrix[: len(self.entries)][live]
+        if self._bm25 is not None:
+            self._bm25.delete_rows(rows)
         self.entries = [m for m, ok in zip(self.entries, live, strict=True) if ok]
         self._reindex()
-        self._bm25 = None
 
     def link(self, m: Entry, exclude: int | None = None) -> None:
         """Record m's near-duplicates (cosine ≥ δ) among the residents."""
-        if self.delta is None:
-            return
-        for nb in self.near.pop(m.id, {}):
-            self.near.get(nb, {}).pop(m.id, None)
+        if self.delta is None or self._near is None:
+            return  # not built yet: the first use builds it from every resident, m included
+        for nb in self._near.pop(m.id, {}):
+            self._near.get(nb, {}).pop(m.id, None)
         if not self.entries:
             return
         sims = self.matrix @ m.embedding
@@ -189,8 +211,8 @@ class ResidentSet:
                 continue
             other = self.entries[j].id
             c = float(sims[j])
-            self.near.setdefault(m.id, {})[other] = c
-            self.near.setdefault(other, {})[m.id] = c
+            self._near.setdefault(m.id, {})[other] = c
+            self._near.setdefault(other, {})[m.id] = c
 
 
 __all__ = ["ResidentSet"]

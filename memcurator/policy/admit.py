@@ -65,9 +65,7 @@ class RhoTrust(Component):
 
     def admit(self, candidate: Entry, resident: list[Entry], E: np.ndarray, step: int) -> Verdict:
         rho_est = self._est["rho"]
-        ents = resident + [candidate]
-        mat = np.vstack([E.reshape(-1, candidate.embedding.shape[0]), candidate.embedding])
-        t = rho_est.terms(ents, mat)
+        t = rho_est.candidate_terms(candidate, resident, E)
         rho = float(t.rho[-1])
         pen = 0.0
         if rho_est.energy is not None:

@@ -417,6 +417,21 @@ per_byte : bool
         """All of ρ's terms for ``entries`` (rows of ``E``), each of shape (n,)."""
         return self.scorer.score(entries, E, sketch=sketch)
 
+    def candidate_terms(self, candidate: Entry, resident: list[Entry], E: np.ndarray) -> ScoreTerms:
+        """ρ's terms of one write ``candidate`` next to ``resident`` (rows of ``E``), shape (1,).
+
+        The same values as ``terms(resident + [candidate], vstack(E, e))[-1:]``; with CURATOR's
+        own helpfulness head only the candidate's per-entry inputs are computed
+        (:meth:`~memcurator.value.curator.CuratorScorer.score_candidate`). The ``worth`` head's
+        q depends on the whole set's probe features, so it is scored in full.
+        """
+        if self.helpfulness == "worth":
+            d = candidate.embedding.shape[0]
+            mat = np.vstack([np.asarray(E).reshape(-1, d), candidate.embedding])
+            t = self.terms(resident + [candidate], mat)
+            return ScoreTerms(*(np.asarray(x)[-1:] for x in t))
+        return self.scorer.score_candidate(candidate, E)
+
     def q(self, entries: list[Entry]) -> np.ndarray:
         """Helpfulness q(m) of ``entries``, shape (n,)."""
         return self.scorer.entry_arrays(entries)["q"]

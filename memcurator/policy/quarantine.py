@@ -10,6 +10,7 @@ reason in the decision log.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -91,7 +92,7 @@ class Quarantine(Component):
         for m in entries:
             if m.id in named or m.successes + m.failures < self.min_uses:
                 continue
-            d = feedback_quarantine(
+            d = _verdict(
                 m.successes,
                 m.failures,
                 min_uses=self.min_uses,
@@ -112,5 +113,9 @@ class Quarantine(Component):
     def load_state(self, state: Mapping[str, Any]) -> None:
         self._inner.load_state(state)
 
+
+# The verdict depends on the two counts and the settings alone; residents share few distinct
+# (successes, failures) pairs, so a Keep pass over n entries costs n dictionary lookups.
+_verdict = functools.lru_cache(maxsize=4096)(feedback_quarantine)
 
 __all__ = ["Quarantine"]

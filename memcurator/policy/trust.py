@@ -226,11 +226,7 @@ class TrustGate(Component):
         if not a.admit:
             return Verdict(False, a.risk, f"trust-gate: {a.reason}")
         rho_est = self._est["rho"]
-        ents = resident + [candidate]
-        mat = np.vstack(
-            [np.asarray(E).reshape(-1, candidate.embedding.shape[0]), candidate.embedding]
-        )
-        t = rho_est.terms(ents, mat)
+        t = rho_est.candidate_terms(candidate, resident, E)
         V = float(t.V[-1])
         net = V - rho_est.lam * a.risk
         pen = 0.0

@@ -251,6 +251,46 @@ class CuratorScorer:
         arr = self.entry_arrays(entries)
         return self.score_arrays(E, sketch=sketch, **arr)
 
+    def score_candidate(
+        self, m: Entry, E_res: np.ndarray, sketch: np.ndarray | None = None
+    ) -> ScoreTerms:
+        """ρ's terms of one candidate ``m`` scored next to the residents (rows of ``E_res``).
+
+        Equal, bit for bit, to the last row of ``score(residents + [m], vstack(E_res, e_m))``,
+        but the per-entry inputs (q, text statistics, provenance features: Python work per
+        entry) are computed for ``m`` only; the residents enter through their embeddings alone,
+        which is all ``m``'s terms depend on (the propensity's normaliser, Eq. 3). Residents'
+        rows carry neutral inputs and are dropped. Admission runs this on every write, so its
+        cost is one (n, d) product, not n entries' Python work (issue 9, section 5).
+
+        Parameters
+        ----------
+        m : Entry
+            The candidate, its ``embedding`` of shape (d,).
+        E_res : ndarray of shape (n, d)
+            The residents' embeddings.
+        sketch : ndarray of shape (d,), optional
+
+        Returns
+        -------
+        ScoreTerms
+            Each field of shape (1,).
+        """
+        E_res = np.asarray(E_res, dtype=np.float64).reshape(-1, self.dim)
+        n = E_res.shape[0]
+        one = self.entry_arrays([m])
+        arr = {
+            k: (
+                np.concatenate([np.zeros((n, v.shape[1])), v])
+                if v.ndim == 2
+                else np.concatenate([np.ones(n) if k in ("a", "b") else np.zeros(n), v])
+            )
+            for k, v in one.items()
+        }
+        E = np.vstack([E_res, np.asarray(m.embedding, dtype=np.float64).reshape(1, -1)])
+        t = self.score_arrays(E, sketch=sketch, **arr)
+        return ScoreTerms(*(np.asarray(x)[-1:] for x in t))
+
     def score_arrays(
         self,
         E: np.ndarray,
