@@ -420,8 +420,9 @@ per_byte : bool
     def candidate_terms(self, candidate: Entry, resident: list[Entry], E: np.ndarray) -> ScoreTerms:
         """ρ's terms of one write ``candidate`` next to ``resident`` (rows of ``E``), shape (1,).
 
-        The same values as ``terms(resident + [candidate], vstack(E, e))[-1:]``; with CURATOR's
-        own helpfulness head only the candidate's per-entry inputs are computed
+        The terms of ``terms(resident + [candidate], vstack(E, e))[-1:]`` (the propensity's
+        normaliser in ``E``'s precision); with CURATOR's own helpfulness head only the
+        candidate's per-entry inputs are computed
         (:meth:`~memcurator.value.curator.CuratorScorer.score_candidate`). The ``worth`` head's
         q depends on the whole set's probe features, so it is scored in full.
         """

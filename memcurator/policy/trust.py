@@ -199,9 +199,10 @@ class TrustGate(Component):
     def admit(self, candidate: Entry, resident: list[Entry], E: np.ndarray, step: int) -> Verdict:
         near: list[tuple[str, str]] = []
         if resident and self.neighbours:
-            sims = np.asarray(E, dtype=np.float64).reshape(len(resident), -1) @ np.asarray(
-                candidate.embedding, dtype=np.float64
-            )
+            # in the resident matrix's own precision: no (n, d) float64 copy per write
+            M = np.asarray(E).reshape(len(resident), -1)
+            dt = M.dtype if M.dtype.kind == "f" else np.dtype(np.float64)
+            sims = M @ np.asarray(candidate.embedding, dtype=dt)
             top = np.argsort(-sims, kind="stable")[: self.neighbours]
             near = [(resident[int(i)].id, resident[int(i)].text) for i in top]
         if candidate.origin == "self" and structure(candidate.text) == "task_action":

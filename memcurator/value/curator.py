@@ -66,10 +66,23 @@ def softmax_propensity(E: np.ndarray, sketch: np.ndarray, kappa: float, mode: st
     >>> softmax_propensity(E, np.array([1.0, 0.0]), 1.0, "relative").round(3).tolist()
     [1.0, 0.368]
     """
-    n = E.shape[0]
+    if E.shape[0] == 0:
+        return np.zeros(0)
+    return propensity_from_logits((E @ sketch) / kappa, mode)
+
+
+def propensity_from_logits(z: np.ndarray, mode: str) -> np.ndarray:
+    """Eq. 3 from the logits z_i = e_i·q̄ / κ, shape (n,); ``mode`` as in
+    :func:`softmax_propensity`.
+
+    Examples
+    --------
+    >>> propensity_from_logits(np.array([1.0, 0.0]), "relative").round(3).tolist()
+    [1.0, 0.368]
+    """
+    n = z.shape[0]
     if n == 0:
         return np.zeros(0)
-    z = (E @ sketch) / kappa
     z = z - z.max()
     ez = np.exp(z)
     if mode == "relative":
@@ -256,12 +269,14 @@ class CuratorScorer:
     ) -> ScoreTerms:
         """ρ's terms of one candidate ``m`` scored next to the residents (rows of ``E_res``).
 
-        Equal, bit for bit, to the last row of ``score(residents + [m], vstack(E_res, e_m))``,
-        but the per-entry inputs (q, text statistics, provenance features: Python work per
-        entry) are computed for ``m`` only; the residents enter through their embeddings alone,
-        which is all ``m``'s terms depend on (the propensity's normaliser, Eq. 3). Residents'
-        rows carry neutral inputs and are dropped. Admission runs this on every write, so its
-        cost is one (n, d) product, not n entries' Python work (issue 9, section 5).
+        The same terms as the last row of ``score(residents + [m], vstack(E_res, e_m))``, at
+        the cost of one (n, d) matrix-vector product: the candidate's terms depend on the
+        residents only through the propensity's normaliser (the largest, or the sum of, the
+        residents' logits, Eq. 3), so their per-entry inputs (q, text statistics, provenance:
+        Python work per entry) are never computed. The residents' logits are taken in the
+        matrix's own precision (float32 for a memory's resident matrix), so p(m) may differ
+        from the full score's in the 7th significant digit. Admission runs this on every write
+        (issue 9, section 5).
 
         Parameters
         ----------
@@ -276,20 +291,16 @@ class CuratorScorer:
         ScoreTerms
             Each field of shape (1,).
         """
-        E_res = np.asarray(E_res, dtype=np.float64).reshape(-1, self.dim)
-        n = E_res.shape[0]
-        one = self.entry_arrays([m])
-        arr = {
-            k: (
-                np.concatenate([np.zeros((n, v.shape[1])), v])
-                if v.ndim == 2
-                else np.concatenate([np.ones(n) if k in ("a", "b") else np.zeros(n), v])
-            )
-            for k, v in one.items()
-        }
-        E = np.vstack([E_res, np.asarray(m.embedding, dtype=np.float64).reshape(1, -1)])
-        t = self.score_arrays(E, sketch=sketch, **arr)
-        return ScoreTerms(*(np.asarray(x)[-1:] for x in t))
+        E_res = np.asarray(E_res).reshape(-1, self.dim)
+        e = np.asarray(m.embedding, dtype=np.float64).reshape(1, -1)
+        p = None
+        if self.use_propensity:
+            sk = self._sketch if sketch is None else np.asarray(sketch, dtype=np.float64)
+            dt = E_res.dtype if E_res.dtype.kind == "f" else np.dtype(np.float64)
+            z_res = (E_res @ sk.astype(dt)).astype(np.float64) / self.kappa
+            z = np.concatenate([z_res, (e @ sk) / self.kappa])
+            p = propensity_from_logits(z, self.propensity)[-1:]
+        return self.score_arrays(e, sketch=sketch, p=p, **self.entry_arrays([m]))
 
     def score_arrays(
         self,
@@ -301,6 +312,7 @@ class CuratorScorer:
         s: np.ndarray,
         psi: np.ndarray,
         sketch: np.ndarray | None = None,
+        p: np.ndarray | None = None,
     ) -> ScoreTerms:
         """Vectorized Eq. 1-4 over n entries.
 
@@ -313,6 +325,9 @@ class CuratorScorer:
         s : ndarray of shape (n,), specificity in [0, 1]
         psi : ndarray of shape (n, 5), provenance features
         sketch : ndarray of shape (d,), optional; defaults to q̄
+        p : ndarray of shape (n,), optional
+            The propensities, when already computed against a larger set
+            (:meth:`score_candidate`); by default Eq. 3 over the rows of ``E``.
 
         Raises
         ------
@@ -337,11 +352,10 @@ class CuratorScorer:
         if n and E.shape[1] != self.dim:
             raise DimensionMismatch(f"embeddings have dim {E.shape[1]}, scorer expects {self.dim}")
         sk = self._sketch if sketch is None else np.asarray(sketch, dtype=np.float64)
-        p = (
-            softmax_propensity(E, sk, self.kappa, self.propensity)
-            if self.use_propensity
-            else np.ones(n)
-        )
+        if not self.use_propensity:
+            p = np.ones(n)
+        elif p is None:
+            p = softmax_propensity(E, sk, self.kappa, self.propensity)
         qq = q if self.use_helpfulness else np.ones(n)
         aa = a if self.use_abstraction else np.ones(n)
         V = p * qq * aa
