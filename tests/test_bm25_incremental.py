@@ -1,4 +1,4 @@
-"""The incremental BM25 index scores exactly as a bm25s refit on the same texts (issue 9, sec. 5)."""
+"""The incremental BM25 index scores exactly as a bm25s refit on the same texts (issue 9)."""
 
 from __future__ import annotations
 
