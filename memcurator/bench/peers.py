@@ -449,9 +449,7 @@ def run_group(
                     "agent": n,
                 }
                 row.update((k, v) for k, v in asdict(rec).items() if k not in _NOT_RECORDED)
-                row.update(
-                    attack_channel=ch or "", attack_resident=attack_resident, asr_hit=hit
-                )
+                row.update(attack_channel=ch or "", attack_resident=attack_resident, asr_hit=hit)
                 records.append(row)
                 if outside and rng.random() < cfg.outside_rate:
                     spec = pool[int(rng.integers(len(pool)))]
