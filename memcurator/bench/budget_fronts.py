@@ -378,7 +378,7 @@ def front_markdown(rows: Sequence[dict[str, Any]], axes: FrontAxes = BUDGET_AXES
 
     With ``axes.oracle`` False the ÷ oracle column gives way to x ÷ ``axes.x_ref``'s x.
     """
-    last = "÷ oracle" if axes.oracle else f"÷ {axes.x_ref}'s"
+    last = "÷ oracle" if axes.oracle else f"÷ {axes.x_ref or 'reference'}'s"
     head = (
         f"| policy | {axes.setting} | {axes.x_label} | task acc [95% CI] | victim acc [95% CI] "
         f"| same-fam inj | evictions/seed | {last} | knee |"
@@ -447,7 +447,7 @@ def print_front(
         title_justify="left",
         pad_edge=False,
     )
-    last = "÷ oracle" if axes.oracle else f"÷ {axes.x_ref}"
+    last = "÷ oracle" if axes.oracle else f"÷ {axes.x_ref or 'reference'}"
     for c in ("policy", axes.setting, axes.x_label, "task acc [95% CI]", "victim acc [95% CI]",
               "evict/seed", last, "knee"):  # fmt: skip
         t.add_column(c, justify="left" if c == "policy" else "right", no_wrap=True)
@@ -508,8 +508,8 @@ def plot_front(
             if not np.isfinite(ref_row[k]):
                 continue
             style = ("--", ":", "-.")[j % 3]
-            name = f"{ref_row['policy']} ({axes.reference})"
-            ax.axhline(ref_row[k], color="black", ls=style, lw=1, label=name)
+            ref_name = f"{ref_row['policy']} ({axes.reference})"
+            ax.axhline(ref_row[k], color="black", ls=style, lw=1, label=ref_name)
             ax.plot(ref_row["x"], ref_row[k], "s", color="black", ms=5)
         ax.set_xscale("log")
         ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))

@@ -225,6 +225,8 @@ class PeerRun:
     channels: dict[str, dict[str, float]]
     tasks: int
     broadcast: bool = False
+    #: decision-log actions of the run with outside traffic, summed over the agents
+    decisions: dict[str, int] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
@@ -269,7 +271,8 @@ def run_group(
     details : dict
         ``channels`` (per channel: genuine/poison admitted rates and counts, ASR and its n),
         ``uplink_bytes_per_round`` (bytes that crossed the transport per round, per agent),
-        ``rounds``, and ``records``: one dict per (agent, task) in run order with the
+        ``rounds``, ``decisions`` (decision-log actions, summed over the agents), and
+        ``records``: one dict per (agent, task) in run order with the
         :class:`~memcurator.bench.agent.TaskRecord` fields (less ``injected_poison``) and
         ``uplink``, ``broadcast``, ``outside``, ``agent``, ``attack_channel`` (the channel whose
         attack targets the task's family at this agent, '' if none or before the attack),
@@ -323,6 +326,7 @@ def run_group(
     pending_peer_attacks: dict[str, list[str]] = {n: [] for n in names}
     ok = 0
     records: list[dict[str, Any]] = []
+    decisions: dict[str, int] = {}
     broadcast = not create_policy(policy_name).can_share
     asr_hits = {ch: [0, 0] for ch in CHANNELS}
     # ASR counts a target-family task after the attack step, run while an attack entry on its
@@ -461,6 +465,9 @@ def run_group(
                     tally("external", True, r.admitted)
             if outside and (t + 1) % cfg.share_every == 0:
                 share_round(t)
+        for m in mems.values():
+            for d in m.decisions():
+                decisions[d.action] = decisions.get(d.action, 0) + 1
     finally:
         for link in links.values():
             link.close()
@@ -486,6 +493,7 @@ def run_group(
         "uplink_bytes_per_round": per_round,
         "rounds": rounds,
         "records": records,
+        "decisions": decisions,
     }
 
 
@@ -574,6 +582,7 @@ def run_peers(
                 det["channels"],
                 cfg.n_tasks,
                 broadcast=broadcast,
+                decisions=det["decisions"],
                 records=det["records"] + iso_records,
             )
             runs.append(run)
@@ -615,6 +624,29 @@ def to_json(runs: list[PeerRun]) -> list[dict[str, Any]]:
     return [clean({k: getattr(r, k) for k in keep}) for r in runs]
 
 
+def from_json(d: dict[str, Any]) -> PeerRun:
+    """A :class:`PeerRun` (without records) from :func:`to_json`'s dict; None back to NaN.
+
+    Raises
+    ------
+    InvalidInput
+        A field of :class:`PeerRun` is missing.
+    """
+
+    def nan(x: Any) -> Any:
+        if x is None:
+            return float("nan")
+        if isinstance(x, dict):
+            return {k: v if k.endswith("_n") else nan(v) for k, v in x.items()}
+        return x
+
+    keep = [f.name for f in fields(PeerRun) if f.name not in ("records", "broadcast")]
+    missing = [k for k in keep if k not in d]
+    if missing:
+        raise InvalidInput(f"not a peer run: no {missing}")
+    return PeerRun(**{k: nan(d[k]) for k in keep}, broadcast=bool(d.get("broadcast", False)))
+
+
 __all__ = [
     "LoopbackLink",
     "PeerConfig",
@@ -622,6 +654,7 @@ __all__ = [
     "decode",
     "encode",
     "format_table",
+    "from_json",
     "run_group",
     "run_peers",
     "to_json",
