@@ -7,6 +7,8 @@
 # "2 curator" or "1 curator,keep-all"). Put the slowest runs first. Each run writes
 # OUTDIR/k-s<SEED>-<policies> (and a .log beside it); merge them afterwards with
 #   memcurator report OUTDIR/k-s*/ --out results/merged
+# Peer-group runs work the same way: pass --peers M --uplink L1,L2,... after --; each job's
+# folder holds every L of its policy, and `memcurator report OUTDIR/k-s*/` merges them.
 # Workers pop lines under flock, so a second invocation on the same JOBS file joins the queue.
 # The runs share the completion cache, so later policies of a seed replay prompts earlier ones
 # already sent. Progress: OUTDIR/queue.log.

@@ -123,6 +123,13 @@ def bench(
     outside_rate: Annotated[
         float, typer.Option(help="Peer group: genuine external exemplars per task and agent.")
     ] = 0.1,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            help="Peer group: policy the others are paired with for accuracy and uplink bytes "
+            "(default: the first broadcasting one, e.g. lru)."
+        ),
+    ] = None,
     preferences: Annotated[
         str | None,
         typer.Option(
@@ -237,10 +244,29 @@ def bench(
         if warning:
             console.print(f"[yellow]warning:[/yellow] {warning}")
     if peers:
-        _bench_peers(
-            cfg, fams, ex, out_dir, overwrite, peers, share_every, uplink, outside_rate, families
+        from memcurator.cli_peers import bench_peers
+
+        bench_peers(
+            cfg,
+            fams,
+            ex,
+            out_dir,
+            overwrite,
+            peers=peers,
+            share_every=share_every,
+            uplink=uplink,
+            outside_rate=outside_rate,
+            families=families,
+            baseline=baseline,
         )
         return
+    if baseline is not None:
+        _fail(
+            ValueError(
+                "--baseline is for --peers runs; compare single agents with "
+                "`memcurator compare --baseline`"
+            )
+        )
     lock = lock_results(out_dir, overwrite)
     console.print(
         f"[bold]memcurator bench[/bold]: {len(cfg.policies)} policies × {seeds} seeds × "
@@ -332,69 +358,6 @@ def bench(
     console.print("wrote " + ", ".join(str(p) for p in paths))
 
 
-def _bench_peers(
-    cfg: Any,
-    fams: list[Any],
-    ex: Any,
-    out_dir: Path,
-    overwrite: bool,
-    peers: int,
-    share_every: int,
-    uplink: str,
-    outside_rate: float,
-    families: int,
-) -> None:
-    """``bench --peers M``: the peer-group benchmark, one run per seed and uplink budget."""
-    from memcurator.bench.peers import PeerConfig, format_table, run_peers, to_json
-
-    try:
-        budgets = [int(x) for x in uplink.split(",") if x.strip()]
-    except ValueError:
-        _fail(ValueError(f"--uplink must be integers separated by commas, got {uplink!r}"))
-        return
-    try:
-        cfgs = [
-            PeerConfig(
-                peers=peers,
-                n_tasks=cfg.stream.n_tasks,
-                share_every=share_every,
-                uplink=L,
-                outside_rate=outside_rate,
-                attack=cfg.stream.poison > 0,
-                n_families=families,
-                zipf=cfg.stream.zipf,
-                drift=cfg.stream.drift,
-                max_bytes=cfg.max_bytes,
-                seed=seed,
-                agent=cfg.agent,
-            )
-            for seed in cfg.seeds
-            for L in budgets
-        ]
-    except MemcuratorError as e:
-        _fail(e)
-        return
-    lock = lock_results(out_dir, overwrite)
-    console.print(
-        f"[bold]memcurator bench --peers {peers}[/bold]: {len(cfg.policies)} policies × "
-        f"{len(cfg.seeds)} seeds × L in {budgets}, {cfg.stream.n_tasks} tasks per agent → {out_dir}"
-    )
-    runs = []
-    try:
-        for pc in cfgs:
-            runs += run_peers(list(cfg.policies), fams, ex, pc)
-            (out_dir / "peers.json").write_text(json.dumps(to_json(runs), indent=1))
-    except MemcuratorError as e:
-        lock.release()
-        _fail(e)
-        return
-    table = format_table(runs)
-    (out_dir / "peers.txt").write_text(table + "\n")
-    lock.release()
-    print(table)
-    console.print(f"wrote {out_dir / 'peers.json'}, {out_dir / 'peers.txt'}")
-
-
 @app.command()
 def report(
     folders: Annotated[list[Path], typer.Argument(help="Result folders of memcurator bench.")],
@@ -411,11 +374,20 @@ def report(
             "glossary) to this file (a folder: report.html in it).",
         ),
     ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            help="Peer-group folders: the policy paired with the others for accuracy and uplink "
+            "bytes (default: the folders' baseline, else the first broadcasting policy)."
+        ),
+    ] = None,
 ) -> None:
     """Merge the runs of several bench result folders (e.g. one per seed) into one summary.
 
     The table fits the terminal (columns that do not fit go to a second table); each measure
     shows n, the number of tasks it rests on. --markdown, --csv and --json print for machines.
+    Peer-group folders (bench --peers) merge into records.csv, peers.md and the uplink front;
+    they cannot be merged with single-agent folders.
     """
     from memcurator.bench.compare import read_records, write_records
     from memcurator.bench.render import print_summary, to_csv, to_json, to_markdown
@@ -434,14 +406,42 @@ def report(
     runs: list[dict[str, object]] = []
     partial: list[str] = []
     configs: list[tuple[Path, dict[str, object]]] = []
+    docs = []
     for f in folders:
         if out is not None and f.resolve() == out.resolve():
             _fail(ValueError(f"--out {str(out)!r} is one of the merged folders; choose another"))
         try:
-            doc = read_summary(f)
+            docs.append(read_summary(f))
         except MemcuratorError as e:
             _fail(e)
             return
+    from memcurator.bench.peer_report import is_peer_config
+
+    kinds = [is_peer_config(d["config"]) for d in docs]
+    if any(kinds):
+        if not all(kinds):
+            peer = [str(f) for f, k in zip(folders, kinds, strict=True) if k]
+            single = [str(f) for f, k in zip(folders, kinds, strict=True) if not k]
+            _fail(
+                ValueError(
+                    f"cannot merge peer-group folders ({', '.join(peer)}) with single-agent "
+                    f"folders ({', '.join(single)}); report each kind on its own"
+                )
+            )
+        if as_csv or html is not None:
+            _fail(
+                ValueError(
+                    "--csv and --html are for single-agent folders; peer-group folders "
+                    "give peers.md (--markdown) and --json"
+                )
+            )
+        from memcurator.cli_peers import report_peers
+
+        report_peers(folders, docs, out, baseline, as_markdown=as_markdown, as_json=as_json)
+        return
+    if baseline is not None:
+        _fail(ValueError("--baseline is for peer-group folders; see `memcurator compare`"))
+    for f, doc in zip(folders, docs, strict=True):
         config = doc["config"]
         if config.get("complete") is False:
             partial.append(f"{f} ({config.get('runs_done')} runs finished)")
@@ -553,8 +553,10 @@ _RUN_KEYS = (
 )
 
 
-def _config_clash(configs: list[tuple[Path, dict[str, object]]]) -> str:
-    """'' if all folders agree on the run settings, else a description of the first clash."""
+def _config_clash(
+    configs: list[tuple[Path, dict[str, Any]]], keys: tuple[str, ...] = _RUN_KEYS
+) -> str:
+    """'' if all folders agree on the settings ``keys``, else a description of the first clash."""
     import re
 
     def norm(key: str, v: object) -> object:
@@ -563,7 +565,7 @@ def _config_clash(configs: list[tuple[Path, dict[str, object]]]) -> str:
             re.sub(r"n_threads=[^,)]*, ?", "", v) if key == "executor" and isinstance(v, str) else v
         )
 
-    for key in _RUN_KEYS:
+    for key in keys:
         seen: dict[str, str] = {}
         for f, cfg in configs:
             if key in cfg:

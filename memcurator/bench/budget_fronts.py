@@ -3,8 +3,10 @@
 A *front* is one line per policy through its (peak KB, accuracy) points, one point per budget.
 ``memcurator bench --max-bytes 25k,50k,100k`` runs every bounded policy at each budget (its runs
 are labelled ``policy@25k``), and the unbounded references (``keep-all``, ``full-oracle``) once.
-The swept setting is a parameter (:attr:`BenchConfig.sweep_setting`), so an uplink-budget front is
-the same machinery with another setting and another x measure.
+The swept setting is a parameter (:attr:`BenchConfig.sweep_setting`), and what a front plots is a
+:class:`FrontAxes` (:data:`BUDGET_AXES` here; :data:`memcurator.bench.peer_report.UPLINK_AXES`
+puts uplink bytes per round on x for the peer group's uplink budgets L, CURATOR Fig. 6b, with the
+broadcasting policies as references).
 
 Definitions used in the table and the plot:
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +39,44 @@ if TYPE_CHECKING:
 KNEE_SHARE = 0.97
 #: policies drawn as references (unbounded, run once)
 REFERENCES = ("keep-all", "full-oracle")
+
+
+@dataclass(frozen=True)
+class FrontAxes:
+    """What a front shows: the x measure, the words for it, and the reference it is divided by.
+
+    Parameters
+    ----------
+    x : str
+        Per-run measure on the x axis (a key of the run dicts), e.g. ``"peak_kb"``.
+    x_label : str
+        Its column header and axis label.
+    x_format : str
+        Format spec of an x value in tables (``".1f"``).
+    setting : str
+        Header of the swept value's column (``"budget"``, ``"L"``).
+    reference : str
+        How a reference run (one without a swept value) is named in tables and legends.
+    x_ref : str
+        Policy whose reference x the others' x is divided by (``x_of_ref``); '' for none.
+    oracle : bool
+        Show the ÷ full-oracle column and the 97%-of-oracle lines.
+    title : str
+        Title of the table and the plot.
+    """
+
+    x: str = "peak_kb"
+    x_label: str = "peak KB"
+    x_format: str = ".1f"
+    setting: str = "budget"
+    reference: str = "unbounded"
+    x_ref: str = "keep-all"
+    oracle: bool = True
+    title: str = "budget fronts — accuracy against peak KB"
+
+
+#: the resident-budget front of ``bench --max-bytes 25k,50k,...``
+BUDGET_AXES = FrontAxes()
 
 _BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 
@@ -210,16 +251,24 @@ def _run_point(r: dict[str, Any]) -> tuple[str, int | None]:
 
 
 def front_rows(
-    runs: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]] = (), n_boot: int = 1000
+    runs: Sequence[dict[str, Any]],
+    records: Sequence[dict[str, Any]] = (),
+    n_boot: int = 1000,
+    axes: FrontAxes = BUDGET_AXES,
 ) -> list[dict[str, Any]]:
     """One row per (policy, budget) and per reference, from per-run metrics and records.
 
     Parameters
     ----------
     runs : sequence of dict
-        :func:`~memcurator.bench.report.run_metrics` dicts (``summary.json``'s ``runs``).
+        :func:`~memcurator.bench.report.run_metrics` dicts (``summary.json``'s ``runs``), or
+        any dicts with ``policy``, ``seed``, ``accuracy``, the x measure ``axes.x`` and, for a
+        swept point, ``base_policy`` and ``sweep_value``.
     records : sequence of dict
-        Per-task records (``records.csv`` rows); used for the bootstrap CIs when present.
+        Per-task records (``records.csv`` rows, ``policy`` being the run's label); used for the
+        bootstrap CIs when present.
+    axes : FrontAxes, default BUDGET_AXES
+        The x measure (``row["x"]``) and the reference ``x_of_ref`` divides by.
 
     Returns
     -------
@@ -227,8 +276,9 @@ def front_rows(
         Keys: ``policy``, ``budget`` (None for a reference), ``label``, ``seeds``, ``peak_kb``,
         ``accuracy``, ``accuracy_lo``/``_hi``, ``victim_accuracy`` (+ ``_lo``/``_hi``),
         ``same_family_rate``, ``evictions`` (per seed), ``ci`` ("bootstrap" or "sd"),
-        ``knee`` (bool), ``of_oracle`` (accuracy ÷ full-oracle's), ``kb_of_keep_all``.
-        Sorted by policy (in first-seen order) then budget.
+        ``knee`` (bool), ``of_oracle`` (accuracy ÷ full-oracle's), ``x`` (the x measure, also
+        under its own key), ``x_of_ref`` (x ÷ ``axes.x_ref``'s; ``kb_of_keep_all`` for the
+        budget axes). Sorted by policy (in first-seen order) then budget.
     """
     by: dict[str, list[dict[str, Any]]] = {}
     key_of: dict[str, tuple[str, int | None]] = {}
@@ -242,7 +292,7 @@ def front_rows(
     for lab, rs in by.items():
         pol, budget = key_of[lab]
         row: dict[str, Any] = {"policy": pol, "budget": budget, "label": lab, "seeds": len(rs)}
-        for k in ("peak_kb", "accuracy", "victim_accuracy", "same_family_rate"):
+        for k in dict.fromkeys((axes.x, "accuracy", "victim_accuracy", "same_family_rate")):
             vals = np.array([_num(r.get(k)) for r in rs], dtype=np.float64)
             ok = vals[~np.isnan(vals)]
             row[k] = float(ok.mean()) if ok.size else float("nan")
@@ -269,18 +319,19 @@ def front_rows(
             else:
                 row[k + "_lo"] = row[k] - row[k + "_sd"]
                 row[k + "_hi"] = row[k] + row[k + "_sd"]
+        row["x"] = row[axes.x]
         rows.append(row)
     order = {p: i for i, p in enumerate(dict.fromkeys(r["policy"] for r in rows))}
     rows.sort(key=lambda r: (order[r["policy"]], r["budget"] is None, r["budget"] or 0))
     oracle = next((r for r in rows if r["policy"] == "full-oracle" and r["budget"] is None), None)
-    keep_all = next((r for r in rows if r["policy"] == "keep-all" and r["budget"] is None), None)
+    ref = next((r for r in rows if r["policy"] == axes.x_ref and r["budget"] is None), None)
     for r in rows:
         r["of_oracle"] = (
             r["accuracy"] / oracle["accuracy"] if oracle and oracle["accuracy"] else (float("nan"))
         )
-        r["kb_of_keep_all"] = (
-            r["peak_kb"] / keep_all["peak_kb"] if keep_all and keep_all["peak_kb"] else float("nan")
-        )
+        r["x_of_ref"] = r["x"] / ref["x"] if ref and ref["x"] else float("nan")
+        if axes.x == "peak_kb":
+            r["kb_of_keep_all"] = r["x_of_ref"]
     for pol in order:
         pts = [r for r in rows if r["policy"] == pol and r["budget"] is not None]
         for r in pts:
@@ -322,19 +373,28 @@ def _ci(r: dict[str, Any], k: str) -> str:
     return f"{v:.3f} [{r[k + '_lo']:.3f}, {r[k + '_hi']:.3f}]"
 
 
-def front_markdown(rows: Sequence[dict[str, Any]]) -> str:
-    """The per-budget table as Markdown, then the knee and 97%-of-oracle lines."""
+def front_markdown(rows: Sequence[dict[str, Any]], axes: FrontAxes = BUDGET_AXES) -> str:
+    """The per-budget table as Markdown, then the knee and 97%-of-oracle lines.
+
+    With ``axes.oracle`` False the ÷ oracle column gives way to x ÷ ``axes.x_ref``'s x.
+    """
+    last = "÷ oracle" if axes.oracle else f"÷ {axes.x_ref or 'reference'}'s"
     head = (
-        "| policy | budget | peak KB | task acc [95% CI] | victim acc [95% CI] | same-fam inj "
-        "| evictions/seed | ÷ oracle | knee |"
+        f"| policy | {axes.setting} | {axes.x_label} | task acc [95% CI] | victim acc [95% CI] "
+        f"| same-fam inj | evictions/seed | {last} | knee |"
     )
     out = [head, "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        b = "∞ (reference)" if r["budget"] is None else fmt_budget(int(r["budget"]))
+        b = (
+            ("∞ (reference)" if axes.oracle else f"— ({axes.reference})")
+            if r["budget"] is None
+            else fmt_budget(int(r["budget"]))
+        )
+        ratio = r["of_oracle"] if axes.oracle else r["x_of_ref"]
         out.append(
-            f"| {r['policy']} | {b} | {r['peak_kb']:.1f} | {_ci(r, 'accuracy')} | "
+            f"| {r['policy']} | {b} | {format(r['x'], axes.x_format)} | {_ci(r, 'accuracy')} | "
             f"{_ci(r, 'victim_accuracy')} | {r['same_family_rate']:.3f} | "
-            f"{r['evictions']:.0f} | {r['of_oracle']:.2f} | {'◆' if r.get('knee') else ''} |"
+            f"{r['evictions']:.0f} | {ratio:.2f} | {'◆' if r.get('knee') else ''} |"
         )
     out.append("")
     ci = {r["ci"] for r in rows}
@@ -351,7 +411,7 @@ def front_markdown(rows: Sequence[dict[str, Any]]) -> str:
         "accuracy over the swept budgets."
     )
     pts = oracle_points(rows)
-    if pts and any(r["policy"] == "full-oracle" for r in rows):
+    if axes.oracle and pts and any(r["policy"] == "full-oracle" for r in rows):
         out.append("")
         for pol, pt in pts.items():
             if pt is None:
@@ -374,39 +434,47 @@ def front_markdown(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
-def print_front(rows: Sequence[dict[str, Any]], console: Any) -> None:
+def print_front(
+    rows: Sequence[dict[str, Any]], console: Any, axes: FrontAxes = BUDGET_AXES
+) -> None:
     """The per-budget table on a rich console."""
     from rich import box
     from rich.table import Table
 
     t = Table(
-        title="budget fronts — accuracy against peak KB (◆ knee)",
+        title=f"{axes.title} (◆ knee)",
         box=box.SIMPLE_HEAD,
         title_justify="left",
         pad_edge=False,
     )
-    for c in ("policy", "budget", "peak KB", "task acc [95% CI]", "victim acc [95% CI]",
-              "evict/seed", "÷ oracle", "knee"):  # fmt: skip
+    last = "÷ oracle" if axes.oracle else f"÷ {axes.x_ref or 'reference'}"
+    for c in ("policy", axes.setting, axes.x_label, "task acc [95% CI]", "victim acc [95% CI]",
+              "evict/seed", last, "knee"):  # fmt: skip
         t.add_column(c, justify="left" if c == "policy" else "right", no_wrap=True)
     for r in rows:
         t.add_row(
             r["policy"],
-            "∞" if r["budget"] is None else fmt_budget(int(r["budget"])),
-            f"{r['peak_kb']:.1f}",
+            ("∞" if axes.oracle else axes.reference)
+            if r["budget"] is None
+            else fmt_budget(int(r["budget"])),
+            format(r["x"], axes.x_format),
             _ci(r, "accuracy"),
             _ci(r, "victim_accuracy"),
             f"{r['evictions']:.0f}",
-            f"{r['of_oracle']:.2f}",
+            f"{r['of_oracle'] if axes.oracle else r['x_of_ref']:.2f}",
             "◆" if r.get("knee") else "",
         )
     console.print(t)
 
 
-def plot_front(path: Path, rows: Sequence[dict[str, Any]], title: str = "") -> Path:
-    """Two panels (task accuracy, victim accuracy) against peak KB, log x.
+def plot_front(
+    path: Path, rows: Sequence[dict[str, Any]], title: str = "", axes: FrontAxes = BUDGET_AXES
+) -> Path:
+    """Two panels (task accuracy, victim accuracy) against the x measure (peak KB), log x.
 
-    One line per swept policy with its 95% CI as a band, its knee as a diamond; ``keep-all`` and
-    ``full-oracle`` as dashed horizontal lines with a marker at their own peak KB.
+    One line per swept policy with its 95% CI as a band, its knee as a diamond; each reference
+    (a row without a budget: ``keep-all``, ``full-oracle``; the broadcasting policies of an
+    uplink front) as a dashed or dotted horizontal line with a marker at its own x.
     """
     import matplotlib
 
@@ -416,16 +484,16 @@ def plot_front(path: Path, rows: Sequence[dict[str, Any]], title: str = "") -> P
 
     from memcurator.bench.report import _save_png
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), sharex=True)
+    fig, panels = plt.subplots(1, 2, figsize=(12, 4.8), sharex=True)
     pols = list(dict.fromkeys(r["policy"] for r in rows if r["budget"] is not None))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for ax, k, name in (
-        (axes[0], "accuracy", "task accuracy"),
-        (axes[1], "victim_accuracy", "victim accuracy (post-drift)"),
+        (panels[0], "accuracy", "task accuracy"),
+        (panels[1], "victim_accuracy", "victim accuracy (post-drift)"),
     ):
         for i, pol in enumerate(pols):
             pts = [r for r in rows if r["policy"] == pol and r["budget"] is not None]
-            x = np.array([r["peak_kb"] for r in pts])
+            x = np.array([r["x"] for r in pts])
             y = np.array([r[k] for r in pts])
             lo = np.array([r[k + "_lo"] for r in pts])
             hi = np.array([r[k + "_hi"] for r in pts])
@@ -434,25 +502,31 @@ def plot_front(path: Path, rows: Sequence[dict[str, Any]], title: str = "") -> P
             ax.fill_between(x, lo, hi, color=c, alpha=0.12, lw=0)
             for r in pts:
                 if r.get("knee") and k == "accuracy":
-                    ax.plot(r["peak_kb"], r[k], "D", color=c, ms=10, mfc="none", mew=2)
-        for ref, style in (("keep-all", "--"), ("full-oracle", ":")):
-            ref_row = next((x for x in rows if x["policy"] == ref and x["budget"] is None), None)
-            if ref_row is None or not np.isfinite(ref_row[k]):
+                    ax.plot(r["x"], r[k], "D", color=c, ms=10, mfc="none", mew=2)
+        refs = [x for x in rows if x["budget"] is None]
+        for j, ref_row in enumerate(refs):
+            if not np.isfinite(ref_row[k]):
                 continue
-            ax.axhline(ref_row[k], color="black", ls=style, lw=1, label=f"{ref} (unbounded)")
-            ax.plot(ref_row["peak_kb"], ref_row[k], "s", color="black", ms=5)
+            style = ("--", ":", "-.")[j % 3]
+            ref_name = f"{ref_row['policy']} ({axes.reference})"
+            ax.axhline(ref_row[k], color="black", ls=style, lw=1, label=ref_name)
+            ax.plot(ref_row["x"], ref_row[k], "s", color="black", ms=5)
         ax.set_xscale("log")
         ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.xaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
         ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-        ax.set_xlabel("peak resident memory (KB, log scale)")
+        ax.set_xlabel(
+            "peak resident memory (KB, log scale)"
+            if axes.x == "peak_kb"
+            else f"{axes.x_label} (log scale)"
+        )
         ax.set_ylabel(name)
         tops = [r[k + "_hi"] for r in rows if np.isfinite(r[k + "_hi"])]
         ax.set_ylim(0, min(1.02, max(tops, default=1.0) * 1.15 + 0.02))
         ax.grid(alpha=0.3, which="both")
-    axes[0].legend(fontsize=7, loc="best")
-    axes[0].set_title("task accuracy (band: 95% CI, ◇ knee)")
-    axes[1].set_title("victim accuracy")
+    panels[0].legend(fontsize=7, loc="best")
+    panels[0].set_title("task accuracy (band: 95% CI, ◇ knee)")
+    panels[1].set_title("victim accuracy")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
@@ -464,29 +538,37 @@ def plot_front(path: Path, rows: Sequence[dict[str, Any]], title: str = "") -> P
 
 
 def write_front(
-    out: Path, runs: Sequence[dict[str, Any]], records: Sequence[dict[str, Any]] = ()
+    out: Path,
+    runs: Sequence[dict[str, Any]],
+    records: Sequence[dict[str, Any]] = (),
+    axes: FrontAxes = BUDGET_AXES,
+    stem: str = "budget_fronts",
 ) -> list[Path]:
-    """Write ``budget_fronts.md``, ``.json`` and ``.png`` into ``out`` (if a front)."""
+    """Write ``<stem>.md``, ``.json`` and ``.png`` into ``out`` (if a front; else nothing)."""
     from memcurator.files import atomic_write, dumps_strict
 
     if not is_front(runs):
         return []
-    rows = front_rows(runs, records)
+    rows = front_rows(runs, records, axes=axes)
     seeds = max(r["seeds"] for r in rows)
-    title = f"Budget fronts ({seeds} seed{'s' * (seeds > 1)})"
+    name = "Budget fronts" if axes == BUDGET_AXES else axes.title[:1].upper() + axes.title[1:]
+    title = f"{name} ({seeds} seed{'s' * (seeds > 1)})"
+    md = front_markdown(rows, axes)
     paths = [
-        atomic_write(out / "budget_fronts.md", f"# {title}\n\n" + front_markdown(rows) + "\n"),
-        atomic_write(out / "budget_fronts.json", dumps_strict({"rows": rows}, indent=2)),
+        atomic_write(out / f"{stem}.md", f"# {title}\n\n" + md + "\n"),
+        atomic_write(out / f"{stem}.json", dumps_strict({"rows": rows}, indent=2)),
     ]
     try:
-        paths.append(plot_front(out / "budget_fronts.png", rows, title))
+        paths.append(plot_front(out / f"{stem}.png", rows, title, axes))
     except ImportError:
         pass
     return paths
 
 
 __all__ = [
+    "BUDGET_AXES",
     "KNEE_SHARE",
+    "FrontAxes",
     "bootstrap_ci",
     "check_sweep",
     "fmt_budget",

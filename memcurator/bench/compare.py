@@ -11,7 +11,7 @@ seeds, whose spread mixes stream difficulty into the comparison.
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +25,18 @@ OUTCOMES = ("local_ok", "escalated", "payload_executed", "injected_same_family")
 SUBSETS = ("clean", "victim", "attacker")
 
 
-def read_records(folders: Iterable[Path]) -> list[dict[str, Any]]:
-    """Read ``records.csv`` of bench result folders; a later folder's (policy, seed) wins.
+def read_records(
+    folders: Iterable[Path], key: Sequence[str] = ("policy", "seed")
+) -> list[dict[str, Any]]:
+    """Read ``records.csv`` of bench result folders; a later folder's run (``key``) wins.
 
     Parameters
     ----------
     folders : iterable of Path
         Result folders written by ``memcurator bench``.
+    key : sequence of str, default ("policy", "seed")
+        Columns naming one run: the rows of a run found in a later folder replace those of
+        earlier folders (a rerun). Peer-group records use ``("policy", "seed", "uplink")``.
 
     Returns
     -------
@@ -43,22 +48,23 @@ def read_records(folders: Iterable[Path]) -> list[dict[str, Any]]:
     FileNotFoundError
         A folder without ``records.csv``.
     InvalidInput
-        ``records.csv`` is a folder, not UTF-8, or lacks the policy, seed and step columns.
+        ``records.csv`` is a folder, not UTF-8, or lacks the step column or a ``key`` column.
     """
-    runs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    runs: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    need = {"step", *key}
     for f in folders:
         path = Path(f) / "records.csv"
         if not path.exists():
             raise FileNotFoundError(f"no records.csv in {f}")
         bad = f"{path} is not a memcurator bench records file"
-        here: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        here: dict[tuple[str, ...], list[dict[str, Any]]] = {}
         try:
             with path.open(newline="", encoding="utf-8") as fh:
                 reader = csv.DictReader(fh)
-                if not {"policy", "seed", "step"} <= set(reader.fieldnames or ()):
-                    raise InvalidInput(f"{bad}: no policy, seed and step columns")
+                if not need <= set(reader.fieldnames or ()):
+                    raise InvalidInput(f"{bad}: no {', '.join(sorted(need))} columns")
                 for row in reader:
-                    here.setdefault((row["policy"], row["seed"]), []).append(row)
+                    here.setdefault(tuple(row[k] for k in key), []).append(row)
         except IsADirectoryError:
             raise InvalidInput(f"{bad}: it is a folder") from None
         except UnicodeDecodeError as e:

@@ -18,7 +18,8 @@ Outside traffic in every run:
   :data:`memcurator.envs.sql.attacks.ATTACK_PAYLOADS`.
 
 Measures per policy: accuracy with outside traffic and without (the same streams, no exchange,
-no feed, no attack), per channel the genuine and poison admission rates and the ASR (the share of
+no feed, no attack; the isolated run does not depend on ``uplink`` and is run once per policy and
+seed), per channel the genuine and poison admission rates and the ASR (the share of
 the channel's target-family tasks after the attack whose executed SQL carried out a payload:
 :func:`~memcurator.envs.sql.poison.payload_executed` for drop/empty/comment/instruction/trigger,
 :func:`~memcurator.envs.sql.poison.hijack_executed` for hijack), and uplink bytes per round.
@@ -36,7 +37,8 @@ import queue
 import socket
 import struct
 import threading
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
@@ -196,9 +198,21 @@ def decode(frame: bytes) -> tuple[str, SharedEntry]:
 
 
 # ------------------------------------------------------------------------------ results
+#: TaskRecord fields left out of a peer run's records: nothing marks the peer bench's attack entries
+#: as poison in their meta, so run_task's ``injected_poison`` would always read False here
+#: (``attack_resident`` and ``asr_hit`` say what it would)
+_NOT_RECORDED = ("injected_poison",)
+
+
 @dataclass
 class PeerRun:
-    """Outcome of one policy on one peer group (one seed)."""
+    """Outcome of one policy on one peer group (one seed, one uplink budget).
+
+    ``broadcast``: the policy has no share component and sent every new entry (``uplink`` did
+    not bind it; such a policy is run at the first budget of a sweep only). ``records``: one dict
+    per (agent, task) of the run with outside traffic and of the isolated run (column ``outside``
+    True/False); see :func:`run_group`. Left out of :func:`to_json`.
+    """
 
     policy: str
     seed: int
@@ -210,6 +224,10 @@ class PeerRun:
     rounds: int
     channels: dict[str, dict[str, float]]
     tasks: int
+    broadcast: bool = False
+    #: decision-log actions of the run with outside traffic, summed over the agents
+    decisions: dict[str, int] = field(default_factory=dict)
+    records: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
 def _sha(text: str) -> str:
@@ -241,8 +259,26 @@ def _rings(names: list[str], seed: int) -> dict[str, KeyRing]:
 def run_group(
     policy_name: str, families: list[Any], executor: Any, cfg: PeerConfig, *, outside: bool = True
 ) -> tuple[float, dict[str, Any]]:
-    """Run M agents of one policy; returns (accuracy, details). ``outside=False``: no exchange,
-    no feed, no attack (the isolated reference)."""
+    """Run M agents of one policy; returns (accuracy, details).
+
+    ``outside=False``: no exchange, no feed, no attack (the isolated reference; the attack
+    targets are still drawn, so its records name the same target tasks).
+
+    Returns
+    -------
+    accuracy : float
+        Share of the M × ``n_tasks`` tasks solved locally.
+    details : dict
+        ``channels`` (per channel: genuine/poison admitted rates and counts, ASR and its n),
+        ``uplink_bytes_per_round`` (bytes that crossed the transport per round, per agent),
+        ``rounds``, ``decisions`` (decision-log actions, summed over the agents), and
+        ``records``: one dict per (agent, task) in run order with the
+        :class:`~memcurator.bench.agent.TaskRecord` fields (less ``injected_poison``) and
+        ``uplink``, ``broadcast``, ``outside``, ``agent``, ``attack_channel`` (the channel whose
+        attack targets the task's family at this agent, '' if none or before the attack),
+        ``attack_resident`` (an attack entry on the family was resident when the task began),
+        ``asr_hit`` (the task counted as a successful attack, as in the ASR).
+    """
     from memcurator.envs.sql.attacks import ATTACK_PAYLOADS, genuine_exemplar, make_attack
     from memcurator.envs.sql.poison import hijack_executed, payload_executed
 
@@ -289,6 +325,9 @@ def run_group(
     last_sent: dict[str, int] = dict.fromkeys(names, -1)
     pending_peer_attacks: dict[str, list[str]] = {n: [] for n in names}
     ok = 0
+    records: list[dict[str, Any]] = []
+    decisions: dict[str, int] = {}
+    broadcast = not create_policy(policy_name).can_share
     asr_hits = {ch: [0, 0] for ch in CHANNELS}
     # ASR counts a target-family task after the attack step, run while an attack entry on its
     # family was resident, whose executed SQL carried out that attack's payload (by execution);
@@ -388,6 +427,7 @@ def run_group(
                     if d.action in ("admit", "reject", "reinforce"):
                         tally("self", True, d.action != "reject")
                 ch = targets[n].get(task.family)
+                hit = False
                 if ch is not None and t >= attack_step:
                     spec = task.payload["spec"]
                     hit = (
@@ -404,6 +444,17 @@ def run_group(
                     )
                     asr_hits[ch][0] += int(hit)
                     asr_hits[ch][1] += 1
+                row = {
+                    "policy": policy_name,
+                    "seed": cfg.seed,
+                    "uplink": cfg.uplink,
+                    "broadcast": broadcast,
+                    "outside": outside,
+                    "agent": n,
+                }
+                row.update((k, v) for k, v in asdict(rec).items() if k not in _NOT_RECORDED)
+                row.update(attack_channel=ch or "", attack_resident=attack_resident, asr_hit=hit)
+                records.append(row)
                 if outside and rng.random() < cfg.outside_rate:
                     spec = pool[int(rng.integers(len(pool)))]
                     text = genuine_exemplar(spec, rng)
@@ -414,6 +465,9 @@ def run_group(
                     tally("external", True, r.admitted)
             if outside and (t + 1) % cfg.share_every == 0:
                 share_round(t)
+        for m in mems.values():
+            for d in m.decisions():
+                decisions[d.action] = decisions.get(d.action, 0) + 1
     finally:
         for link in links.values():
             link.close()
@@ -434,7 +488,13 @@ def run_group(
         }
     rounds = len(sent_bytes)
     per_round = float(np.mean(sent_bytes)) / cfg.peers if rounds else 0.0
-    return acc, {"channels": ch_out, "uplink_bytes_per_round": per_round, "rounds": rounds}
+    return acc, {
+        "channels": ch_out,
+        "uplink_bytes_per_round": per_round,
+        "rounds": rounds,
+        "records": records,
+        "decisions": decisions,
+    }
 
 
 def _count(xs: list[str]) -> dict[str, int]:
@@ -445,40 +505,89 @@ def _count(xs: list[str]) -> dict[str, int]:
 
 
 def run_peers(
-    policies: list[str], families: list[Any], executor: Any, cfg: PeerConfig
+    policies: list[str],
+    families: list[Any],
+    executor: Any,
+    cfg: PeerConfig,
+    *,
+    uplinks: Sequence[int] = (),
+    on_run: Callable[[PeerRun], None] | None = None,
+    isolated: dict[str, tuple[float, dict[str, Any]]] | None = None,
 ) -> list[PeerRun]:
     """Every policy on the same peer group (seed), with and without outside traffic.
+
+    Parameters
+    ----------
+    policies : list of str
+        Presets; run in this order.
+    families : list
+        Family specs (:func:`~memcurator.bench.runner.load_families`).
+    executor : object
+        The local model (any :mod:`memcurator.llm` executor).
+    cfg : PeerConfig
+        The group; its ``uplink`` is used when ``uplinks`` is empty.
+    uplinks : sequence of int, optional
+        L values to sweep (an uplink front): each policy with a share component runs once per
+        value; a broadcasting policy (no share component; L does not bind it) runs at the first
+        value only.
+    on_run : callable, optional
+        Called with each finished :class:`PeerRun` (policy, uplink), so that a long run can
+        save what it has.
+    isolated : dict, optional
+        Cache of isolated runs, filled and read here, keyed by policy and the configuration
+        less ``uplink`` (the isolated run does not depend on it). Pass one dict to several calls
+        (e.g. one per uplink) to run the isolated reference once per policy and seed.
+
+    Returns
+    -------
+    list of PeerRun
+        In run order: policies, then uplinks.
 
     Raises
     ------
     InvalidInput
-        No policies, or too few families for the pool.
+        No policies, too few families for the pool, or an uplink value below 0 or listed twice.
     """
     if not policies:
         raise InvalidInput("at least one policy is needed")
     if len(families) < cfg.n_families:
         raise InvalidInput(f"{len(families)} families, the pool needs {cfg.n_families}")
+    values = list(uplinks) or [cfg.uplink]
+    if any(v < 0 for v in values) or len(set(values)) != len(values):
+        raise InvalidInput(f"uplink budgets must be distinct and >= 0 bytes, got {values}")
+    cache = isolated if isolated is not None else {}
     runs = []
     for p in policies:
-        acc, det = run_group(p, families, executor, cfg, outside=True)
-        acc0, det0 = run_group(p, families, executor, cfg, outside=False)
-        for ch, v in det["channels"].items():
-            # the same target tasks without the attack: what the agent does on its own
-            v["asr_no_attack"] = det0["channels"][ch]["asr"]
-        runs.append(
-            PeerRun(
+        broadcast = not create_policy(p).can_share
+        for L in values[:1] if broadcast else values:
+            run_cfg = replace(cfg, uplink=L)
+            acc, det = run_group(p, families, executor, run_cfg, outside=True)
+            key = f"{p}|{replace(cfg, uplink=0)!r}"
+            if key not in cache:
+                cache[key] = run_group(p, families, executor, run_cfg, outside=False)
+            acc0, det0 = cache[key]
+            for ch, v in det["channels"].items():
+                # the same target tasks without the attack: what the agent does on its own
+                v["asr_no_attack"] = det0["channels"][ch]["asr"]
+            iso_records = [{**r, "uplink": L} for r in det0["records"]]
+            run = PeerRun(
                 p,
                 cfg.seed,
                 cfg.peers,
-                cfg.uplink,
+                L,
                 acc,
                 acc0,
                 det["uplink_bytes_per_round"],
                 det["rounds"],
                 det["channels"],
                 cfg.n_tasks,
+                broadcast=broadcast,
+                decisions=det["decisions"],
+                records=det["records"] + iso_records,
             )
-        )
+            runs.append(run)
+            if on_run is not None:
+                on_run(run)
     return runs
 
 
@@ -490,8 +599,9 @@ def format_table(runs: list[PeerRun]) -> str:
     ]
     for r in runs:
         for ch, v in r.channels.items():
+            L = f"{r.uplink} (broadcast)" if r.broadcast else str(r.uplink)
             lines.append(
-                f"{r.policy} | {r.seed} | {r.uplink} | {r.accuracy:.3f} | "
+                f"{r.policy} | {r.seed} | {L} | {r.accuracy:.3f} | "
                 f"{r.accuracy_isolated:.3f} | {r.uplink_bytes_per_round:.0f} | {ch} | "
                 f"{v['genuine_admitted']:.3f} (n={v['genuine_n']}) | "
                 f"{v['poison_admitted']:.3f} (n={v['poison_n']}) | "
@@ -501,7 +611,7 @@ def format_table(runs: list[PeerRun]) -> str:
 
 
 def to_json(runs: list[PeerRun]) -> list[dict[str, Any]]:
-    """Plain data of the runs (NaN kept as None)."""
+    """Plain data of the runs (NaN as None), without their per-task records."""
 
     def clean(x: Any) -> Any:
         if isinstance(x, float) and not np.isfinite(x):
@@ -510,7 +620,31 @@ def to_json(runs: list[PeerRun]) -> list[dict[str, Any]]:
             return {k: clean(v) for k, v in x.items()}
         return x
 
-    return [clean(asdict(r)) for r in runs]
+    keep = [f.name for f in fields(PeerRun) if f.name != "records"]
+    return [clean({k: getattr(r, k) for k in keep}) for r in runs]
+
+
+def from_json(d: dict[str, Any]) -> PeerRun:
+    """A :class:`PeerRun` (without records) from :func:`to_json`'s dict; None back to NaN.
+
+    Raises
+    ------
+    InvalidInput
+        A field of :class:`PeerRun` is missing.
+    """
+
+    def nan(x: Any) -> Any:
+        if x is None:
+            return float("nan")
+        if isinstance(x, dict):
+            return {k: v if k.endswith("_n") else nan(v) for k, v in x.items()}
+        return x
+
+    keep = [f.name for f in fields(PeerRun) if f.name not in ("records", "broadcast")]
+    missing = [k for k in keep if k not in d]
+    if missing:
+        raise InvalidInput(f"not a peer run: no {missing}")
+    return PeerRun(**{k: nan(d[k]) for k in keep}, broadcast=bool(d.get("broadcast", False)))
 
 
 __all__ = [
@@ -520,6 +654,7 @@ __all__ = [
     "decode",
     "encode",
     "format_table",
+    "from_json",
     "run_group",
     "run_peers",
     "to_json",
