@@ -243,3 +243,22 @@ def test_a_new_keep_rule_is_one_class_and_one_registration() -> None:
         assert small in {m.id for m in mem.entries()} and mem.used_bytes <= 6000
     finally:
         COMPONENTS["keep"]._entries.pop("smallest-test")
+
+
+def test_overrides_reach_wrapped_components() -> None:
+    """A wrapper (quarantine around a keep rule, a dedup around an admit rule) does not hide
+    the wrapped component's parameters: bare and dotted names reach them."""
+    spec = policy_spec("curator", redundancy_delta=None)
+    assert spec["keep"]["name"] == "quarantine"
+    assert spec["keep"]["keep"]["redundancy_delta"] is None
+    assert "redundancy_delta" not in spec["keep"]
+    assert policy_spec("curator", **{"keep.redundancy_delta": 0.9})["keep"]["keep"][
+        "redundancy_delta"
+    ] == pytest.approx(0.9)
+    assert policy_spec("curator", min_uses=6)["keep"]["min_uses"] == 6  # the wrapper's own
+    inner = policy_spec("curator/dedup", theta=-0.2)["admit"]
+    assert inner["name"] == "same-request-dedup" and inner["admit"]["theta"] == -0.2
+    pol = create_policy("curator", redundancy_delta=None)
+    assert pol.redundancy_delta is None
+    with pytest.raises(InvalidInput, match="nosuch"):
+        policy_spec("curator", nosuch=1)

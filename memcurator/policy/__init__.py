@@ -38,44 +38,60 @@ def register(name: str, spec: Mapping[str, Any]) -> None:
         raise
 
 
+def _slots(comp: Any, decision: str) -> list[dict[str, Any]]:
+    """A component's spec and, depth first, the specs of components it wraps (e.g.
+    ``quarantine``'s ``keep``, ``same-request-dedup``'s inner admit)."""
+    from memcurator.policy.components import COMPONENTS
+
+    if not isinstance(comp, dict) or "name" not in comp:
+        return []
+    out = [comp]
+    for v in comp.values():
+        if isinstance(v, dict) and v.get("name") in COMPONENTS[decision]:
+            out += _slots(v, decision)
+    return out
+
+
 def _override(spec: dict[str, Any], key: str, value: Any) -> None:
-    """Set one parameter: ``"decision.param"``, ``"estimator.param"`` or a unique bare name."""
+    """Set one parameter: ``"decision.param"``, ``"estimator.param"`` or a unique bare name.
+
+    A component that wraps another (``quarantine`` around a keep rule) exposes the wrapped
+    one's parameters too: ``redundancy_delta`` reaches ``curator``'s ``rho-density`` inside
+    its ``quarantine``.
+    """
+    from memcurator.policy.components import COMPONENTS, ESTIMATORS
+
     if "." in key:
         where, param = key.split(".", 1)
         if where in spec.get("estimators", {}) or where in ("rho", "worth"):
             spec.setdefault("estimators", {}).setdefault(where, {})[param] = value
             return
         if where in spec and isinstance(spec[where], dict):
-            spec[where][param] = value
+            slots = _slots(spec[where], where) if where in COMPONENTS else [spec[where]]
+            taking = [c for c in slots if _takes(COMPONENTS[where].factory(c["name"]), param)]
+            (taking[0] if taking else spec[where])[param] = value
             return
         raise InvalidInput(f"no component or estimator {where!r} for parameter {key!r}")
-    from memcurator.policy.components import COMPONENTS, ESTIMATORS
 
-    hits: list[tuple[str, str]] = []
+    hits: list[tuple[str, Any]] = []
     for d in ("admit", "form", "keep", "rank", "share", "curate"):
-        comp = spec.get(d)
-        if comp and _takes(COMPONENTS[d].factory(comp["name"]), key):
-            hits.append(("c", d))
-    for i, comp in enumerate(spec.get("learn", [])):
+        for comp in _slots(spec.get(d), d):
+            if _takes(COMPONENTS[d].factory(comp["name"]), key):
+                hits.append((d, comp))
+    for comp in spec.get("learn", []):
         if _takes(COMPONENTS["learn"].factory(comp["name"]), key):
-            hits.append(("l", str(i)))
+            hits.append(("learn", comp))
     for n in set(spec.get("estimators", {})) | _needed(spec):
         if _takes(ESTIMATORS.factory(n), key):
-            hits.append(("e", n))
+            hits.append((n, spec.setdefault("estimators", {}).setdefault(n, {})))
     if not hits:
         raise InvalidInput(f"no component of this policy takes a parameter {key!r}")
     if len(hits) > 1:
-        names = [h[1] for h in hits]
+        names = [h[0] for h in hits]
         raise InvalidInput(
             f"parameter {key!r} is ambiguous ({names}); write e.g. '{names[0]}.{key}'"
         )
-    kind, where = hits[0]
-    if kind == "c":
-        spec[where][key] = value
-    elif kind == "l":
-        spec["learn"][int(where)][key] = value
-    else:
-        spec.setdefault("estimators", {}).setdefault(where, {})[key] = value
+    hits[0][1][key] = value
 
 
 def _takes(cls: Any, key: str) -> bool:
