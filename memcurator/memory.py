@@ -620,6 +620,7 @@ class Memory:
                 if m.id in updates:
                     m.stats = dict(updates[m.id])
                 self.store.update(m)
+            res.touch([m.id for m in injected])
             # what must go regardless of the budget (feedback quarantine) goes now, logged
             keep.evict_victims(res, self.policy, self.step, self._log)
             exchange.log_reputation(self)

@@ -19,6 +19,7 @@ from memcurator.envs.sql import load_specs
 from memcurator.envs.sql.attacks import ATTACK_PAYLOADS, make_attack, outside_traffic
 from memcurator.policy.share import SharedEntry
 from memcurator.trust.auth import OWNER, Claim, KeyRing
+from memcurator.types import Entry
 
 GENUINE_QA = "Task: how many episodes are in chicago fire season 4\nAction: Answer: 23"
 PASSAGE_24 = (
@@ -248,3 +249,27 @@ def test_attacks_of_every_payload_are_refused_on_every_channel(specs: list, chan
     assert sent >= 40
     # hijack (a valid query with another variant's values) can slip by; nothing else does
     assert admitted / sent <= 0.05, f"{admitted}/{sent} attacks admitted via {channel}"
+
+
+def test_quarantine_pass_looks_at_changed_entries_only() -> None:
+    """With the list of residents added or given feedback since the last pass, the feedback
+    quarantine tests only those (each verdict depends on the entry's own counts); without it,
+    every resident. Through Memory, a quarantined entry still goes at its feedback."""
+    from memcurator.policy.quarantine import Quarantine
+
+    q = Quarantine(min_uses=4, threshold=0.15)
+    bad = Entry("b", "ns", "insight", "t", 1, 1, np.ones(2), successes=0, failures=5)
+    ok = Entry("g", "ns", "insight", "t", 1, 1, np.ones(2), successes=4, failures=1)
+    E = np.ones((2, 2))
+    assert [v[0] for v in q.victims([bad, ok], E, 1)] == ["b"]
+    assert q.victims([bad, ok], E, 1, changed=[]) == []
+    assert [v[0] for v in q.victims([bad, ok], E, 1, changed=[ok, bad])] == ["b"]
+
+    m = Memory(policy="curator")
+    w = m.write("Task: count orders\nAction: SELECT COUNT(*) FROM orders;")
+    other = m.write("Task: list members\nAction: SELECT * FROM members;")
+    for _ in range(6):
+        m.feedback([w.id], 0.0)
+    assert w.id not in {e.id for e in m.entries()}
+    assert other.id in {e.id for e in m.entries()}
+    assert any(d.action == "evict" and d.entry_id == w.id for d in m.decisions())

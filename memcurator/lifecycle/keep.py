@@ -41,7 +41,8 @@ def evict_victims(res: ResidentSet, policy: Policy, step: int, log: Log) -> list
     if not res.entries:
         return []
     out: list[str] = []
-    for eid, score, reason in policy.victims(res.entries, res.matrix, step):
+    changed = res.take_changed()
+    for eid, score, reason in policy.victims(res.entries, res.matrix, step, changed=changed):
         m = res.get(eid)
         if m is None or eid in out:
             continue

@@ -56,6 +56,8 @@ class ResidentSet:
         self._near: dict[str, dict[str, float]] | None = None if self.entries else {}
         self.changed()
         self._version = self.store.version()
+        # ids added or given feedback since the last victims pass; None: look at everything
+        self._changed_ids: set[str] | None = None
 
     @property
     def near(self) -> dict[str, dict[str, float]]:
@@ -84,6 +86,18 @@ class ResidentSet:
             self.reload()
             return True
         return False
+
+    def touch(self, ids: list[str]) -> None:
+        """Note that the counts of ``ids`` changed (feedback): the next victims pass sees them."""
+        if self._changed_ids is not None:
+            self._changed_ids.update(ids)
+
+    def take_changed(self) -> list[Entry] | None:
+        """The residents added or touched since the last call (None after a reload: all)."""
+        ids, self._changed_ids = self._changed_ids, set()
+        if ids is None:
+            return None
+        return [self.entries[self.index[i]] for i in ids if i in self.index]
 
     def mark_synced(self) -> None:
         """This handle's own commit is already reflected here: remember the new version."""
@@ -130,6 +144,8 @@ class ResidentSet:
         self.entries[row] = m
         self.keys[m.meta.get("text_sha1")] = m.id
         self.used += m.bytes - old.bytes
+        if self._changed_ids is not None:
+            self._changed_ids.add(m.id)
         self.set_row(row, m.embedding)
         self.link(m, exclude=row)
 
@@ -174,6 +190,8 @@ class ResidentSet:
             self._matrix[n] = m.embedding
         self.entries.append(m)
         self.index[m.id] = n
+        if self._changed_ids is not None:
+            self._changed_ids.add(m.id)
         self.keys[m.meta.get("text_sha1")] = m.id
         self.used += m.bytes
         if self._bm25 is not None:

@@ -155,9 +155,18 @@ class Policy(Params):
         return np.array([m.created_step for m in entries], dtype=np.float64)
 
     def victims(
-        self, entries: list[Entry], E: np.ndarray, step: int
+        self,
+        entries: list[Entry],
+        E: np.ndarray,
+        step: int,
+        changed: list[Entry] | None = None,
     ) -> list[tuple[str, float, str]]:
-        """Entries to evict regardless of bytes, as (id, score, reason); default none."""
+        """Entries to evict regardless of bytes, as (id, score, reason); default none.
+
+        ``changed``, when given, lists the residents added or given feedback since the last
+        call (None: unknown, look at all); a rule that depends on an entry's own counts alone
+        may look at these only.
+        """
         return []
 
     def evict_reason(self) -> str:

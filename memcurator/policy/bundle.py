@@ -287,8 +287,14 @@ class ComponentPolicy(Policy):
         return np.asarray(self._keep.priority(entries, E, step), dtype=np.float64)  # type: ignore[attr-defined]
 
     def victims(
-        self, entries: list[Entry], E: np.ndarray, step: int
+        self,
+        entries: list[Entry],
+        E: np.ndarray,
+        step: int,
+        changed: list[Entry] | None = None,
     ) -> list[tuple[str, float, str]]:
+        if changed is not None and getattr(self._keep, "incremental_victims", False):
+            return list(self._keep.victims(entries, E, step, changed=changed))  # type: ignore[attr-defined]
         return list(self._keep.victims(entries, E, step))  # type: ignore[attr-defined]
 
     def evict_reason(self) -> str:
