@@ -369,3 +369,11 @@ def test_folders_without_vector_dtype_ran_at_float32() -> None:
         "tasks": 5, "vector_dtype": "float32"}  # fmt: skip
     assert _config_clash([(Path("a"), old), (Path("b"), new32)]) == ""
     assert "vector_dtype" in _config_clash([(Path("a"), old), (Path("b"), new16)])
+
+
+def test_peer_bench_config_checks_the_precision() -> None:
+    from memcurator.bench.peers import PeerConfig
+
+    assert PeerConfig(vector_dtype="int8").vector_dtype == "int8"
+    with pytest.raises(InvalidInput, match="known"):
+        PeerConfig(vector_dtype="half")
