@@ -157,7 +157,8 @@ def namespaces(
     path: Annotated[Path, typer.Argument(help="SQLite store file.")],
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
 ) -> None:
-    """List a store's namespaces with their entries, resident bytes, budgets and log lengths."""
+    """List a store's namespaces with their entries, resident bytes, budgets and log lengths
+    (and their stored vector precision when one is not float32)."""
     from rich.table import Table
 
     store = _open(path)
@@ -167,21 +168,26 @@ def namespaces(
             print(dumps_strict(r._asdict()))
         return
     t = Table(title=f"{len(rows)} namespaces in {path}", title_justify="left")
+    # the stored vector precision is shown when a namespace is not at the default (float32)
+    vec = any(r.vector_dtype != "float32" for r in rows)
     cols = ("namespace", "entries", "bytes", "budget B", "used", "vectors", "policy", "decisions")
+    left = ("namespace", "vectors", "policy")
     for col in cols:
-        t.add_column(col, justify="left" if col in ("namespace", "vectors", "policy") else "right")
+        if col != "vectors" or vec:
+            t.add_column(col, justify="left" if col in left else "right")
     for r in rows:
         used = f"{r.used_bytes / r.max_bytes:.0%}" if r.max_bytes else "—"
-        t.add_row(
+        cells = [
             r.name,
             str(r.entries),
             str(r.used_bytes),
             "unbounded" if r.max_bytes is None else str(r.max_bytes),
             used,
-            r.vector_dtype,
+            *([r.vector_dtype] if vec else []),
             r.policy or "—",
             str(r.decisions),
-        )
+        ]
+        t.add_row(*cells)
     Console().print(t)
 
 

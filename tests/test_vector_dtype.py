@@ -310,6 +310,8 @@ def test_cli_reembed_and_namespaces_show_the_precision(tmp_path: Path) -> None:
     assert "re-embedded 5 of 5" in res.output
     res = runner.invoke(app, ["namespaces", str(path), "--json"])
     assert json.loads(res.output.splitlines()[0])["vector_dtype"] == "float16"
+    res = runner.invoke(app, ["namespaces", str(path)], env={"COLUMNS": "120"})
+    assert "float16" in res.stdout
     res = runner.invoke(app, ["reembed", str(path), "--namespace", "old",
                               "--vector-dtype", "float64"])  # fmt: skip
     assert res.exit_code != 0 and "known" in res.output
