@@ -42,6 +42,7 @@ from memcurator.lifecycle.write import dedup_key
 from memcurator.retrieve import BM25Index, dense_topk, rrf_fuse
 from memcurator.retrieve.hybrid import blend_scores, recall_text, recency_bonus
 from memcurator.retrieve.literals import mask_literals
+from memcurator.store.vectors import stored_vector
 from memcurator.types import Entry, Step, Trajectory
 
 KS = (1, 3, 5)
@@ -181,20 +182,20 @@ class Scores:
 
 
 def quantize(E: np.ndarray, kind: str) -> np.ndarray:
-    """``E`` (n, d) stored as ``kind`` and read back as float32 (what recall would see).
+    """``E`` (n, d) stored as ``kind`` and read back as float32 (what recall would see), through
+    the store's own codec (:func:`memcurator.store.vectors.stored_vector`).
 
     Examples
     --------
     >>> E = np.array([[0.6, -0.8]], dtype=np.float32)
-    >>> quantize(E, "int8").round(3).tolist()
-    [[0.6, -0.8]]
+    >>> [round(float(x), 3) for x in quantize(E, "int8")[0]]
+    [0.598, -0.8]
     """
-    if kind == "float16":
-        return E.astype(np.float16).astype(np.float32)
-    if kind == "int8":
-        scale = np.maximum(np.abs(E).max(axis=1, keepdims=True), 1e-12) / 127.0
-        return (np.round(E / scale).astype(np.int8).astype(np.float32) * scale).astype(np.float32)
-    raise SystemExit(f"unknown quantisation {kind!r}; known: ['float16', 'int8']")
+    if kind not in ("float16", "int8"):
+        raise SystemExit(f"unknown quantisation {kind!r}; known: ['float16', 'int8']")
+    if not len(E):
+        return E
+    return np.vstack([stored_vector(e, kind) for e in E]).astype(np.float32)
 
 
 def _prep(text: str, mask: bool) -> str:

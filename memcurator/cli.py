@@ -150,6 +150,13 @@ def bench(
         bool,
         typer.Option(help="Let learning curators (jitmem, mempilot) probe executions to train on."),
     ] = True,
+    vector_dtype: Annotated[
+        str,
+        typer.Option(
+            help="Stored precision of entry vectors: float32, float16 (1,024 bytes a 512-d "
+            "vector instead of 2,048) or int8 (516); the budget counts the bytes stored."
+        ),
+    ] = "float32",
 ) -> None:
     """Run policies side by side on recurring SQL task families with drift and poisoning."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -221,6 +228,7 @@ def bench(
             max_bytes=budgets[0],
             poison_channel=poison_channel,
             sweep_values=budgets if len(budgets) > 1 else (),
+            vector_dtype=vector_dtype,
         )
         fams = load_families(data)
         families, too_many = clamp_families(families, len(fams))
@@ -240,7 +248,7 @@ def bench(
     except MemcuratorError as e:
         _fail(e)
         return
-    for warning in (too_many, *(budget_warning(b) for b in budgets)):
+    for warning in (too_many, *(budget_warning(b, vector_dtype=vector_dtype) for b in budgets)):
         if warning:
             console.print(f"[yellow]warning:[/yellow] {warning}")
     if peers:
@@ -293,6 +301,7 @@ def bench(
         "preferences": preferences,
         "pool": str(pool) if pool is not None else None,
         "curator_learning": curator_learning,
+        "vector_dtype": vector_dtype,
     }
     n_runs = n_runs_per_seed(cfg) * seeds
 
@@ -550,13 +559,21 @@ _RUN_KEYS = (
     "executor",
     "pool",
     "curator_learning",
+    "vector_dtype",
 )
+
+#: settings a folder written before they existed ran at: compared as this value when missing
+_RUN_DEFAULTS: dict[str, object] = {"vector_dtype": "float32"}
 
 
 def _config_clash(
     configs: list[tuple[Path, dict[str, Any]]], keys: tuple[str, ...] = _RUN_KEYS
 ) -> str:
-    """'' if all folders agree on the settings ``keys``, else a description of the first clash."""
+    """'' if all folders agree on the settings ``keys``, else a description of the first clash.
+
+    A key missing from a folder's config is compared as its :data:`_RUN_DEFAULTS` value when it
+    has one (folders written before the setting existed ran at that value), else skipped.
+    """
     import re
 
     def norm(key: str, v: object) -> object:
@@ -568,8 +585,8 @@ def _config_clash(
     for key in keys:
         seen: dict[str, str] = {}
         for f, cfg in configs:
-            if key in cfg:
-                seen.setdefault(repr(norm(key, cfg[key])), str(f))
+            if key in cfg or key in _RUN_DEFAULTS:
+                seen.setdefault(repr(norm(key, cfg.get(key, _RUN_DEFAULTS.get(key)))), str(f))
         if len(seen) > 1:
             return f"{key}: " + ", ".join(f"{v} in {f}" for v, f in seen.items())
     return ""

@@ -65,6 +65,7 @@ def bench_peers(
                 max_bytes=cfg.max_bytes,
                 seed=seed,
                 agent=cfg.agent,
+                vector_dtype=cfg.vector_dtype,
             )
             for seed in cfg.seeds
         ]
@@ -95,6 +96,7 @@ def bench_peers(
         "max_turns": cfg.agent.max_turns,
         "executor": repr(ex),
         "policies": list(cfg.policies),
+        "vector_dtype": cfg.vector_dtype,
     }
     lock = lock_results(out_dir, overwrite)
     console.print(

@@ -157,7 +157,8 @@ def namespaces(
     path: Annotated[Path, typer.Argument(help="SQLite store file.")],
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
 ) -> None:
-    """List a store's namespaces with their entries, resident bytes, budgets and log lengths."""
+    """List a store's namespaces with their entries, resident bytes, budgets and log lengths
+    (and their stored vector precision when one is not float32)."""
     from rich.table import Table
 
     store = _open(path)
@@ -167,19 +168,26 @@ def namespaces(
             print(dumps_strict(r._asdict()))
         return
     t = Table(title=f"{len(rows)} namespaces in {path}", title_justify="left")
-    for col in ("namespace", "entries", "bytes", "budget B", "used", "policy", "decisions"):
-        t.add_column(col, justify="left" if col in ("namespace", "policy") else "right")
+    # the stored vector precision is shown when a namespace is not at the default (float32)
+    vec = any(r.vector_dtype != "float32" for r in rows)
+    cols = ("namespace", "entries", "bytes", "budget B", "used", "vectors", "policy", "decisions")
+    left = ("namespace", "vectors", "policy")
+    for col in cols:
+        if col != "vectors" or vec:
+            t.add_column(col, justify="left" if col in left else "right")
     for r in rows:
         used = f"{r.used_bytes / r.max_bytes:.0%}" if r.max_bytes else "—"
-        t.add_row(
+        cells = [
             r.name,
             str(r.entries),
             str(r.used_bytes),
             "unbounded" if r.max_bytes is None else str(r.max_bytes),
             used,
+            *([r.vector_dtype] if vec else []),
             r.policy or "—",
             str(r.decisions),
-        )
+        ]
+        t.add_row(*cells)
     Console().print(t)
 
 
@@ -257,6 +265,13 @@ def import_(
         int | None,
         typer.Option(help="Budget B in bytes; default: the namespace's own (unbounded if new)."),
     ] = None,
+    vector_dtype: Annotated[
+        str | None,
+        typer.Option(
+            help="Stored precision of a new namespace's vectors: float32, float16 or int8; "
+            "default: the namespace's own (float32 if new)."
+        ),
+    ] = None,
 ) -> None:
     """Import a JSONL export: every entry goes through admission; rejections are listed."""
     from memcurator import Memory
@@ -270,7 +285,13 @@ def import_(
         known = {r.name: r for r in store.namespace_stats()}.get(namespace)
         pol = policy or (known.policy if known and known.policy else "curator")
         budget = max_bytes if max_bytes is not None else (known.max_bytes if known else None)
-        mem = Memory(namespace=namespace, policy=pol, max_bytes=budget, store=store)
+        mem = Memory(
+            namespace=namespace,
+            policy=pol,
+            max_bytes=budget,
+            store=store,
+            vector_dtype=vector_dtype,
+        )
         with source.open(encoding="utf-8") as fh:
             rep = import_namespace(mem, fh)
         mem.close()
@@ -326,12 +347,20 @@ def reembed(
     namespace: Annotated[str, typer.Option(help="Namespace to re-embed." + _NS_REQUIRED)],
     embedder: Annotated[str, typer.Option(help="Registered embedder name.")] = "hashing",
     batch: Annotated[int, typer.Option(help="Entries per transaction.")] = 256,
+    vector_dtype: Annotated[
+        str | None,
+        typer.Option(
+            help="Convert the stored vectors to float32, float16 or int8 (recomputed from "
+            "each entry's text); default: keep the namespace's precision."
+        ),
+    ] = None,
 ) -> None:
     """Re-embed a namespace with the current embedder and recall text (resumable).
 
     Needed when a store was embedded by another embedder or an older memcurator (Memory then
-    refuses to open it). Each batch commits on its own: if the command stops, run it again and
-    it resumes; no entry is lost or left without a vector.
+    refuses to open it), and to change the precision its vectors are stored in
+    (--vector-dtype; every entry's bytes change with it). Each batch commits on its own: if
+    the command stops, run it again and it resumes; no entry is lost or left without a vector.
     """
     from memcurator.embed import create_embedder
     from memcurator.memory import embedder_identity
@@ -340,7 +369,15 @@ def reembed(
     store = _open(path, readonly=False)
     try:
         emb = create_embedder(embedder)
-        r = run(store, namespace, emb.embed, embedder_identity(emb), emb.dim, batch=batch)
+        r = run(
+            store,
+            namespace,
+            emb.embed,
+            embedder_identity(emb),
+            emb.dim,
+            batch=batch,
+            vector_dtype=vector_dtype,
+        )
     except MemcuratorError as e:
         fail(e)
         return

@@ -8,6 +8,7 @@ rejection, eviction, distillation, reinforcement and forget is in the decision l
 
 from __future__ import annotations
 
+import inspect
 import math
 import random
 from collections.abc import Callable, Iterable, Iterator
@@ -31,6 +32,7 @@ from memcurator.policy.base import Policy
 from memcurator.retrieve.hybrid import recall_text
 from memcurator.store.sizing import default_sizeof
 from memcurator.store.sqlite import KEEP, SQLiteStore
+from memcurator.store.vectors import check_dtype, stored_vector
 from memcurator.trust.auth import OWNER, Claim, KeyRing, Signature
 from memcurator.types import Entry, RecallResult, Task, Trajectory
 
@@ -73,6 +75,9 @@ class Memory:
         Defaults to the 512-d :class:`~memcurator.embed.HashingEmbedder`.
     sizeof : callable (text, meta, embedding) -> int, optional
         Byte accounting of an entry; default :func:`~memcurator.store.sizing.default_sizeof`.
+        A callable with a ``vector_dtype`` parameter is also given the namespace's stored
+        precision (the default counts the vector's stored bytes that way); one without it
+        must count the vector itself.
     distiller : object with ``distill(text) -> str | None``, optional
         Used by policies that distill on fall-out; default extractive.
     max_text_bytes : int, default 65536
@@ -101,6 +106,11 @@ class Memory:
         bytes. None keeps every row.
     log_max_age_s : float or None, optional
         Also drop rows older than this many seconds (store clock), summarised the same way.
+    vector_dtype : {"float32", "float16", "int8"}, optional
+        Precision the namespace stores its entries' vectors in (:mod:`memcurator.store.vectors`),
+        fixed when it is created; the byte budget counts the bytes stored (512-d hashing
+        vector: 2,048 / 1,024 / 516 bytes). Omitted, the namespace keeps its own (float32 when
+        new). Recall always computes on float32 vectors, dequantised on load.
 
     Notes
     -----
@@ -123,7 +133,9 @@ class Memory:
     UnknownName
         If ``policy`` is not a registered name.
     InvalidInput
-        ``max_bytes`` that is not a positive integer or None; a ``keyring`` without an owner key.
+        ``max_bytes`` that is not a positive integer or None; a ``keyring`` without an owner key;
+        an unknown ``vector_dtype``, or one other than an existing namespace's (convert it with
+        ``memcurator reembed --vector-dtype``).
 
     Examples
     --------
@@ -159,6 +171,7 @@ class Memory:
         same_request: float | None = 0.99,
         log_keep: int | None = 100_000,
         log_max_age_s: float | None = None,
+        vector_dtype: str | None = None,
     ):
         if (
             max_bytes is not UNSET
@@ -172,6 +185,8 @@ class Memory:
             )
         ):
             raise InvalidInput(f"max_bytes must be a positive integer or None, got {max_bytes!r}")
+        if vector_dtype is not None:
+            check_dtype(vector_dtype)
         if keyring is not None and OWNER not in keyring.principals():
             raise InvalidInput("keyring holds no owner key; add one with keyring.add(OWNER)")
         self.keyring = keyring
@@ -181,6 +196,10 @@ class Memory:
         self.policy = create_policy(policy) if isinstance(policy, str) else policy
         self.policy.attach(self.embedder.dim)
         self.sizeof = sizeof
+        try:
+            self._sizeof_dtype = "vector_dtype" in inspect.signature(sizeof).parameters
+        except (TypeError, ValueError):  # a callable without a signature (a builtin)
+            self._sizeof_dtype = False
         self.distiller = distiller if distiller is not None else ExtractiveDistiller()
         self.max_text_bytes = max_text_bytes
         self.candidates = candidates
@@ -207,12 +226,14 @@ class Memory:
             max_bytes=None
             if max_bytes is None
             else (int(max_bytes) if max_bytes is not UNSET else UNSET),
+            vector_dtype=KEEP if vector_dtype is None else vector_dtype,
         )
         # ids are drawn from the seed and the log's length, so a reopened store (same seed)
         # never draws an id it already used, while a fresh run stays reproducible
         self._rng = random.Random(f"{seed}:{namespace}:{self.store.last_seq()}")
         self._step = 0
         self.max_bytes: int | None = None
+        self.vector_dtype = "float32"
         self._load_shared()
         self.energy_bytes = 0.0  # energy proxy: bytes embedded + resident bytes scanned
         self._energy_mark = 0.0  # energy_bytes at the start of the current step
@@ -225,9 +246,11 @@ class Memory:
 
     # ------------------------------------------------------------------ plumbing
     def _load_shared(self) -> None:
-        """Read what the namespace owns: budget, step clock and the policy's learned state."""
-        stored = self.store.namespace(self.namespace).max_bytes
-        self.max_bytes = None if stored is None else int(stored)
+        """Read what the namespace owns: budget, vector precision, step clock and the policy's
+        learned state."""
+        info = self.store.namespace(self.namespace)
+        self.max_bytes = None if info.max_bytes is None else int(info.max_bytes)
+        self.vector_dtype = info.vector_dtype
         saved = self.store.load_state(self.namespace)
         if saved is not None:
             self._step = max(self._step, saved[1])
@@ -305,6 +328,30 @@ class Memory:
 
     def _new_id(self, text: str) -> str:
         return f"{dedup_key(text)[:10]}{self._rng.getrandbits(32):08x}"
+
+    def entry_bytes(self, text: str, meta: dict[str, Any], embedding: np.ndarray) -> int:
+        """``sizeof`` of an entry as this namespace stores it (its ``vector_dtype``), bytes.
+
+        Examples
+        --------
+        >>> e = np.ones(512, dtype=np.float32)
+        >>> Memory(vector_dtype="int8").entry_bytes("abc", {}, e)
+        521
+        """
+        if self._sizeof_dtype:
+            return int(self.sizeof(text, meta, embedding, vector_dtype=self.vector_dtype))  # type: ignore[call-arg]
+        return int(self.sizeof(text, meta, embedding))
+
+    def stored(self, embedding: np.ndarray) -> np.ndarray:
+        """``embedding`` as the store gives it back in this namespace's precision (float32):
+        what the resident matrix holds, so that a reopened handle recalls the same.
+
+        Raises
+        ------
+        InvalidInput
+            A vector the precision cannot hold (:func:`memcurator.store.vectors.stored_vector`).
+        """
+        return stored_vector(embedding, self.vector_dtype)
 
     # ------------------------------------------------------------------ reads
     @property
@@ -763,7 +810,7 @@ class Memory:
             The new version alone is larger than ``max_bytes`` (nothing changes).
         """
         new_text = check_text(text, self.max_text_bytes)
-        e = embed_checked(self.embedder.embed, new_text)
+        e0 = embed_checked(self.embedder.embed, new_text)
         key = dedup_key(new_text)
         oversized: BudgetExceeded | None = None
         with self._transaction():
@@ -776,7 +823,8 @@ class Memory:
                 raise InvalidInput(f"entry {other.id!r} already holds this text; forget one")
             new = ResidentSet.copy_of(cur)
             new.meta["text_sha1"] = key
-            b = int(self.sizeof(new_text, new.meta, e)) + len(cur.origin_detail.encode("utf-8"))
+            e = self.stored(e0)
+            b = self.entry_bytes(new_text, new.meta, e) + len(cur.origin_detail.encode("utf-8"))
             if self.max_bytes is not None and b > self.max_bytes:
                 # logged and committed, raised outside the transaction (as in write)
                 msg = f"new version of {b} bytes can never fit max_bytes={self.max_bytes}"
@@ -791,7 +839,8 @@ class Memory:
                 raise EntryNotFound(f"no entry {entry_id!r} in namespace {self.namespace!r}")
             new = ResidentSet.copy_of(cur)
             new.meta["text_sha1"] = key
-            b = int(self.sizeof(new_text, new.meta, e)) + len(cur.origin_detail.encode("utf-8"))
+            e = self.stored(e0)
+            b = self.entry_bytes(new_text, new.meta, e) + len(cur.origin_detail.encode("utf-8"))
             new.text, new.embedding, new.bytes = new_text, e, b
             new.raw_bytes = max(cur.raw_bytes, b)
             self.store.update(new)
@@ -825,8 +874,8 @@ class Memory:
             step,
             row,
             distiller=self.distiller,
-            embed=lambda t: embed_checked(self.embedder.embed, t),
-            sizeof=self.sizeof,
+            embed=lambda t: self.stored(embed_checked(self.embedder.embed, t)),
+            sizeof=self.entry_bytes,
             log=self._log,
             text_hash=dedup_key,
         )

@@ -7,6 +7,7 @@ say the same thing.
 from __future__ import annotations
 
 from memcurator.embed import HashingEmbedder
+from memcurator.store.vectors import vector_nbytes
 
 #: Stored bytes of one SQL exemplar entry of the benchmark: its 512-d float32 embedding
 #: (2,048 bytes) + text + metadata. Measured: 3,097 bytes a resident entry on average
@@ -32,8 +33,14 @@ def clamp_families(requested: int | None, available: int) -> tuple[int, str | No
     )
 
 
-def budget_warning(max_bytes: int, typical_entry: int = TYPICAL_ENTRY_BYTES) -> str | None:
+def budget_warning(
+    max_bytes: int, typical_entry: int = TYPICAL_ENTRY_BYTES, vector_dtype: str = "float32"
+) -> str | None:
     """A warning when the budget B cannot hold one typical entry (None when it can).
+
+    ``typical_entry`` is for float32 vectors; with another ``vector_dtype`` its vector part
+    (2,048 bytes) is replaced by that precision's
+    (:func:`memcurator.store.vectors.vector_nbytes`).
 
     Examples
     --------
@@ -43,8 +50,12 @@ def budget_warning(max_bytes: int, typical_entry: int = TYPICAL_ENTRY_BYTES) -> 
     ' bounded policies (curator, lru, ...) will hold nothing and behave like no-memory'
     >>> "one typical entry" in budget_warning(2500)
     True
+    >>> budget_warning(2500, vector_dtype="int8") is None
+    True
     """
-    floor = HashingEmbedder().dim * 4
+    dim = HashingEmbedder().dim
+    floor = vector_nbytes(dim, vector_dtype)
+    typical_entry = typical_entry - vector_nbytes(dim, "float32") + floor
     if max_bytes < floor:
         return (
             f"--max-bytes {max_bytes} is smaller than one entry (at least {floor} bytes: its "

@@ -68,6 +68,7 @@ PEER_KEYS = (
     "inject_chars",
     "max_turns",
     "executor",
+    "vector_dtype",
 )
 _CHANNELS = ("external", "peer", "self")
 

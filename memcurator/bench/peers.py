@@ -49,6 +49,7 @@ from memcurator.errors import BudgetExceeded, InvalidInput
 from memcurator.memory import Memory
 from memcurator.policy import create_policy
 from memcurator.policy.share import SharedEntry
+from memcurator.store.vectors import check_dtype
 from memcurator.trust.auth import OWNER, Claim, KeyRing, Signature
 
 CHANNELS = ("external", "peer", "self")
@@ -80,11 +81,14 @@ class PeerConfig:
     max_bytes : int, default 100000
     seed : int, default 0
     agent : AgentConfig
+    vector_dtype : {"float32", "float16", "int8"}, default "float32"
+        Stored precision of every agent's vectors (:mod:`memcurator.store.vectors`).
 
     Raises
     ------
     InvalidInput
-        ``peers`` not in {2, 4, 8}, non-positive sizes, ``outside_rate`` < 0.
+        ``peers`` not in {2, 4, 8}, non-positive sizes, ``outside_rate`` < 0, an unknown
+        ``vector_dtype``.
     """
 
     peers: int = 4
@@ -100,8 +104,10 @@ class PeerConfig:
     max_bytes: int = 100_000
     seed: int = 0
     agent: AgentConfig = field(default_factory=AgentConfig)
+    vector_dtype: str = "float32"
 
     def __post_init__(self) -> None:
+        check_dtype(self.vector_dtype)
         if self.peers not in (2, 4, 8):
             raise InvalidInput(f"peers must be 2, 4 or 8, got {self.peers}")
         if self.n_tasks < 1 or self.share_every < 1 or self.uplink < 0 or self.n_families < 2:
@@ -311,6 +317,7 @@ def run_group(
             max_bytes=cfg.max_bytes if pol.bounded else None,
             seed=cfg.seed,
             keyring=rings[n],
+            vector_dtype=cfg.vector_dtype,
         )
     links = {n: LoopbackLink() for n in names} if outside else {}
     label: dict[str, dict[str, str]] = {n: {} for n in names}  # per receiver: sha -> payload

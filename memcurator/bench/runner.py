@@ -29,8 +29,13 @@ class BenchConfig:
     #: (a field of this config; unbounded presets run once, as references). Empty: no sweep.
     sweep_values: Sequence[int] = ()
     sweep_setting: str = "max_bytes"
+    #: stored precision of entry vectors (:mod:`memcurator.store.vectors`)
+    vector_dtype: str = "float32"
 
     def __post_init__(self) -> None:
+        from memcurator.store.vectors import check_dtype
+
+        check_dtype(self.vector_dtype)
         if self.poison_channel not in ("external", "peer", "self"):
             raise InvalidInput("poison_channel must be external, peer or self")
         if not self.policies:
@@ -117,6 +122,7 @@ def run_policy(
         # bounded preset, and None (explicitly unbounded) to those
         max_bytes=budget,
         seed=seed,
+        vector_dtype=cfg.vector_dtype,
     )
     set_budget = getattr(policy, "set_budget", None)
     if set_budget is not None:
@@ -148,7 +154,7 @@ def run_policy(
     counts: dict[str, int] = {}
     for d in mem.decisions():
         counts[d.action] = counts.get(d.action, 0) + 1
-    parts = entry_bytes_by_part(mem.entries())
+    parts = entry_bytes_by_part(mem.entries(), mem.vector_dtype)
     mem.close()
     return PolicyRun(
         name,
@@ -165,16 +171,24 @@ def run_policy(
     )
 
 
-def entry_bytes_by_part(entries: Sequence[Entry]) -> dict[str, int]:
+def entry_bytes_by_part(
+    entries: Sequence[Entry], vector_dtype: str = "float32"
+) -> dict[str, int]:
     """Resident bytes split as :func:`~memcurator.store.sizing.default_sizeof` counts them.
+
+    Parameters
+    ----------
+    entries : sequence of Entry
+    vector_dtype : {"float32", "float16", "int8"}, default "float32"
+        The precision the vectors are stored in (the namespace's).
 
     Returns
     -------
     dict
-        ``n`` entries, ``text`` (UTF-8 bytes), ``meta`` (JSON bytes), ``vec`` (embedding bytes
-        as stored, float32), ``detail`` (the origin detail's UTF-8 bytes, counted since the
-        store counts every field), and ``total`` (the entries' accounted ``bytes``; may differ
-        from the parts' sum for distilled or imported entries).
+        ``n`` entries, ``text`` (UTF-8 bytes), ``meta`` (JSON bytes), ``vec`` (embedding
+        bytes as stored in ``vector_dtype``), ``detail`` (the origin detail's UTF-8 bytes,
+        counted since the store counts every field), and ``total`` (the entries' accounted
+        ``bytes``; may differ from the parts' sum for distilled or imported entries).
 
     Examples
     --------
@@ -182,16 +196,18 @@ def entry_bytes_by_part(entries: Sequence[Entry]) -> dict[str, int]:
     >>> e = Entry("a", "ns", "raw", "hé", 30, 30, np.zeros(4, dtype=np.float32), meta={})
     >>> entry_bytes_by_part([e])
     {'n': 1, 'text': 3, 'meta': 2, 'vec': 16, 'detail': 0, 'total': 30}
+    >>> entry_bytes_by_part([e], "int8")["vec"]
+    8
     """
     import json
 
-    import numpy as np
+    from memcurator.store.vectors import vector_nbytes
 
     out = {"n": len(entries), "text": 0, "meta": 0, "vec": 0, "detail": 0, "total": 0}
     for m in entries:
         out["text"] += len(m.text.encode("utf-8"))
         out["meta"] += len(json.dumps(m.meta, sort_keys=True))
-        out["vec"] += int(np.asarray(m.embedding, dtype=np.float32).nbytes)
+        out["vec"] += vector_nbytes(int(m.embedding.size), vector_dtype)
         out["detail"] += len(m.origin_detail.encode("utf-8"))
         out["total"] += int(m.bytes)
     return out

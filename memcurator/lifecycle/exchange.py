@@ -152,7 +152,7 @@ def receive(mem: Memory, shared: Iterable[Any], peer: str) -> list[WriteResult]:
         if not np.isfinite(a_adv) or a_adv < 1.0 or not np.isfinite(float(s.q)):
             raise InvalidInput(f"advertised q={s.q!r}, a={s.a!r} must be finite, a >= 1")
         text = check_text(s.text, mem.max_text_bytes)
-        e_b = int(mem.sizeof(text, {}, mem.embedder.embed(text)))
+        e_b = mem.entry_bytes(text, {}, mem.embedder.embed(text))
         a = recompute_abstraction_gain(text, getattr(s, "raw_text", None))
         q = rep.shrink_q(peer, float(np.clip(s.q, -1.0, 1.0)), 0.0)
         out.append(

@@ -204,6 +204,7 @@ def write(
     with mem._transaction():
         st = mem.step if step is None else int(step)
         res = mem._res
+        e = mem.stored(e)  # in the namespace's precision, read after the sync above
         existing = res.by_key(meta["text_sha1"])
         if existing is not None:
             existing.reinforcement += 1
@@ -219,8 +220,8 @@ def write(
             return WriteResult(existing.id, True, "reinforced an identical resident entry")
         mem.energy_bytes += len(text.encode("utf-8"))
         # every stored field counts: text, meta and embedding (sizeof) and the origin detail
-        b = int(mem.sizeof(text, meta, e)) + len(detail.encode("utf-8"))
-        b0 = int(mem.sizeof(raw_text, meta, e)) if raw_text else b
+        b = mem.entry_bytes(text, meta, e) + len(detail.encode("utf-8"))
+        b0 = mem.entry_bytes(raw_text, meta, e) if raw_text else b
         if raw_bytes is not None:
             b0 = int(raw_bytes)
         eid = mem._new_id(text)

@@ -8,6 +8,13 @@ transaction, so a process stopped at any point leaves every entry with its text 
 vector, and the next call resumes after the last committed batch. The namespace takes the new
 identity only when every entry has been re-embedded. Texts, counts, statistics and the decision
 log are not touched; one ``update`` decision records the change.
+
+The same path converts a namespace to another stored precision (``vector_dtype``,
+:mod:`memcurator.store.vectors`): each vector is recomputed from its text and stored in the
+target precision (so converting back to float32 restores exact vectors), its row records that
+precision, and its bytes change by the difference in stored vector bytes. While it runs the
+progress mark names the target as ``<identity>#<dtype>``; the namespace takes the new precision
+with its identity, when every entry is done.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import numpy as np
 from memcurator.errors import InvalidInput
 from memcurator.retrieve.hybrid import recall_text
 from memcurator.store.sqlite import SQLiteStore
+from memcurator.store.vectors import check_dtype, vector_nbytes
 
 #: Prefix of the embedder field of a namespace whose re-embedding has not finished.
 PENDING = "reembedding:"
@@ -38,6 +46,12 @@ def _mark(target: str, rowid: int) -> str:
     return f"{PENDING}{target}@{rowid}"
 
 
+def _target(identity: str, dtype: str, current: str) -> str:
+    """What the progress mark names: the identity, plus ``#dtype`` when the precision changes
+    (so a mark written before precisions existed still reads as it did)."""
+    return identity if dtype == current else f"{identity}#{dtype}"
+
+
 def reembed(
     store: SQLiteStore,
     namespace: str,
@@ -47,6 +61,7 @@ def reembed(
     *,
     batch: int = 256,
     max_batches: int | None = None,
+    vector_dtype: str | None = None,
 ) -> ReembedResult:
     """Re-embed every entry of ``namespace`` with ``embed``; resumable (see the module notes).
 
@@ -59,12 +74,16 @@ def reembed(
     identity : str
         The identity the namespace records when done (``embedder_identity(embedder)``).
     dim : int
-        The new embedding dimension; each entry's bytes change by the difference in
-        embedding bytes (4 bytes a dimension), its other accounted bytes stay.
+        The new embedding dimension; each entry's bytes change by the difference in stored
+        vector bytes (:func:`~memcurator.store.vectors.vector_nbytes`), its other accounted
+        bytes stay.
     batch : int, default 256
         Entries per transaction.
     max_batches : int, optional
         Stop after this many batches (the run stays resumable); None runs to the end.
+    vector_dtype : {"float32", "float16", "int8"}, optional
+        Stored precision of the namespace when done; None keeps its precision (or resumes a
+        conversion in progress).
 
     Returns
     -------
@@ -73,23 +92,31 @@ def reembed(
     Raises
     ------
     InvalidInput
-        ``batch`` not positive, a vector of the wrong shape or with NaN, or a namespace that is
-        being re-embedded to another identity.
+        ``batch`` not positive, an unknown ``vector_dtype``, a vector of the wrong shape or
+        with NaN, or a namespace that is being re-embedded to another identity or precision.
     NamespaceNotFound
     """
     if isinstance(batch, bool) or int(batch) < 1:
         raise InvalidInput(f"batch must be a positive integer, got {batch!r}")
+    if vector_dtype is not None:
+        check_dtype(vector_dtype)
     info = store.namespace(namespace)
-    if info.embedder == identity and info.dim == dim:
+    pending = info.embedder.startswith(PENDING)
+    if pending and vector_dtype is None:  # resume a conversion in progress
+        vector_dtype = info.embedder.rpartition("@")[0].partition("#")[2] or None
+    dtype = info.vector_dtype if vector_dtype is None else vector_dtype
+    if info.embedder == identity and info.dim == dim and info.vector_dtype == dtype:
         return ReembedResult(0, store.count(namespace), True)
+    want = _target(identity, dtype, info.vector_dtype)
     after = 0
-    if info.embedder.startswith(PENDING):
+    if pending:
         target, _, pos = info.embedder[len(PENDING) :].rpartition("@")
-        if target != identity:
+        if target != want:
             raise InvalidInput(
                 f"namespace {namespace!r} is being re-embedded to {target!r}; finish that first"
             )
         after = int(pos)
+    new_vec = vector_nbytes(dim, dtype)
     done = 0
     batches = 0
     conn = store._conn
@@ -104,25 +131,31 @@ def reembed(
                 e = np.asarray(embed(recall_text(text)), dtype=np.float32)
                 if e.shape != (dim,) or not np.all(np.isfinite(e)):
                     raise InvalidInput(f"embedder gave shape {e.shape} or NaN for entry {eid!r}")
-                nb = int(nbytes) - len(old) + int(e.nbytes)
-                store.set_embedding(namespace, eid, e, max(nb, 1))
+                nb = int(nbytes) - len(old) + new_vec
+                store.set_embedding(namespace, eid, e, max(nb, 1), dtype)
                 after = int(rowid)
             done += len(rows)
             if rows:
                 conn.execute(
                     "UPDATE namespaces SET embedder=? WHERE name=?",
-                    (_mark(identity, after), namespace),
+                    (_mark(want, after), namespace),
                 )
             else:
                 st = store.load_state(namespace)
-                store.set_embedder(namespace, identity, dim)
+                old = store.namespace(namespace)
+                store.set_embedder(namespace, identity, dim, dtype)
+                prec = (
+                    f" (vectors {old.vector_dtype} -> {dtype})"
+                    if old.vector_dtype != dtype
+                    else ""
+                )
                 store.log(
                     namespace,
                     step=st[1] if st else 0,
                     action="update",
                     entry_id="",
                     reason=f"re-embedded {store.count(namespace)} entries: {info.embedder} -> "
-                    f"{identity}",
+                    f"{identity}{prec}",
                 )
                 return ReembedResult(done, store.count(namespace), True)
         batches += 1

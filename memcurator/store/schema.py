@@ -10,7 +10,7 @@ import sqlite3
 
 from memcurator.errors import StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS namespaces (
@@ -93,7 +93,18 @@ CREATE TABLE IF NOT EXISTS log_dropped (
 );
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
+# v3: stored vector precision (:mod:`memcurator.store.vectors`). The namespace records the
+# precision new entries are stored in; each row records the one its BLOB was written in, so a
+# namespace stays readable while ``memcurator reembed --vector-dtype`` converts it. Rows and
+# namespaces of older files are float32, the only layout before v3 (nothing is rewritten).
+_V3 = """
+ALTER TABLE namespaces ADD COLUMN vector_dtype TEXT NOT NULL DEFAULT 'float32'
+    CHECK (vector_dtype IN ('float32', 'float16', 'int8'));
+ALTER TABLE entries ADD COLUMN vec_dtype TEXT NOT NULL DEFAULT 'float32'
+    CHECK (vec_dtype IN ('float32', 'float16', 'int8'));
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3}
 
 
 def migrate_check(version: int) -> None:

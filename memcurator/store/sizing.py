@@ -7,20 +7,33 @@ from typing import Any
 
 import numpy as np
 
+from memcurator.store.vectors import DEFAULT_DTYPE, vector_nbytes
 
-def default_sizeof(text: str, meta: dict[str, Any], embedding: np.ndarray) -> int:
+
+def default_sizeof(
+    text: str, meta: dict[str, Any], embedding: np.ndarray, vector_dtype: str = DEFAULT_DTYPE
+) -> int:
     """Stored footprint ``b(m)`` in bytes.
 
-    UTF-8 bytes of the text, plus the bytes of the JSON-encoded metadata, plus the embedding's
-    ``nbytes`` (float32: 4 bytes a dimension).
+    UTF-8 bytes of the text, plus the bytes of the JSON-encoded metadata, plus the bytes of the
+    embedding as stored in ``vector_dtype`` (:func:`memcurator.store.vectors.vector_nbytes`:
+    float32 4 bytes a dimension, float16 2, int8 1 plus a 4-byte scale).
+
+    Raises
+    ------
+    InvalidInput
+        Unknown ``vector_dtype``.
 
     Examples
     --------
     >>> default_sizeof("héllo", {}, np.zeros(4, dtype=np.float32))
     24
+    >>> default_sizeof("héllo", {}, np.zeros(512), "float16"), default_sizeof("héllo", {},
+    ...     np.zeros(512), "int8")
+    (1032, 524)
     """
     return (
         len(text.encode("utf-8"))
         + len(json.dumps(meta, sort_keys=True))
-        + int(np.asarray(embedding, dtype=np.float32).nbytes)
+        + vector_nbytes(int(np.asarray(embedding).size), vector_dtype)
     )

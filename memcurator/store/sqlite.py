@@ -30,6 +30,7 @@ from memcurator.errors import (
     StoreError,
 )
 from memcurator.store.schema import migrate, migrate_check
+from memcurator.store.vectors import DEFAULT_DTYPE, check_dtype, decode, encode
 from memcurator.types import DECISION_ACTIONS, Decision, Entry
 
 _ENTRY_COLS = (
@@ -106,13 +107,15 @@ def retry_busy(
 
 @dataclass(frozen=True)
 class NamespaceInfo:
-    """What a namespace records about itself: its embedder and dimension, and its budget."""
+    """What a namespace records about itself: its embedder and dimension, its budget and the
+    precision its entries' vectors are stored in (:mod:`memcurator.store.vectors`)."""
 
     name: str
     embedder: str
     dim: int
     max_bytes: int | None
     created_at: float
+    vector_dtype: str = DEFAULT_DTYPE
 
 
 class NamespaceStats(NamedTuple):
@@ -126,9 +129,11 @@ class NamespaceStats(NamedTuple):
     dim: int
     decisions: int
     policy: str | None
+    vector_dtype: str = DEFAULT_DTYPE
 
 
 def _row_to_entry(r: tuple[Any, ...]) -> Entry:
+    """An entry from a row of ``_ENTRY_COLS`` followed by the row's vector precision."""
     return Entry(
         id=r[0],
         namespace=r[1],
@@ -136,7 +141,7 @@ def _row_to_entry(r: tuple[Any, ...]) -> Entry:
         text=r[3],
         bytes=int(r[4]),
         raw_bytes=int(r[5]),
-        embedding=np.frombuffer(r[6], dtype=np.float32).copy(),
+        embedding=decode(r[6], r[17]),
         origin=r[7],
         origin_detail=r[8],
         reinforcement=int(r[9]),
@@ -249,6 +254,9 @@ class SQLiteStore:
                 + (", it holds other tables); refusing to write into it" if n_tables else ")")
             )
         self._conn: Any = conn
+        # files before schema v3 (opened read-only, so not migrated) store float32 only
+        self._vec = "vec_dtype" if readonly is False or version >= 3 else f"'{DEFAULT_DTYPE}'"
+        self._nsvec = "vector_dtype" if self._vec == "vec_dtype" else self._vec
         if readonly:
             if version > 0:
                 migrate_check(version)
@@ -331,17 +339,28 @@ class SQLiteStore:
 
     # ------------------------------------------------------------------ namespaces
     def create_namespace(
-        self, name: str, *, embedder: str, dim: int, max_bytes: Any = None
+        self,
+        name: str,
+        *,
+        embedder: str,
+        dim: int,
+        max_bytes: Any = None,
+        vector_dtype: Any = KEEP,
     ) -> None:
         """Create ``name`` if absent; if present, check that its embedder and dimension match.
 
         ``max_bytes`` is stored as the namespace's budget; pass ``KEEP`` to leave the stored
         budget of an existing namespace as it is (a new one is then unbounded).
+        ``vector_dtype`` (:data:`memcurator.store.vectors.VECTOR_DTYPES`) is the precision the
+        namespace stores its vectors in, fixed when it is created; ``KEEP`` (the default)
+        accepts an existing namespace's and gives a new one float32.
 
         Raises
         ------
         InvalidInput
-            Empty name, non-positive dim or max_bytes.
+            Empty name, non-positive dim or max_bytes, an unknown ``vector_dtype``, or one that
+            differs from an existing namespace's (convert it with ``memcurator reembed
+            --vector-dtype``).
         DimensionMismatch
             The namespace exists with another embedder or dimension.
         """
@@ -354,35 +373,48 @@ class SQLiteStore:
             max_bytes = None
         if max_bytes is not None and int(max_bytes) <= 0:
             raise InvalidInput(f"max_bytes must be positive or None, got {max_bytes}")
+        keep_dtype = vector_dtype is KEEP
+        dtype = DEFAULT_DTYPE if keep_dtype else check_dtype(vector_dtype)
         with self.transaction() as c:
-            row = c.execute("SELECT embedder, dim FROM namespaces WHERE name=?", (name,)).fetchone()
+            row = c.execute(
+                "SELECT embedder, dim, vector_dtype FROM namespaces WHERE name=?", (name,)
+            ).fetchone()
             if row is None:
                 c.execute(
-                    "INSERT INTO namespaces(name, embedder, dim, max_bytes, created_at) "
-                    "VALUES (?,?,?,?,?)",
-                    (name, embedder, int(dim), max_bytes, self.clock()),
+                    "INSERT INTO namespaces(name, embedder, dim, max_bytes, created_at, "
+                    "vector_dtype) VALUES (?,?,?,?,?,?)",
+                    (name, embedder, int(dim), max_bytes, self.clock(), dtype),
                 )
-            elif row[0] != embedder or int(row[1]) != int(dim):
+                return
+            if row[0] != embedder or int(row[1]) != int(dim):
                 raise DimensionMismatch(
                     f"namespace {name!r} was created with embedder {row[0]!r} (dim {row[1]}); "
                     f"opened with {embedder!r} (dim {dim}). Open it with the same embedder, use "
                     f"a new namespace, or re-embed it: memcurator reembed STORE --namespace {name}"
                 )
-            elif not keep:
+            if not keep_dtype and row[2] != dtype:
+                raise InvalidInput(
+                    f"namespace {name!r} stores its vectors as {row[2]}; opened with "
+                    f"vector_dtype={dtype!r}. Open it without vector_dtype (it keeps "
+                    f"{row[2]}), use a new namespace, or convert it: memcurator reembed STORE "
+                    f"--namespace {name} --vector-dtype {dtype}"
+                )
+            if not keep:
                 c.execute("UPDATE namespaces SET max_bytes=? WHERE name=?", (max_bytes, name))
 
     def namespace(self, name: str) -> NamespaceInfo:
         """Raises :class:`NamespaceNotFound` if ``name`` does not exist."""
         with self._lock:
             row = self._conn.execute(
-                "SELECT name, embedder, dim, max_bytes, created_at FROM namespaces WHERE name=?",
+                f"SELECT name, embedder, dim, max_bytes, created_at, {self._nsvec} "
+                "FROM namespaces WHERE name=?",
                 (name,),
             ).fetchone()
         if row is None:
             raise NamespaceNotFound(
                 f"namespace {name!r} does not exist; known: {self.namespaces()}"
             )
-        return NamespaceInfo(row[0], row[1], int(row[2]), row[3], float(row[4]))
+        return NamespaceInfo(row[0], row[1], int(row[2]), row[3], float(row[4]), row[5])
 
     def namespaces(self) -> list[str]:
         with self._lock:
@@ -404,13 +436,15 @@ class SQLiteStore:
             "(SELECT COALESCE(SUM(bytes), 0) FROM entries e WHERE e.namespace = n.name), "
             "n.max_bytes, n.embedder, n.dim, "
             "(SELECT COUNT(*) FROM decisions d WHERE d.namespace = n.name), "
-            "(SELECT policy FROM policy_state p WHERE p.namespace = n.name) "
-            "FROM namespaces n ORDER BY n.name"
+            "(SELECT policy FROM policy_state p WHERE p.namespace = n.name), "
+            f"{self._nsvec} FROM namespaces n ORDER BY n.name"
         )
         with self._lock:
             rows = self._conn.execute(q).fetchall()
         return [
-            NamespaceStats(r[0], int(r[1]), int(r[2]), r[3], r[4], int(r[5]), int(r[6]), r[7])
+            NamespaceStats(
+                r[0], int(r[1]), int(r[2]), r[3], r[4], int(r[5]), int(r[6]), r[7], r[8]
+            )
             for r in rows
         ]
 
@@ -484,8 +518,8 @@ class SQLiteStore:
         with self.transaction() as c:
             try:
                 c.execute(
-                    f"INSERT INTO entries({_ENTRY_COLS}) VALUES "
-                    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT INTO entries({_ENTRY_COLS}, vec_dtype) VALUES "
+                    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (
                         entry.id,
                         entry.namespace,
@@ -493,7 +527,7 @@ class SQLiteStore:
                         entry.text,
                         int(entry.bytes),
                         int(entry.raw_bytes),
-                        emb.tobytes(),
+                        encode(emb, info.vector_dtype),
                         entry.origin,
                         entry.origin_detail,
                         entry.reinforcement,
@@ -504,6 +538,7 @@ class SQLiteStore:
                         entry.last_used_step,
                         json.dumps(entry.meta, sort_keys=True),
                         _finite_stats(entry.stats),
+                        info.vector_dtype,
                     ),
                 )
             except sqlite3.IntegrityError as e:
@@ -513,7 +548,7 @@ class SQLiteStore:
         """Raises :class:`EntryNotFound` for an unknown id (never returns None)."""
         with self._lock:
             row = self._conn.execute(
-                f"SELECT {_ENTRY_COLS} FROM entries WHERE namespace=? AND id=?",
+                f"SELECT {_ENTRY_COLS}, {self._vec} FROM entries WHERE namespace=? AND id=?",
                 (namespace, entry_id),
             ).fetchone()
         if row is None:
@@ -526,7 +561,7 @@ class SQLiteStore:
         self.namespace(namespace)
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT {_ENTRY_COLS} FROM entries WHERE namespace=? ORDER BY rowid",
+                f"SELECT {_ENTRY_COLS}, {self._vec} FROM entries WHERE namespace=? ORDER BY rowid",
                 (namespace,),
             ).fetchall()
         return [_row_to_entry(r) for r in rows]
@@ -541,18 +576,27 @@ class SQLiteStore:
         return None if row is None else str(row[0])
 
     def update(self, entry: Entry) -> None:
-        """Write back an entry's mutable fields (counts, text after distillation, stats)."""
+        """Write back an entry's mutable fields (counts, text after distillation, stats).
+
+        The embedding is stored in the namespace's ``vector_dtype``.
+
+        Raises
+        ------
+        EntryNotFound, NamespaceNotFound
+        """
         with self.transaction() as c:
+            dtype = self.namespace(entry.namespace).vector_dtype
             cur = c.execute(
                 "UPDATE entries SET kind=?, text=?, bytes=?, raw_bytes=?, embedding=?, "
-                "reinforcement=?, uses=?, successes=?, failures=?, last_used_step=?, meta=?, "
-                "stats=? WHERE namespace=? AND id=?",
+                "vec_dtype=?, reinforcement=?, uses=?, successes=?, failures=?, "
+                "last_used_step=?, meta=?, stats=? WHERE namespace=? AND id=?",
                 (
                     entry.kind,
                     entry.text,
                     int(entry.bytes),
                     int(entry.raw_bytes),
-                    np.asarray(entry.embedding, dtype=np.float32).tobytes(),
+                    encode(entry.embedding, dtype),
+                    dtype,
                     entry.reinforcement,
                     entry.uses,
                     entry.successes,
@@ -836,26 +880,44 @@ class SQLiteStore:
             )
 
     # ------------------------------------------------------------------ re-embedding
-    def set_embedder(self, namespace: str, embedder: str, dim: int) -> None:
-        """Record that every entry of ``namespace`` is now embedded by ``embedder`` (dim)."""
+    def set_embedder(
+        self, namespace: str, embedder: str, dim: int, vector_dtype: str | None = None
+    ) -> None:
+        """Record that every entry of ``namespace`` is now embedded by ``embedder`` (dim) and,
+        when ``vector_dtype`` is given, stored in that precision."""
         with self.transaction() as c:
-            self.namespace(namespace)
+            info = self.namespace(namespace)
+            dtype = info.vector_dtype if vector_dtype is None else check_dtype(vector_dtype)
             c.execute(
-                "UPDATE namespaces SET embedder=?, dim=? WHERE name=?",
-                (embedder, int(dim), namespace),
+                "UPDATE namespaces SET embedder=?, dim=?, vector_dtype=? WHERE name=?",
+                (embedder, int(dim), dtype, namespace),
             )
 
     def set_embedding(
-        self, namespace: str, entry_id: str, embedding: np.ndarray, nbytes: int
+        self,
+        namespace: str,
+        entry_id: str,
+        embedding: np.ndarray,
+        nbytes: int,
+        vector_dtype: str | None = None,
     ) -> None:
-        """Replace one entry's embedding and stored bytes (re-embedding); no other field."""
+        """Replace one entry's embedding and stored bytes (re-embedding); no other field.
+
+        The vector is stored in ``vector_dtype`` (default: the namespace's), which the row
+        records.
+        """
         emb = np.asarray(embedding, dtype=np.float32)
         if not np.all(np.isfinite(emb)):
             raise InvalidInput("embedding contains NaN or infinite values")
         with self.transaction() as c:
+            dtype = (
+                self.namespace(namespace).vector_dtype
+                if vector_dtype is None
+                else check_dtype(vector_dtype)
+            )
             cur = c.execute(
-                "UPDATE entries SET embedding=?, bytes=? WHERE namespace=? AND id=?",
-                (emb.tobytes(), int(nbytes), namespace, entry_id),
+                "UPDATE entries SET embedding=?, vec_dtype=?, bytes=? WHERE namespace=? AND id=?",
+                (encode(emb, dtype), dtype, int(nbytes), namespace, entry_id),
             )
             if cur.rowcount == 0:
                 raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
