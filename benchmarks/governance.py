@@ -187,6 +187,24 @@ def greedy_fill(pr: np.ndarray, sizes: np.ndarray, budget: int) -> np.ndarray:
     return keep
 
 
+def time_turns(mem: Memory, n: int, tag: str, *, binding: bool) -> list[float]:
+    """ms of ``n`` agent turns: write one entry, then recall for the next task. With
+    ``binding``, the budget is set to the resident bytes before each (untimed) write."""
+    out = []
+    for k in range(n):
+        if binding:
+            mem.max_bytes = mem.used_bytes
+        t, nxt = TABLES[k % 12], TABLES[(k + 1) % 12]
+        t0 = time.perf_counter()
+        mem.write(
+            f"Task: sum amount in {t} for day {k} ({tag}-{k})\n"
+            f"Action: SELECT SUM(amount) FROM {t} WHERE day = {k};"
+        )
+        mem.recall(f"sum amount in {nxt} for day {k + 1}", k=1)
+        out.append((time.perf_counter() - t0) * 1e3)
+    return out
+
+
 DELTA_OFF_ABOVE = 20_000
 
 
@@ -277,30 +295,14 @@ def bench_size(n: int, workdir: str, repeats: int, profile: bool) -> dict[str, f
             wt.append((time.perf_counter() - t0) * 1e3)
         r.setdefault("_write", []).append(statistics.median(wt))  # type: ignore[attr-defined]
         # the agent loop at steady state: write one entry, then recall for the next task
-        tt = []
-        for k in range(max(repeats, 5)):
-            t0 = time.perf_counter()
-            m2.write(
-                f"Task: sum amount in {TABLES[k % 12]} for day {k} (turn {j}-{k})\n"
-                f"Action: SELECT SUM(amount) FROM {TABLES[k % 12]} WHERE day = {k};"
-            )
-            m2.recall(f"sum amount in {TABLES[(k + 1) % 12]} for day {k + 1}", k=1)
-            tt.append((time.perf_counter() - t0) * 1e3)
+        n_turns = max(repeats, 5)
+        tt = time_turns(m2, n_turns, f"turn {j}", binding=False)
         r.setdefault("_turn", []).append(statistics.median(tt))  # type: ignore[attr-defined]
         # the same turn when the budget binds at every write: each write overflows by one entry
         # and runs a Keep pass (the budget is reset to the resident bytes before each, untimed,
         # because on these template texts the redundancy test evicts far more than one entry;
         # the first, which builds the near-duplicate graph, is not timed)
-        tb = []
-        for k in range(max(repeats, 5) + 1):
-            m2.max_bytes = m2.used_bytes
-            t0 = time.perf_counter()
-            m2.write(
-                f"Task: average price in {TABLES[k % 12]} for week {k} (bound {j}-{k})\n"
-                f"Action: SELECT AVG(price) FROM {TABLES[k % 12]} WHERE week = {k};"
-            )
-            m2.recall(f"average price in {TABLES[(k + 1) % 12]} for week {k + 1}", k=1)
-            tb.append((time.perf_counter() - t0) * 1e3)
+        tb = time_turns(m2, n_turns + 1, f"bound {j}", binding=True)
         r.setdefault("_bound", []).append(statistics.median(tb[1:]))  # type: ignore[attr-defined]
         m2.close()
         os.remove(cp)
