@@ -385,6 +385,14 @@ def reembed(
         f"re-embedded {r.reembedded} of {r.total} entries in {namespace!r}"
         + ("" if r.finished else " (not finished; run again to resume)")
     )
+    if r.over_budget:
+        budget = store.namespace(namespace).max_bytes
+        console.print(
+            f"warning: the entries now take {r.over_budget:,} bytes more than the namespace's "
+            f"budget of {budget:,} bytes; the next Memory opened on it evicts down to the budget "
+            f"(each eviction in the decision log). To keep them, raise the budget first: "
+            f"Memory(STORE, namespace={namespace!r}, max_bytes=...)."
+        )
 
 
 def explain(

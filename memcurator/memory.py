@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import numbers
 import random
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ import numpy as np
 from memcurator.curate.distill import ExtractiveDistiller, render_insight, render_raw
 from memcurator.embed import Embedder, HashingEmbedder
 from memcurator.embed.text import has_content
-from memcurator.errors import BudgetExceeded, EntryNotFound, InvalidInput
+from memcurator.errors import BudgetExceeded, DimensionMismatch, EntryNotFound, InvalidInput
 from memcurator.lifecycle import exchange, keep
 from memcurator.lifecycle import recall as _recall
 from memcurator.lifecycle import write as _write
@@ -31,7 +32,7 @@ from memcurator.policy import create_policy
 from memcurator.policy.base import Policy
 from memcurator.retrieve.hybrid import recall_text
 from memcurator.store.sizing import default_sizeof
-from memcurator.store.sqlite import KEEP, SQLiteStore
+from memcurator.store.sqlite import KEEP, REEMBED_PENDING, SQLiteStore
 from memcurator.store.vectors import check_dtype, stored_vector
 from memcurator.trust.auth import OWNER, Claim, KeyRing, Signature
 from memcurator.types import Entry, RecallResult, Task, Trajectory
@@ -251,6 +252,12 @@ class Memory:
         info = self.store.namespace(self.namespace)
         self.max_bytes = None if info.max_bytes is None else int(info.max_bytes)
         self.vector_dtype = info.vector_dtype
+        # an unfinished `memcurator reembed` (begun after this handle opened): its vectors are
+        # half converted, so this handle neither reads nor writes until it finishes
+        # ... or one that finished with another embedder than this handle's
+        self._converting = info.embedder.startswith(REEMBED_PENDING) or (
+            info.embedder != embedder_identity(self.embedder) or info.dim != self.embedder.dim
+        )
         saved = self.store.load_state(self.namespace)
         if saved is not None:
             self._step = max(self._step, saved[1])
@@ -261,6 +268,22 @@ class Memory:
         """Reload the resident set and the namespace's shared state after a foreign commit."""
         if self._res.sync():
             self._load_shared()
+
+    def _sync_usable(self) -> None:
+        """:meth:`_sync`, then refuse to go on if a re-embedding began since this handle opened
+        (its vectors are half converted) or finished with another embedder than this handle's.
+
+        Raises
+        ------
+        DimensionMismatch
+        """
+        self._sync()
+        if self._converting:
+            raise DimensionMismatch(
+                f"namespace {self.namespace!r} is being re-embedded or converted by an unfinished "
+                "`memcurator reembed`, or was re-embedded with another embedder; run the reembed "
+                "again to finish, then open a new Memory (this handle's vectors are out of date)"
+            )
 
     @property
     def step(self) -> int:
@@ -281,7 +304,7 @@ class Memory:
             self._depth += 1
             try:
                 if self._depth == 1:
-                    self._sync()
+                    self._sync_usable()
                 yield
             finally:
                 self._depth -= 1
@@ -404,7 +427,9 @@ class Memory:
         ----------
         query : str
         k : int, default 1
-            At most this many results; fewer when fewer entries are resident or pass ``where``.
+            At most this many results; fewer when fewer entries are resident or pass ``where``,
+            or when the policy's rank caps what it injects (``tokenworth``: K_max = 1, the
+            paper's default; ``create_policy("tokenworth", k_max=3)`` raises it).
         where : callable (Entry) -> bool, optional
             A filter applied before ranking (it receives copies).
         observe : bool, default True
@@ -446,7 +471,7 @@ class Memory:
             not isinstance(min_score, int | float) or not math.isfinite(min_score)
         ):
             raise InvalidInput(f"min_score must be a finite number or None, got {min_score!r}")
-        self._sync()
+        self._sync_usable()
         query = recall_text(query)  # a query written as an entry is compared by its task line
         e_q = np.asarray(self.embedder.embed(query), dtype=np.float32)
         if not np.all(np.isfinite(e_q)):
@@ -629,6 +654,8 @@ class Memory:
     def feedback(self, used: Iterable[str] | RecallResult, reward: float) -> None:
         """Report a task's outcome ``reward`` in [0, 1] for the entries that were injected.
 
+        ``reward`` is a real number (True/False count as 1/0); a string is refused.
+
         ``used`` is the :class:`RecallResult` whose entries were injected (learners then train
         on the features of that recall, whatever was recalled since) or a list of ids. Ids no
         longer resident are skipped.
@@ -644,10 +671,9 @@ class Memory:
             features, used = used.features, list(used.ids)
         if isinstance(used, str):
             raise InvalidInput(f"used must be a list of entry ids, not the string {used!r}")
-        try:
-            r = float(reward)
-        except (TypeError, ValueError):
-            raise InvalidInput(f"reward must be a number in [0, 1], got {reward!r}") from None
+        if not isinstance(reward, numbers.Real):  # a string such as "1" is not a reward
+            raise InvalidInput(f"reward must be a number in [0, 1], got {reward!r}")
+        r = float(reward)  # True/False count as 1/0
         if not math.isfinite(r) or not 0.0 <= r <= 1.0:
             raise InvalidInput(f"reward must be a finite number in [0, 1], got {reward!r}")
         with self._transaction():

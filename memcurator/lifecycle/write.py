@@ -73,13 +73,15 @@ def embed_checked(embed: Any, text: str) -> np.ndarray:
     The embedding is taken of the entry's ``Task:`` line when it has one
     (:func:`memcurator.retrieve.hybrid.recall_text`), the whole text otherwise.
     """
-    e = np.asarray(embed(recall_text(text)), dtype=np.float32)
+    part = recall_text(text)
+    what = "this text" if part == text else f"this text's task line {part[:60]!r}"
+    e = np.asarray(embed(part), dtype=np.float32)
     if not np.all(np.isfinite(e)):
-        raise InvalidInput("the embedder returned NaN or infinite values for this text")
+        raise InvalidInput(f"the embedder returned NaN or infinite values for {what}")
     if not np.any(e):
         raise InvalidInput(
-            "the embedder returned the zero vector for this text: it has nothing it can "
-            "represent, so it could never be recalled by content"
+            f"the embedder returned the zero vector for {what} (what is embedded and recalled "
+            "by): it has nothing it can represent, so it could never be recalled by content"
         )
     return e
 
@@ -129,6 +131,10 @@ def check_meta(
     if meta is not None and not isinstance(meta, dict):
         raise InvalidInput(f"meta must be a dict, got {type(meta).__name__}")
     meta = dict(meta or {})
+    bad = [k for k in meta if not isinstance(k, str)]
+    if bad:
+        # JSON keys are strings: {1: 2} would come back from the store as {"1": 2}
+        raise InvalidInput(f"meta keys must be strings, got {bad[0]!r}")
     if user is not None:
         if not isinstance(user, str) or not user.strip():
             raise InvalidInput(f"user must be a non-empty string, got {user!r}")

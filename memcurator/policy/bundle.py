@@ -36,6 +36,7 @@ from memcurator.policy.components import (
     ESTIMATORS,
     Component,
     Form,
+    check_params,
     create_component,
 )
 from memcurator.types import Entry
@@ -156,6 +157,7 @@ class ComponentPolicy(Policy):
         if n in chain:
             raise InvalidInput(f"estimators depend on each other in a cycle: {chain + [n]}")
         params = dict(self.spec["estimators"].get(n) or {})
+        check_params(ESTIMATORS.factory(n), params, f"estimator {n!r}")
         try:
             est = ESTIMATORS.create(n, **params)
         except TypeError as e:

@@ -22,6 +22,7 @@ file plus one registration line, and presets are plain data
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -260,6 +261,56 @@ ESTIMATORS: Registry[Any] = Registry(
 )
 
 
+def check_params(cls: Any, params: Mapping[str, Any], what: str) -> None:
+    """Refuse parameter values of the wrong kind before a component or estimator is built.
+
+    A parameter whose default is a number, or whose annotation is ``float``/``int`` (optionally
+    ``| None``), takes a finite real number (``None`` only where the annotation allows it); a
+    parameter whose default is a bool takes a bool. Other parameters are the class's to check.
+    A wrong value would otherwise surface as a numpy or comparison error at the first write.
+
+    Raises
+    ------
+    InvalidInput
+        Naming ``what``, the parameter and the value.
+
+    Examples
+    --------
+    >>> class K:
+    ...     def __init__(self, theta: float = 0.5, delta: float | None = None, flag=True): ...
+    >>> check_params(K, {"theta": 1, "delta": None, "flag": False}, "keep 'k'")
+    >>> check_params(K, {"theta": "abc"}, "keep 'k'")
+    Traceback (most recent call last):
+    ...
+    memcurator.errors.InvalidInput: keep 'k': parameter 'theta' must be a finite number, got 'abc'
+    """
+    import inspect
+
+    try:
+        sig = inspect.signature(cls)
+    except (TypeError, ValueError):
+        return
+    for name, v in params.items():
+        prm = sig.parameters.get(name)
+        if prm is None:
+            continue
+        d, ann = prm.default, str(prm.annotation).replace(" ", "")
+        if isinstance(d, bool):
+            if not isinstance(v, bool):
+                raise InvalidInput(f"{what}: parameter {name!r} must be true or false, got {v!r}")
+            continue
+        numeric = ann in ("float", "int", "float|None", "int|None", "None|float", "None|int")
+        if not numeric and not (isinstance(d, (int, float)) and d is not prm.empty):
+            continue
+        if v is None and ("None" in ann or d is None):
+            continue
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        if ok and ann.startswith("int") and float(v) != int(v):
+            ok = False
+        if not ok:
+            raise InvalidInput(f"{what}: parameter {name!r} must be a finite number, got {v!r}")
+
+
 def create_component(decision: str, spec: Mapping[str, Any]) -> Component:
     """Build one component from ``{"name": ..., **params}``.
 
@@ -276,6 +327,7 @@ def create_component(decision: str, spec: Mapping[str, Any]) -> Component:
         raise InvalidInput(f"{decision} component must be a table with a 'name', got {spec!r}")
     params = {k: v for k, v in spec.items() if k != "name"}
     cls = COMPONENTS[decision].factory(str(spec["name"]))
+    check_params(cls, params, f"{decision} component {spec['name']!r}")
     try:
         comp = cls(**params)
     except TypeError as e:
@@ -297,6 +349,7 @@ def create_component(decision: str, spec: Mapping[str, Any]) -> Component:
 
 __all__ = [
     "COMPONENTS",
+    "check_params",
     "DECISIONS",
     "ESTIMATORS",
     "AdmitComponent",

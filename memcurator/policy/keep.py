@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from memcurator.errors import InvalidInput
 from memcurator.policy.components import Component
 from memcurator.types import Entry
 
@@ -95,6 +96,11 @@ class RhoDensity(_Keep):
 
     def __init__(self, distill: bool = True, redundancy_delta: float | None = 0.85):
         self.distill = distill
+        if redundancy_delta is not None and not -1.0 <= redundancy_delta <= 1.0:
+            raise InvalidInput(
+                "redundancy_delta is a cosine threshold in [-1, 1] (or None), "
+                f"got {redundancy_delta!r}"
+            )
         self.redundancy_delta = redundancy_delta
         self.distills = distill
 

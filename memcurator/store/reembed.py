@@ -26,20 +26,23 @@ import numpy as np
 
 from memcurator.errors import InvalidInput
 from memcurator.retrieve.hybrid import recall_text
-from memcurator.store.sqlite import SQLiteStore
+from memcurator.store.sqlite import REEMBED_PENDING, SQLiteStore
 from memcurator.store.vectors import check_dtype, vector_nbytes
 
 #: Prefix of the embedder field of a namespace whose re-embedding has not finished.
-PENDING = "reembedding:"
+PENDING = REEMBED_PENDING
 
 
 class ReembedResult(NamedTuple):
-    """Outcome of :func:`reembed`: entries re-embedded by this call, in all, and whether the
-    namespace now carries the new identity."""
+    """Outcome of :func:`reembed`: entries re-embedded by this call, in all, whether the
+    namespace now carries the new identity, and, when finished, by how many bytes the entries
+    now exceed the namespace's budget (0 within it; a larger precision grows every entry, and
+    the next handle's Keep pass evicts down to the budget, each eviction logged)."""
 
     reembedded: int
     total: int
     finished: bool
+    over_budget: int = 0
 
 
 def _mark(target: str, rowid: int) -> str:
@@ -120,6 +123,15 @@ def reembed(
     done = 0
     batches = 0
     conn = store._conn
+
+    def convert(rows: list[tuple[int, str, str, int, bytes]]) -> None:
+        for _rowid, eid, text, nbytes, old in rows:
+            e = np.asarray(embed(recall_text(text)), dtype=np.float32)
+            if e.shape != (dim,) or not np.all(np.isfinite(e)):
+                raise InvalidInput(f"embedder gave shape {e.shape} or NaN for entry {eid!r}")
+            nb = int(nbytes) - len(old) + new_vec
+            store.set_embedding(namespace, eid, e, max(nb, 1), dtype)
+
     while max_batches is None or batches < max_batches:
         with store.transaction():
             rows = conn.execute(
@@ -127,13 +139,9 @@ def reembed(
                 "rowid>? ORDER BY rowid LIMIT ?",
                 (namespace, after, int(batch)),
             ).fetchall()
-            for rowid, eid, text, nbytes, old in rows:
-                e = np.asarray(embed(recall_text(text)), dtype=np.float32)
-                if e.shape != (dim,) or not np.all(np.isfinite(e)):
-                    raise InvalidInput(f"embedder gave shape {e.shape} or NaN for entry {eid!r}")
-                nb = int(nbytes) - len(old) + new_vec
-                store.set_embedding(namespace, eid, e, max(nb, 1), dtype)
-                after = int(rowid)
+            convert(rows)
+            if rows:
+                after = int(rows[-1][0])
             done += len(rows)
             if rows:
                 conn.execute(
@@ -141,13 +149,20 @@ def reembed(
                     (_mark(want, after), namespace),
                 )
             else:
+                # rows rewritten behind the mark in another precision (a handle of an older
+                # memcurator that does not refuse writes during a conversion) are converted too
+                stragglers = conn.execute(
+                    f"SELECT rowid, id, text, bytes, embedding FROM entries WHERE namespace=? "
+                    f"AND ({store._vec} != ? OR length(embedding) != ?)",
+                    (namespace, dtype, new_vec),
+                ).fetchall()
+                convert(stragglers)
+                done += len(stragglers)
                 st = store.load_state(namespace)
                 old = store.namespace(namespace)
                 store.set_embedder(namespace, identity, dim, dtype)
                 prec = (
-                    f" (vectors {old.vector_dtype} -> {dtype})"
-                    if old.vector_dtype != dtype
-                    else ""
+                    f" (vectors {old.vector_dtype} -> {dtype})" if old.vector_dtype != dtype else ""
                 )
                 store.log(
                     namespace,
@@ -157,7 +172,9 @@ def reembed(
                     reason=f"re-embedded {store.count(namespace)} entries: {info.embedder} -> "
                     f"{identity}{prec}",
                 )
-                return ReembedResult(done, store.count(namespace), True)
+                budget = store.namespace(namespace).max_bytes
+                over = 0 if budget is None else max(0, store.used_bytes(namespace) - budget)
+                return ReembedResult(done, store.count(namespace), True, over)
         batches += 1
     return ReembedResult(done, store.count(namespace), False)
 

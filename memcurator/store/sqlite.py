@@ -105,6 +105,11 @@ def retry_busy(
             delay = min(delay * 2, 0.2)
 
 
+#: Prefix of a namespace's embedder field while ``memcurator reembed`` has not finished
+#: (:mod:`memcurator.store.reembed`).
+REEMBED_PENDING = "reembedding:"
+
+
 @dataclass(frozen=True)
 class NamespaceInfo:
     """What a namespace records about itself: its embedder and dimension, its budget and the
@@ -386,6 +391,12 @@ class SQLiteStore:
                     (name, embedder, int(dim), max_bytes, self.clock(), dtype),
                 )
                 return
+            if str(row[0]).startswith(REEMBED_PENDING):
+                raise DimensionMismatch(
+                    f"namespace {name!r} is being re-embedded or converted (an unfinished "
+                    f"`memcurator reembed`, {row[0]!r}); run it again to finish: memcurator "
+                    f"reembed STORE --namespace {name}"
+                )
             if row[0] != embedder or int(row[1]) != int(dim):
                 raise DimensionMismatch(
                     f"namespace {name!r} was created with embedder {row[0]!r} (dim {row[1]}); "
@@ -442,9 +453,7 @@ class SQLiteStore:
         with self._lock:
             rows = self._conn.execute(q).fetchall()
         return [
-            NamespaceStats(
-                r[0], int(r[1]), int(r[2]), r[3], r[4], int(r[5]), int(r[6]), r[7], r[8]
-            )
+            NamespaceStats(r[0], int(r[1]), int(r[2]), r[3], r[4], int(r[5]), int(r[6]), r[7], r[8])
             for r in rows
         ]
 
