@@ -170,6 +170,7 @@ def distill_entry(
     m.text, m.kind, m.embedding, m.meta = text, "insight", e, meta
     m.raw_bytes = max(m.raw_bytes, old)
     m.bytes = b
+    res.used += b - old
     res.store.update(m)
     if row is not None:
         res.set_row(row, e)  # keep the cached matrix exact for the rest of this pass

@@ -198,21 +198,32 @@ class ResidentSet:
             self._bm25.append(recall_text(m.text))
 
     def remove(self, ids: set[str]) -> None:
-        """Drop entries: the matrix buffer is compacted in place, the indexes rebuilt."""
+        """Drop entries. Only the rows after the first removed one move (matrix rows, list
+        slots, index positions); keys and the byte account change by the removed entries."""
         if self._near is not None:
             for eid in ids:
                 for nb in self._near.pop(eid, {}):
                     self._near.get(nb, {}).pop(eid, None)
-        rows = [self.index[eid] for eid in ids if eid in self.index]
-        live = np.ones(len(self.entries), dtype=bool)
-        live[rows] = False
+        rows = sorted(self.index[eid] for eid in ids if eid in self.index)
+        if not rows:
+            return
+        n, first = len(self.entries), rows[0]
+        live = np.ones(n - first, dtype=bool)
+        live[np.asarray(rows) - first] = False
         if self._matrix is not None:
-            n_live = int(live.sum())
-            self._matrix[:n_live] = self._matrix[: len(self.entries)][live]
+            n_live = n - len(rows)
+            self._matrix[first:n_live] = self._matrix[first:n][live]
         if self._bm25 is not None:
             self._bm25.delete_rows(rows)
-        self.entries = [m for m, ok in zip(self.entries, live, strict=True) if ok]
-        self._reindex()
+        for r in reversed(rows):
+            m = self.entries.pop(r)
+            del self.index[m.id]
+            key = m.meta.get("text_sha1")
+            if self.keys.get(key) == m.id:
+                del self.keys[key]
+            self.used -= m.bytes
+        for i in range(first, len(self.entries)):
+            self.index[self.entries[i].id] = i
 
     def link(self, m: Entry, exclude: int | None = None) -> None:
         """Record m's near-duplicates (cosine ≥ δ) among the residents."""
