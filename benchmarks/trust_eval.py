@@ -66,7 +66,9 @@ class _Admitted:
         self.vecs.append(v)
 
 
-def sql_eval(n_families: int, seed: int) -> dict:
+def _sql_setup(n_families: int, seed: int) -> tuple[list, np.ndarray, KeyRing, np.random.Generator]:
+    """The outside traffic of ``n_families`` families, its order, and the key ring (the owner,
+    a good peer and a compromised one that holds a real key); both evaluations start here."""
     specs = list(load_specs().specs)
     rng = np.random.default_rng(seed)
     pick = rng.permutation(len(specs))[:n_families]
@@ -75,7 +77,12 @@ def sql_eval(n_families: int, seed: int) -> dict:
     ring = KeyRing()
     ring.add(OWNER)
     ring.add("peer-good")
-    ring.add("peer-bad")  # compromised: holds a real key
+    ring.add("peer-bad")
+    return traffic, order, ring, rng
+
+
+def sql_eval(n_families: int, seed: int) -> dict:
+    traffic, order, ring, rng = _sql_setup(n_families, seed)
     rep = PeerReputation()
     emb = HashingEmbedder()
     adm = _Admitted(emb)
@@ -123,15 +130,7 @@ def _memory(ring: KeyRing, policy: str = "curator") -> Memory:
 
 def sql_eval_memory(n_families: int, seed: int) -> dict:
     """:func:`sql_eval` through ``Memory`` (the trust gate as wired into ``curator``)."""
-    specs = list(load_specs().specs)
-    rng = np.random.default_rng(seed)
-    pick = rng.permutation(len(specs))[:n_families]
-    traffic = outside_traffic([specs[i] for i in pick], rng)
-    order = rng.permutation(len(traffic))
-    ring = KeyRing()
-    ring.add(OWNER)
-    ring.add("peer-good")
-    ring.add("peer-bad")  # compromised: holds a real key
+    traffic, order, ring, rng = _sql_setup(n_families, seed)
     mem = _memory(ring)
     counts: dict[tuple[str, str], list[int]] = collections.defaultdict(lambda: [0, 0])
     t0 = time.perf_counter()
