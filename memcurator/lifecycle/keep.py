@@ -85,13 +85,18 @@ def govern(
     scan(res.used)
     pr = np.asarray(policy.priority(res.entries, res.matrix, step), dtype=np.float64)
     pr = np.where(np.isfinite(pr), pr, -np.inf)
-    # ties go to the newer entry (later in insertion order): writes within one step share
-    # created_step, and recency/LRU must not evict the entry just written before older ones
-    order = np.lexsort((-np.arange(len(pr)), -pr))
-    used = 0
+    delta = res.delta
+    # Only two kinds of entry need the loop below: those with a near-duplicate (the redundancy
+    # test) and the tail of the fill order that does not fit. Every other entry precedes the
+    # tail and is kept, so the loop visits just those, in fill order (_fill_rows), with the
+    # same outcome as visiting all n (tests/test_keep_partial.py).
+    dup_rows = (
+        [] if delta is None else [res.index[k] for k, v in res.near.items() if v and k in res.index]
+    )
+    order = _fill_rows(pr, res, res.used - max_bytes, dup_rows)
+    used = res.used - sum(res.entries[int(i)].bytes for i in order)
     keep: set[str] = set()
     distilled: list[str] = []
-    delta = res.delta
     gone: list[str] = []
     for i in order:
         m = res.entries[i]
@@ -137,6 +142,54 @@ def govern(
     if gone or distilled:
         res.remove(set(gone))
     return GovernResult(evicted, distilled, res.used)
+
+
+def _fill_rows(pr: np.ndarray, res: ResidentSet, need: int, extra: list[int]) -> np.ndarray:
+    """Rows of the fill order's tail whose bytes reach ``need``, plus the rows ``extra``, in
+    fill order.
+
+    The fill order is descending priority, ties to the newer entry (later in insertion order:
+    writes within one step share created_step, and recency/LRU must not evict the entry just
+    written before older ones), i.e. ``np.lexsort((-np.arange(n), -pr))``. Every row before the
+    tail fits the budget whatever happens in the tail, so the fill need not visit it. The tail
+    is found by partition, O(n + t log t) for a tail of t rows, instead of sorting all n.
+
+    Parameters
+    ----------
+    pr : ndarray of shape (n,)
+        Priorities, NaN already mapped to -inf.
+    res : ResidentSet
+    need : int
+        Bytes over the budget (> 0).
+    extra : list of int
+        Rows the fill must visit wherever they rank (entries with a near-duplicate).
+
+    Returns
+    -------
+    ndarray of int
+        Row indices, in fill order.
+    """
+    n = pr.shape[0]
+    idx = np.arange(n)
+    k = 64
+    while True:
+        if k >= n - 1:
+            cand = idx
+        else:
+            thr = pr[np.argpartition(pr, k)[k]]
+            cand = np.nonzero(pr <= thr)[0]  # the last len(cand) rows of the fill order
+        cand = cand[np.lexsort((-cand, -pr[cand]))]
+        b = np.fromiter((res.entries[int(i)].bytes for i in cand), dtype=np.int64, count=len(cand))
+        tail_bytes = np.cumsum(b[::-1])
+        if tail_bytes[-1] >= need or len(cand) == n:
+            t = min(int(np.searchsorted(tail_bytes, need)) + 1, len(cand))
+            tail = cand[len(cand) - t :]
+            break
+        k *= 4
+    if not extra:
+        return tail
+    rows = np.union1d(tail, np.asarray(extra, dtype=np.int64))
+    return rows[np.lexsort((-rows, -pr[rows]))]
 
 
 def distill_entry(

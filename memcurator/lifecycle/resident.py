@@ -16,6 +16,16 @@ from memcurator.retrieve import BM25Index
 from memcurator.retrieve.hybrid import recall_text
 from memcurator.store.sqlite import SQLiteStore
 from memcurator.types import Entry
+from memcurator.value.columns import EntryColumns
+
+
+class ResidentEntries(list[Entry]):
+    """The resident entries in store order, with their score inputs as cached columns
+    (:class:`~memcurator.value.columns.EntryColumns`) that the resident set keeps in step."""
+
+    def __init__(self, entries: list[Entry]):
+        super().__init__(entries)
+        self.columns = EntryColumns(self)
 
 
 class ResidentSet:
@@ -50,7 +60,7 @@ class ResidentSet:
     # ------------------------------------------------------------------ cache
     def reload(self) -> None:
         """Read the namespace's entries from the store and rebuild everything derived."""
-        self.entries: list[Entry] = self.store.entries(self.namespace)
+        self.entries = ResidentEntries(self.store.entries(self.namespace))
         # an empty set starts its (empty) graph now and links each add; a loaded one builds it
         # on first use
         self._near: dict[str, dict[str, float]] | None = None if self.entries else {}
@@ -91,6 +101,12 @@ class ResidentSet:
         """Note that the counts of ``ids`` changed (feedback): the next victims pass sees them."""
         if self._changed_ids is not None:
             self._changed_ids.update(ids)
+        self.edited(ids)
+
+    def edited(self, ids: list[str]) -> None:
+        """Entries ``ids`` were changed in place (counts, reinforcement, text): their cached
+        score inputs are recomputed on next use."""
+        self.entries.columns.invalidate(self.index[i] for i in ids if i in self.index)
 
     def take_changed(self) -> list[Entry] | None:
         """The residents added or touched since the last call (None after a reload: all)."""
@@ -104,8 +120,9 @@ class ResidentSet:
         self._version = self.store.version()
 
     def changed(self) -> None:
-        """Recompute the index and byte account; drop the matrix and BM25 caches."""
+        """Recompute the index and byte account; drop the matrix, BM25 and column caches."""
         self._reindex()
+        self.entries.columns.reset()
         self._matrix: np.ndarray | None = None  # row buffer (capacity >= n); rows [:n] are live
         self._bm25: BM25Index | None = None
 
@@ -136,6 +153,7 @@ class ResidentSet:
             self._matrix[row] = embedding
         if self._bm25 is not None:
             self._bm25.replace_row(row, recall_text(self.entries[row].text))
+        self.entries.columns.invalidate([row])
 
     def replace(self, row: int, m: Entry) -> None:
         """Put ``m`` in place of the entry at ``row`` (an update of the same id)."""
@@ -189,6 +207,7 @@ class ResidentSet:
                 self._matrix = grown
             self._matrix[n] = m.embedding
         self.entries.append(m)
+        self.entries.columns.appended()
         self.index[m.id] = n
         if self._changed_ids is not None:
             self._changed_ids.add(m.id)
@@ -215,6 +234,7 @@ class ResidentSet:
             self._matrix[first:n_live] = self._matrix[first:n][live]
         if self._bm25 is not None:
             self._bm25.delete_rows(rows)
+        self.entries.columns.removed(rows)
         for r in reversed(rows):
             m = self.entries.pop(r)
             del self.index[m.id]

@@ -214,6 +214,7 @@ def write(
         existing = res.by_key(meta["text_sha1"])
         if existing is not None:
             existing.reinforcement += 1
+            res.edited([existing.id])
             mem.store.update(existing)
             mem._log(
                 st,

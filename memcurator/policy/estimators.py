@@ -417,21 +417,35 @@ per_byte : bool
         """All of ρ's terms for ``entries`` (rows of ``E``), each of shape (n,)."""
         return self.scorer.score(entries, E, sketch=sketch)
 
-    def candidate_terms(self, candidate: Entry, resident: list[Entry], E: np.ndarray) -> ScoreTerms:
+    def sketch_like(self, E: np.ndarray) -> np.ndarray | None:
+        """q̄ in ``E``'s precision when :meth:`candidate_terms` can use ``E @ q̄`` precomputed
+        (its ``res_dots``); None when it cannot (the ``worth`` head, no propensity term)."""
+        if self.helpfulness == "worth" or not self.scorer.use_propensity:
+            return None
+        return self.scorer.sketch_like(E)
+
+    def candidate_terms(
+        self,
+        candidate: Entry,
+        resident: list[Entry],
+        E: np.ndarray,
+        res_dots: np.ndarray | None = None,
+    ) -> ScoreTerms:
         """ρ's terms of one write ``candidate`` next to ``resident`` (rows of ``E``), shape (1,).
 
         The terms of ``terms(resident + [candidate], vstack(E, e))[-1:]`` (the propensity's
         normaliser in ``E``'s precision); with CURATOR's own helpfulness head only the
         candidate's per-entry inputs are computed
         (:meth:`~memcurator.value.curator.CuratorScorer.score_candidate`). The ``worth`` head's
-        q depends on the whole set's probe features, so it is scored in full.
+        q depends on the whole set's probe features, so it is scored in full. ``res_dots``:
+        ``E @ self.sketch_like(E)``, shape (n,), when the caller took it already.
         """
         if self.helpfulness == "worth":
             d = candidate.embedding.shape[0]
             mat = np.vstack([np.asarray(E).reshape(-1, d), candidate.embedding])
             t = self.terms(resident + [candidate], mat)
             return ScoreTerms(*(np.asarray(x)[-1:] for x in t))
-        return self.scorer.score_candidate(candidate, E)
+        return self.scorer.score_candidate(candidate, E, res_dots=res_dots)
 
     def q(self, entries: list[Entry]) -> np.ndarray:
         """Helpfulness q(m) of ``entries``, shape (n,)."""

@@ -48,6 +48,7 @@ from memcurator.errors import InvalidInput
 from memcurator.policy.base import Verdict
 from memcurator.policy.components import Component
 from memcurator.policy.estimators import Estimator
+from memcurator.retrieve.dense import row_dots
 from memcurator.trust.gate import DEFAULT_THETA, assess
 from memcurator.trust.reputation import PeerReputation
 from memcurator.trust.text_risk import structure
@@ -198,11 +199,20 @@ class TrustGate(Component):
 
     def admit(self, candidate: Entry, resident: list[Entry], E: np.ndarray, step: int) -> Verdict:
         near: list[tuple[str, str]] = []
+        rho_est = self._est["rho"]
+        res_dots = None
         if resident and self.neighbours:
-            # in the resident matrix's own precision: no (n, d) float64 copy per write
+            # in the resident matrix's own precision: no (n, d) float64 copy per write; the
+            # propensity's normaliser (E @ q̄) is taken in the same pass over the matrix
             M = np.asarray(E).reshape(len(resident), -1)
             dt = M.dtype if M.dtype.kind == "f" else np.dtype(np.float64)
-            sims = M @ np.asarray(candidate.embedding, dtype=dt)
+            vecs = [np.asarray(candidate.embedding, dtype=dt)]
+            sk = rho_est.sketch_like(M)
+            if sk is not None:
+                vecs.append(sk)
+            dots = row_dots(M, vecs)
+            sims = dots[0]
+            res_dots = dots[1] if sk is not None else None
             top = _top_stable(sims, self.neighbours)
             near = [(resident[int(i)].id, resident[int(i)].text) for i in top]
         if candidate.origin == "self" and structure(candidate.text) == "task_action":
@@ -226,8 +236,7 @@ class TrustGate(Component):
         )
         if not a.admit:
             return Verdict(False, a.risk, f"trust-gate: {a.reason}")
-        rho_est = self._est["rho"]
-        t = rho_est.candidate_terms(candidate, resident, E)
+        t = rho_est.candidate_terms(candidate, resident, E, res_dots=res_dots)
         V = float(t.V[-1])
         net = V - rho_est.lam * a.risk
         pen = 0.0

@@ -15,7 +15,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from memcurator.errors import DimensionMismatch, InvalidInput
+from memcurator.retrieve.dense import row_blocks
 from memcurator.types import Entry
+from memcurator.value.columns import entry_columns
 from memcurator.value.helpfulness import MarginalUtility
 from memcurator.value.provenance import (
     DEFAULT_PROVENANCE_WEIGHTS,
@@ -240,19 +242,23 @@ class CuratorScorer:
         """Per-entry inputs of ρ: b, a, q, s, ψ as arrays over ``entries``."""
         # Column-wise (one pass per field, no per-entry ndarray): the same values as
         # m.abstraction_gain, helpfulness.q(m.stats), text_stats(m) and provenance_features().
+        # A resident list carries columns kept up to date by its resident set
+        # (memcurator.value.columns): only entries that changed are recomputed.
         n = len(entries)
-        b = np.fromiter((m.bytes for m in entries), dtype=np.float64, count=n)
-        raw = np.fromiter((m.raw_bytes for m in entries), dtype=np.float64, count=n)
+        cols = entry_columns(entries)
+        b = cols.column("bytes")
+        raw = cols.column("raw_bytes")
         a = np.divide(raw, b, out=np.ones(n), where=b > 0)
-        q = self.helpfulness.q_many([m.stats for m in entries])
-        st = np.array([text_stats(m) for m in entries], dtype=np.float64).reshape(n, 2)
+        # the heads here read counts through value.columns.stat_column; any other gets dicts
+        own = isinstance(self.helpfulness, MarginalUtility)
+        q = self.helpfulness.q_many(cols if own else [m.stats for m in entries])
         psi = np.empty((n, 5))
         psi[:, 0] = 1.0
-        psi[:, 1] = [m.origin == "external" for m in entries]
-        psi[:, 2] = [m.origin == "peer" for m in entries]
-        psi[:, 3] = [math.log1p(max(m.reinforcement, 0)) for m in entries]
-        psi[:, 4] = st[:, 1]
-        return {"b": b, "a": a, "q": q, "s": st[:, 0].copy(), "psi": psi}
+        psi[:, 1] = cols.column("external")
+        psi[:, 2] = cols.column("peer")
+        psi[:, 3] = cols.column("log_reinforcement")
+        psi[:, 4] = cols.column("instruction_likeness")
+        return {"b": b, "a": a, "q": q, "s": cols.column("specificity"), "psi": psi}
 
     def score(
         self, entries: list[Entry], E: np.ndarray, sketch: np.ndarray | None = None
@@ -264,8 +270,19 @@ class CuratorScorer:
         arr = self.entry_arrays(entries)
         return self.score_arrays(E, sketch=sketch, **arr)
 
+    def sketch_like(self, E: np.ndarray) -> np.ndarray:
+        """q̄ in the precision of the matrix ``E`` (float64 for a non-float matrix): the vector
+        whose products with the residents' rows :meth:`score_candidate` reads as ``res_dots``.
+        """
+        dt = E.dtype if E.dtype.kind == "f" else np.dtype(np.float64)
+        return self._sketch.astype(dt)
+
     def score_candidate(
-        self, m: Entry, E_res: np.ndarray, sketch: np.ndarray | None = None
+        self,
+        m: Entry,
+        E_res: np.ndarray,
+        sketch: np.ndarray | None = None,
+        res_dots: np.ndarray | None = None,
     ) -> ScoreTerms:
         """ρ's terms of one candidate ``m`` scored next to the residents (rows of ``E_res``).
 
@@ -285,6 +302,10 @@ class CuratorScorer:
         E_res : ndarray of shape (n, d)
             The residents' embeddings.
         sketch : ndarray of shape (d,), optional
+        res_dots : ndarray of shape (n,), optional
+            ``E_res @ self.sketch_like(E_res)``, when the caller has it already (the trust
+            gate takes it in the same pass over the matrix as its neighbour search,
+            :func:`~memcurator.retrieve.dense.row_dots`); only with the own sketch.
 
         Returns
         -------
@@ -296,10 +317,19 @@ class CuratorScorer:
         p = None
         if self.use_propensity:
             sk = self._sketch if sketch is None else np.asarray(sketch, dtype=np.float64)
-            dt = E_res.dtype if E_res.dtype.kind == "f" else np.dtype(np.float64)
-            z_res = (E_res @ sk.astype(dt)).astype(np.float64) / self.kappa
-            z = np.concatenate([z_res, (e @ sk) / self.kappa])
-            p = propensity_from_logits(z, self.propensity)[-1:]
+            if res_dots is None or sketch is not None:
+                dt = E_res.dtype if E_res.dtype.kind == "f" else np.dtype(np.float64)
+                res_dots = E_res @ sk.astype(dt)
+            z_m = (e @ sk) / self.kappa
+            if self.propensity == "relative" and res_dots.shape[0]:
+                # Eq. 3's relative form needs only the largest logit: exp(z_m - max z), the
+                # same arithmetic as propensity_from_logits on the concatenation
+                z_max = max(float(res_dots.max().astype(np.float64) / self.kappa), float(z_m[0]))
+                p = np.exp(z_m - z_max)
+            else:
+                z_res = res_dots.astype(np.float64) / self.kappa
+                z = np.concatenate([z_res, z_m])
+                p = propensity_from_logits(z, self.propensity)[-1:]
         return self.score_arrays(e, sketch=sketch, p=p, **self.entry_arrays([m]))
 
     def score_arrays(
@@ -334,10 +364,11 @@ class CuratorScorer:
         InvalidInput
             If any input holds NaN or infinite values (they are never ranked), or a b <= 0.
         """
-        E = np.asarray(E, dtype=np.float64)
+        E = np.asarray(E)
+        if E.dtype.kind != "f":
+            E = E.astype(np.float64)
         n = E.shape[0]
         for name, v in (
-            ("E", E),
             ("b", b),
             ("a", a),
             ("q", q),
@@ -352,19 +383,27 @@ class CuratorScorer:
         if n and E.shape[1] != self.dim:
             raise DimensionMismatch(f"embeddings have dim {E.shape[1]}, scorer expects {self.dim}")
         sk = self._sketch if sketch is None else np.asarray(sketch, dtype=np.float64)
+        want_z = self.use_propensity and p is None
+        want_d2 = self.use_negative_transfer and n > 0
+        iv = mu_iv = None
+        if want_d2:
+            var = (1 - self.shrinkage) * self._var + self.shrinkage * self._var.mean()
+            iv = 1.0 / np.maximum(var, 1e-12)
+            mu_iv = self._mu * iv
+        logits, ee, e_mu = _matrix_terms(E, sk if want_z else None, iv, mu_iv)
         if not self.use_propensity:
             p = np.ones(n)
         elif p is None:
-            p = softmax_propensity(E, sk, self.kappa, self.propensity)
+            assert logits is not None
+            p = propensity_from_logits(logits / self.kappa, self.propensity) if n else np.zeros(0)
         qq = q if self.use_helpfulness else np.ones(n)
         aa = a if self.use_abstraction else np.ones(n)
         V = p * qq * aa
-        if self.use_negative_transfer and n:
-            var = (1 - self.shrinkage) * self._var + self.shrinkage * self._var.mean()
-            iv = 1.0 / np.maximum(var, 1e-12)
+        if want_d2:
+            assert mu_iv is not None and ee is not None and e_mu is not None
             # Σ_j (e_j − μ_j)² / var_j expanded, so no (n, d) temporaries besides E itself
-            d2 = np.einsum("ij,ij,j->i", E, E, iv) - 2.0 * (E @ (self._mu * iv))
-            d2 = np.maximum(d2 + float(self._mu @ (self._mu * iv)), 0.0)
+            d2 = ee - 2.0 * e_mu
+            d2 = np.maximum(d2 + float(self._mu @ mu_iv), 0.0)
             z = np.sqrt(d2 / self.dim)
             eta = s * (np.maximum(z - self.eta_offset, 0.0) if self.eta_offset else z)
         else:
@@ -397,6 +436,39 @@ class CuratorScorer:
         self._var = np.asarray(st["var"], dtype=np.float64)
         self._n_queries = int(st["n_queries"])
         self.helpfulness.load_state(st["helpfulness"])
+
+
+def _matrix_terms(
+    E: np.ndarray, sk: np.ndarray | None, iv: np.ndarray | None, mu_iv: np.ndarray | None
+) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray | None]:
+    """The terms of Eq. 3-4 that read every resident's embedding, in one pass over ``E``.
+
+    Returns ``(E @ sk, Σ_j E_ij² iv_j, E @ mu_iv)`` in float64 (None where the input vector is
+    None), taken block by block: each block of rows is converted to float64 once and read by
+    every product while it is in cache, so a float32 (n, d) matrix is never copied whole to
+    float64 (at 100k rows that copy was 410 MB and most of a Keep pass). Per row, the values
+    are those of the same products over the whole float64 matrix (tests/test_row_dots.py).
+
+    Raises
+    ------
+    InvalidInput
+        If ``E`` holds NaN or infinite values.
+    """
+    n = E.shape[0]
+    z = np.empty(n) if sk is not None else None
+    ee = np.empty(n) if iv is not None else None
+    e_mu = np.empty(n) if mu_iv is not None else None
+    for lo, hi in row_blocks(n):
+        Eb = np.asarray(E[lo:hi], dtype=np.float64)
+        if not np.all(np.isfinite(Eb)):
+            raise InvalidInput("score input 'E' contains NaN or infinite values")
+        if z is not None and sk is not None:
+            np.matmul(Eb, sk, out=z[lo:hi])
+        if ee is not None and iv is not None:
+            ee[lo:hi] = np.einsum("ij,ij,j->i", Eb, Eb, iv)
+        if e_mu is not None and mu_iv is not None:
+            np.matmul(Eb, mu_iv, out=e_mu[lo:hi])
+    return z, ee, e_mu
 
 
 # Sized above the largest resident set measured (100k in benchmarks/governance.py): a cache

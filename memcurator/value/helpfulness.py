@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from memcurator.errors import InvalidInput
+from memcurator.value.columns import EntryColumns, stat_column
 
 
 class MarginalUtility:
@@ -115,19 +116,19 @@ class MarginalUtility:
             q = w * float(stats["q_adv"]) + (1.0 - w) * q
         return q
 
-    def q_many(self, stats: list[dict[str, float]]) -> np.ndarray:
-        """:meth:`q` for many entries at once, shape (n,); same arithmetic, vectorized."""
-        n = len(stats)
-        cols = [
-            np.fromiter((st.get(k, 0.0) for st in stats), dtype=np.float64, count=n)
-            for k in ("q_r", "q_n", "n_in", "r_in")
-        ]
+    def q_many(self, stats: list[dict[str, float]] | EntryColumns) -> np.ndarray:
+        """:meth:`q` for many entries at once, shape (n,); same arithmetic, vectorized.
+
+        ``stats``: the entries' ``Entry.stats`` dicts, or their cached columns
+        (:class:`~memcurator.value.columns.EntryColumns`).
+        """
+        cols = [stat_column(stats, k) for k in ("q_r", "q_n", "n_in", "r_in")]
         q_r, q_n, n_in, r_in = cols
         inj = (q_r + self.alpha * self.prior_in) / (q_n + self.alpha)
         n_out = np.maximum(self._n_all - n_in, 0.0)
         r_out = np.minimum(np.maximum(self._r_all - r_in, 0.0), n_out)
         q = inj - (r_out + 1.0) / (n_out + 2.0)
-        adv = np.fromiter((st.get("q_adv", np.nan) for st in stats), dtype=np.float64, count=n)
+        adv = stat_column(stats, "q_adv", np.nan)
         w = self.alpha / (q_n + self.alpha)
         return np.where(np.isnan(adv), q, w * adv + (1.0 - w) * q)
 

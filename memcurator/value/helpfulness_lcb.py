@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from memcurator.errors import InvalidInput
+from memcurator.value.columns import EntryColumns, stat_column
 from memcurator.value.helpfulness import MarginalUtility
 
 #: ``Entry.stats`` keys of this head: discounted injected uses and rewards
@@ -93,14 +94,13 @@ class BetaLCBUtility(MarginalUtility):
         """The entry's helpfulness, a lower bound; in [-1, 1]."""
         return float(self.q_many([stats])[0])
 
-    def q_many(self, stats: list[dict[str, float]]) -> np.ndarray:
-        """:meth:`q` for many entries, shape (n,)."""
+    def q_many(self, stats: list[dict[str, float]] | EntryColumns) -> np.ndarray:
+        """:meth:`q` for many entries, shape (n,); ``stats`` as for
+        :meth:`MarginalUtility.q_many <memcurator.value.helpfulness.MarginalUtility.q_many>`."""
         from scipy.stats import beta
 
-        n = len(stats)
-
         def col(k: str, default: float = 0.0) -> np.ndarray:
-            return np.fromiter((st.get(k, default) for st in stats), dtype=np.float64, count=n)
+            return stat_column(stats, k, default)
 
         ln, lr = col(STAT_LCB_N), col(STAT_LCB_R)
         lr = np.clip(lr, 0.0, ln)
