@@ -245,3 +245,18 @@ def test_fill_rows_is_the_tail_of_the_full_order():
         rows2 = keep_mod._fill_rows(pr, res, need, extra)  # type: ignore[arg-type]
         want = [int(i) for i in order if i in set(rows.tolist()) | set(extra)]
         assert [int(i) for i in rows2] == want
+
+
+def test_compact_rows_keeps_the_order_of_live_rows():
+    from memcurator.lifecycle.resident import _compact_rows
+
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        n = int(rng.integers(1, 3000))
+        buf = rng.standard_normal((n + 5, 4)).astype(np.float32)
+        rows = sorted(set(rng.integers(0, n, int(rng.integers(1, 6))).tolist()))
+        live = np.ones(n, dtype=bool)
+        live[rows] = False
+        want = buf[:n][live].copy()
+        _compact_rows(buf, rows, n, chunk=int(rng.integers(1, 300)))
+        np.testing.assert_array_equal(buf[: n - len(rows)], want)

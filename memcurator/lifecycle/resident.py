@@ -227,11 +227,8 @@ class ResidentSet:
         if not rows:
             return
         n, first = len(self.entries), rows[0]
-        live = np.ones(n - first, dtype=bool)
-        live[np.asarray(rows) - first] = False
         if self._matrix is not None:
-            n_live = n - len(rows)
-            self._matrix[first:n_live] = self._matrix[first:n][live]
+            _compact_rows(self._matrix, rows, n)
         if self._bm25 is not None:
             self._bm25.delete_rows(rows)
         self.entries.columns.removed(rows)
@@ -242,8 +239,9 @@ class ResidentSet:
             if self.keys.get(key) == m.id:
                 del self.keys[key]
             self.used -= m.bytes
-        for i in range(first, len(self.entries)):
-            self.index[self.entries[i].id] = i
+        self.index.update(
+            zip([m.id for m in self.entries[first:]], range(first, len(self.entries)), strict=True)
+        )
 
     def link(self, m: Entry, exclude: int | None = None) -> None:
         """Record m's near-duplicates (cosine ≥ δ) among the residents."""
@@ -262,6 +260,23 @@ class ResidentSet:
             c = float(sims[j])
             self._near.setdefault(m.id, {})[other] = c
             self._near.setdefault(other, {})[m.id] = c
+
+
+def _compact_rows(buf: np.ndarray, rows: list[int], n: int, chunk: int = 1024) -> None:
+    """Delete ``rows`` (ascending) from ``buf[:n]`` in place, keeping the order of the others.
+
+    Each run of live rows moves up in chunks of ``chunk`` rows, so the move reads and writes
+    the tail once (a boolean-mask copy reads it twice and allocates it whole).
+    """
+    w = rows[0]
+    bounds = [*rows[1:], n]
+    for r, nxt in zip(rows, bounds, strict=True):
+        s = r + 1
+        while s < nxt:
+            c = min(chunk, nxt - s)
+            buf[w : w + c] = buf[s : s + c]
+            w += c
+            s += c
 
 
 __all__ = ["ResidentSet"]
