@@ -89,3 +89,64 @@ def test_candidate_with_precomputed_dots_scores_the_same(mode):
     assert full.rho.shape == (1,)
     for f in plain._fields:
         np.testing.assert_array_equal(getattr(plain, f), getattr(fused, f))
+
+
+def test_write_after_recall_reuses_the_recall_pass(monkeypatch):
+    """An agent turn (recall, then write its own record) reads the resident matrix once: the
+    write's propensity normaliser comes from recall's pass. Any change to the residents or to
+    the sketch in between invalidates it, and the admission verdicts do not change."""
+    import memcurator.policy.trust as trust_mod
+    from memcurator import Memory
+
+    def turns(use_cache: bool) -> tuple[list[tuple[bool, str]], list[int]]:
+        m = Memory(policy="curator")
+        calls: list[int] = []
+        real = trust_mod.row_dots
+
+        def counting(M, vecs, *a, **kw):
+            calls.append(len(vecs))
+            return real(M, vecs, *a, **kw)
+
+        monkeypatch.setattr(trust_mod, "row_dots", counting)
+        out = []
+        for k in range(40):
+            if k % 5 != 4:
+                m.recall(f"sum amount in orders for day {k}", k=1)
+            if not use_cache:
+                m._res.entries.sketch_dots = None
+            w = m.write(
+                f"Task: sum amount in orders for day {k}\n"
+                f"Action: SELECT SUM(amount) FROM orders WHERE day = {k};"
+            )
+            out.append((w.admitted, w.reason))
+        monkeypatch.undo()
+        return out, calls
+
+    cached, calls_cached = turns(True)
+    fresh, calls_fresh = turns(False)
+    assert cached == fresh
+    # with the cache the trust gate reads the matrix only on the 8 writes not preceded by a
+    # recall (k % 5 == 4); without it on every write but the first (no resident yet)
+    assert sum(1 for c in calls_cached if c) == 8
+    assert sum(1 for c in calls_fresh if c) == 39
+
+
+def test_sketch_dots_are_invalid_after_a_change():
+    from memcurator import Memory
+
+    m = Memory(policy="curator")
+    for k in range(5):
+        m.write(f"Task: count rows of t{k}\nAction: SELECT COUNT(*) FROM t{k};")
+    m.recall("count rows of t1", k=1)
+    res = m._res
+    v = m.policy.admission_sketch(res.matrix)
+    assert v is not None
+    np.testing.assert_array_equal(res.entries.cached_dots(v), res.matrix @ v)
+    m.write("Task: count rows of t9\nAction: SELECT COUNT(*) FROM t9;")
+    assert res.entries.cached_dots(v) is None  # a row was added
+    m.recall("count rows of t2", k=1)
+    v2 = m.policy.admission_sketch(res.matrix)
+    assert res.entries.cached_dots(v) is None  # the sketch moved
+    np.testing.assert_array_equal(res.entries.cached_dots(v2), res.matrix @ v2)
+    m.forget(m.entries()[0].id)
+    assert res.entries.cached_dots(v2) is None  # a row was removed

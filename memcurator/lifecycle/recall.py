@@ -16,7 +16,7 @@ import numpy as np
 from memcurator.lifecycle.resident import ResidentSet
 from memcurator.lifecycle.versions import prefer_newer
 from memcurator.policy.base import Policy, Ranking
-from memcurator.retrieve import dense_topk, rrf_fuse
+from memcurator.retrieve import dense_topk, row_dots, rrf_fuse
 from memcurator.retrieve.hybrid import blend_scores
 from memcurator.types import Entry, RecallResult
 
@@ -71,7 +71,16 @@ def recall(
     else:
         kc = max(candidates, int(k))  # a pool smaller than k could not return k results
         b_ids, b_sc = res.bm25.search(query, kc)
-        d_ids, _ = dense_topk(res.matrix, e_q, kc)
+        M = res.matrix
+        v = policy.admission_sketch(M)
+        if v is None:
+            d_ids, _ = dense_topk(M, e_q, kc)
+        else:
+            # the next write's admission reads E @ v (the propensity normaliser): take it in
+            # the same pass over the matrix, bitwise as admission would
+            sims, dots = row_dots(M, [e_q, v])
+            res.entries.sketch_dots = (v.copy(), res.entries.generation, dots)
+            d_ids, _ = dense_topk(M, e_q, kc, sims=sims)
         pool, _ = rrf_fuse([b_ids, d_ids], k=2 * kc)
     emb = res.matrix[pool]
     cos = (emb @ e_q).astype(np.float64)

@@ -26,6 +26,19 @@ class ResidentEntries(list[Entry]):
     def __init__(self, entries: list[Entry]):
         super().__init__(entries)
         self.columns = EntryColumns(self)
+        #: bumped by every change of the resident matrix (add, remove, edit, reload)
+        self.generation = 0
+        #: ``(v, generation, E @ v)`` left by the last recall for admission (see
+        #: :meth:`memcurator.policy.base.Policy.admission_sketch`); valid while ``generation``
+        #: and ``v`` are unchanged
+        self.sketch_dots: tuple[np.ndarray, int, np.ndarray] | None = None
+
+    def cached_dots(self, v: np.ndarray) -> np.ndarray | None:
+        """``E @ v`` over the current resident matrix if the last recall left it, else None."""
+        c = self.sketch_dots
+        if c is None or c[1] != self.generation or c[0].dtype != v.dtype:
+            return None
+        return c[2] if np.array_equal(c[0], v) else None
 
 
 class ResidentSet:
@@ -123,6 +136,7 @@ class ResidentSet:
         """Recompute the index and byte account; drop the matrix, BM25 and column caches."""
         self._reindex()
         self.entries.columns.reset()
+        self.entries.generation += 1
         self._matrix: np.ndarray | None = None  # row buffer (capacity >= n); rows [:n] are live
         self._bm25: BM25Index | None = None
 
@@ -154,6 +168,7 @@ class ResidentSet:
         if self._bm25 is not None:
             self._bm25.replace_row(row, recall_text(self.entries[row].text))
         self.entries.columns.invalidate([row])
+        self.entries.generation += 1
 
     def replace(self, row: int, m: Entry) -> None:
         """Put ``m`` in place of the entry at ``row`` (an update of the same id)."""
@@ -208,6 +223,7 @@ class ResidentSet:
             self._matrix[n] = m.embedding
         self.entries.append(m)
         self.entries.columns.appended()
+        self.entries.generation += 1
         self.index[m.id] = n
         if self._changed_ids is not None:
             self._changed_ids.add(m.id)
@@ -232,6 +248,7 @@ class ResidentSet:
         if self._bm25 is not None:
             self._bm25.delete_rows(rows)
         self.entries.columns.removed(rows)
+        self.entries.generation += 1
         for r in reversed(rows):
             m = self.entries.pop(r)
             del self.index[m.id]

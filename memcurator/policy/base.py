@@ -184,6 +184,13 @@ class Policy(Params):
     def set_oracle(self, oracle: Any) -> None:
         """Give an oracle-ranked policy the benchmark's per-task oracle; others ignore it."""
 
+    def admission_sketch(self, E: np.ndarray) -> np.ndarray | None:
+        """The vector v whose products ``E @ v`` with the residents' rows admission reads
+        (CURATOR's propensity normaliser, Eq. 3), in ``E``'s precision; None when admission
+        reads none. Recall computes them in its own pass over ``E`` and leaves them for the
+        next write (:func:`memcurator.lifecycle.recall.recall`)."""
+        return None
+
     # --- share -------------------------------------------------------------------
     @property
     def sketch(self) -> np.ndarray:

@@ -318,6 +318,17 @@ class ComponentPolicy(Policy):
             return super().sketch
         return np.asarray(self._share.sketch)  # type: ignore[attr-defined]
 
+    def admission_sketch(self, E: np.ndarray) -> np.ndarray | None:
+        rho = self._estimators.get("rho")
+        if (
+            rho is None
+            or not hasattr(rho, "sketch_like")
+            or "rho" not in getattr(self._admit, "needs", ())
+        ):
+            return None
+        out = rho.sketch_like(E)
+        return None if out is None else np.asarray(out)
+
     def share_terms(self, entries: list[Entry], E: np.ndarray, sketch: np.ndarray) -> Any:
         if self._share is None:
             return super().share_terms(entries, E, sketch)

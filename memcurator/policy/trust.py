@@ -201,26 +201,35 @@ class TrustGate(Component):
         near: list[tuple[str, str]] = []
         rho_est = self._est["rho"]
         res_dots = None
-        if resident and self.neighbours:
+        # The agent's own (verified) record of a request it solved: one that contradicts a
+        # resident record of the same request is a newer version (a schema migration, a
+        # corrected answer), which recall and Keep order by recency and outcomes; it is not
+        # an attack, so its neighbours are not looked up. Its content (SQL dry run,
+        # instruction-likeness) is still checked.
+        own_record = candidate.origin == "self" and structure(candidate.text) == "task_action"
+        if resident:
             # in the resident matrix's own precision: no (n, d) float64 copy per write; the
-            # propensity's normaliser (E @ q̄) is taken in the same pass over the matrix
+            # propensity's normaliser (E @ q̄) comes from the last recall's pass over the
+            # matrix when nothing changed since, else from this one
             M = np.asarray(E).reshape(len(resident), -1)
             dt = M.dtype if M.dtype.kind == "f" else np.dtype(np.float64)
-            vecs = [np.asarray(candidate.embedding, dtype=dt)]
             sk = rho_est.sketch_like(M)
-            if sk is not None:
+            cached = getattr(resident, "cached_dots", None)
+            if sk is not None and cached is not None:
+                res_dots = cached(sk)
+            vecs = (
+                []
+                if own_record or not self.neighbours
+                else [np.asarray(candidate.embedding, dtype=dt)]
+            )
+            if sk is not None and res_dots is None:
                 vecs.append(sk)
-            dots = row_dots(M, vecs)
-            sims = dots[0]
-            res_dots = dots[1] if sk is not None else None
-            top = _top_stable(sims, self.neighbours)
-            near = [(resident[int(i)].id, resident[int(i)].text) for i in top]
-        if candidate.origin == "self" and structure(candidate.text) == "task_action":
-            # The agent's own (verified) record of a request it solved: one that contradicts a
-            # resident record of the same request is a newer version (a schema migration, a
-            # corrected answer), which recall and Keep order by recency and outcomes; it is not
-            # an attack. Its content (SQL dry run, instruction-likeness) is still checked.
-            near = []
+            dots = row_dots(M, vecs) if vecs else []
+            if sk is not None and res_dots is None:
+                res_dots = dots[-1]
+            if not own_record and self.neighbours:
+                top = _top_stable(dots[0], self.neighbours)
+                near = [(resident[int(i)].id, resident[int(i)].text) for i in top]
         peer = candidate.meta.get(RECEIVED_FROM)
         rep = self._est["reputation"].rep
         quarantined = rep.quarantine_reason(peer) if isinstance(peer, str) and peer else None

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 
-def dense_topk(matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def dense_topk(
+    matrix: np.ndarray, query: np.ndarray, k: int, *, sims: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Top-``k`` rows of ``matrix`` by inner product with ``query`` (cosine for unit vectors).
 
     Parameters
@@ -13,6 +15,8 @@ def dense_topk(matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarra
     matrix : ndarray of shape (n, d)
     query : ndarray of shape (d,)
     k : int
+    sims : ndarray of shape (n,), optional
+        ``matrix @ query`` when the caller took it already (:func:`row_dots`).
 
     Returns
     -------
@@ -29,7 +33,8 @@ def dense_topk(matrix: np.ndarray, query: np.ndarray, k: int) -> tuple[np.ndarra
     n = matrix.shape[0]
     if n == 0 or k <= 0:
         return np.zeros(0, dtype=int), np.zeros(0)
-    sims = matrix @ query
+    if sims is None:
+        sims = matrix @ query
     k = min(k, n)
     top = np.argpartition(-sims, k - 1)[:k]
     top = top[np.argsort(-sims[top], kind="stable")]
