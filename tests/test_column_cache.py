@@ -27,7 +27,9 @@ import numpy as np
 import pytest
 
 from memcurator import Memory
+from memcurator.embed import HashingEmbedder
 from memcurator.errors import BudgetExceeded, InvalidInput
+from memcurator.store.sizing import default_sizeof
 from memcurator.value.columns import EntryColumns
 
 KEYS = (
@@ -182,6 +184,60 @@ def test_copies_given_out_cannot_reach_the_cache():
         vandalise(e)
     m.recall("total amount in items for day 2", k=3, where=lambda e: vandalise(e) is None)
     assert_fresh(m, "after")
+
+
+def test_nested_meta_given_to_write_is_not_shared(tmp_path):
+    """A caller's later edit of a list inside ``meta`` must not reach the resident entry:
+    feedback writes the entry back, which stored the edit while ``b(m)`` still counted the
+    metadata as written (50 KB in the store under a 10 KB budget)."""
+    path = str(tmp_path / "s.sqlite")
+    m = Memory(path, policy="lru", max_bytes=10_000)
+    notes: list[str] = []
+    eid = m.write(_task(0), meta={"notes": notes, "run": {"seed": 1}}).id
+    notes.append("x" * 50_000)
+    assert m.get(eid).meta["notes"] == []
+    m.feedback([eid], 1.0)
+    assert_fresh(m, "after feedback")
+    m.close()
+    again = Memory(path, policy="lru")
+    e = again.get(eid)
+    assert e.meta["notes"] == []
+    assert e.bytes == default_sizeof(e.text, e.meta, e.embedding)  # the account is true
+    assert again.used_bytes <= 10_000
+
+
+class _BufferEmbedder:
+    """An embedder that writes every result into one reused output buffer (allowed by the
+    Embedder protocol, common in embedders tuned to avoid allocations)."""
+
+    dim = 64
+    name = "buffer-64"
+
+    def __init__(self) -> None:
+        self._h = HashingEmbedder(dim=64)
+        self._buf = np.zeros(64, dtype=np.float32)
+
+    def embed(self, text: str) -> np.ndarray:
+        self._buf[:] = self._h.embed(text)
+        return self._buf
+
+
+def test_embedder_output_buffer_is_not_kept(tmp_path):
+    """A resident entry must own its vector: with a reused output buffer, the next embed call
+    overwrote every resident's embedding, and feedback then stored that vector for it."""
+    path = str(tmp_path / "s.sqlite")
+    m = Memory(path, policy="lru", embedder=_BufferEmbedder())
+    a = m.write(_task(0)).id
+    m.write("Task: list customers in berlin\nAction: SELECT * FROM customers;")
+    m.recall("something else entirely", k=1)
+    m.feedback([a], 1.0)
+    assert_fresh(m, "after feedback")
+    want = HashingEmbedder(dim=64).embed("total amount in orders for day 0")
+    np.testing.assert_array_equal(m.get(a).embedding, want)
+    m.close()
+    again = Memory(path, policy="lru", embedder=_BufferEmbedder())
+    np.testing.assert_array_equal(again.get(a).embedding, want)
+    assert again.recall("total amount in orders for day 0", k=1).ids == [a]
 
 
 def test_rolled_back_feedback_leaves_no_trace_in_the_cache(monkeypatch):
