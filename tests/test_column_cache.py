@@ -29,6 +29,7 @@ import pytest
 from memcurator import Memory
 from memcurator.embed import HashingEmbedder
 from memcurator.errors import BudgetExceeded, InvalidInput
+from memcurator.lifecycle import keep as keep_mod
 from memcurator.store.sizing import default_sizeof
 from memcurator.value.columns import EntryColumns
 
@@ -274,3 +275,39 @@ def test_another_handles_commit_resets_the_caches(tmp_path):
     assert_fresh(a, "after b's commits")
     assert a._res.entries is not old and a._res.entries.sketch_dots is None
     assert a.get(e.id).text.endswith("-- fixed by b")
+
+
+def test_partial_fill_visits_both_ends_of_a_one_sided_near_pair(monkeypatch):
+    """The near-duplicate graph built on first use takes cosines in blocks of 1024 rows, and a
+    blocked float32 product is not bitwise symmetric (S[i, j] != S[j, i] in the last bit), so
+    a pair at δ can be listed from one end only. The Keep pass must then still give the
+    decisions of the full loop (every resident visited in fill order)."""
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
+
+    def build() -> tuple[Memory, str, str]:
+        m = Memory(policy="curator")
+        old = m.write(_task(0)).id
+        for k, w in enumerate(words):
+            m.write(f"Task: {w} {words[(k * 5 + 3) % 9]} report {k * 7}\nAction: SELECT {w};")
+        new = m.write(_task(0).replace("day 0", "day 0.")).id
+        for _ in range(4):
+            m.feedback([old, new], 1.0)  # the pair ranks first: the fill does not reach it
+        assert m._res.near[old] == {new: m._res.near[new][old]}  # one near pair
+        return m, old, new
+
+    def full_order(pr, res, need, extra):
+        return np.lexsort((-np.arange(pr.shape[0]), -pr))
+
+    for keep_end in (0, 1):
+        logs = []
+        for reference in (False, True):
+            m, old, new = build()
+            lone, listed = (old, new) if keep_end else (new, old)
+            m._res.near[lone].pop(listed)  # listed -> lone only
+            with monkeypatch.context() as mp:
+                if reference:
+                    mp.setattr(keep_mod, "_fill_rows", full_order)
+                m.max_bytes = m.used_bytes - 3000
+                m.govern()
+            logs.append([(d.action, d.entry_id, d.reason) for d in m.decisions()])
+        assert logs[0] == logs[1]
