@@ -90,8 +90,15 @@ def govern(
     # test) and the tail of the fill order that does not fit. Every other entry precedes the
     # tail and is kept, so the loop visits just those, in fill order (_fill_rows), with the
     # same outcome as visiting all n (tests/test_keep_partial.py).
+    # Both ends of every pair: the graph built on first use takes its cosines by blocks of a
+    # float32 product, which is not bitwise symmetric, so a pair at delta can be listed from
+    # one end only; the listed end looks for the other among the kept entries.
     dup_rows = (
-        [] if delta is None else [res.index[k] for k, v in res.near.items() if v and k in res.index]
+        []
+        if delta is None
+        else sorted(
+            {res.index[x] for k, v in res.near.items() if v for x in (k, *v) if x in res.index}
+        )
     )
     order = _fill_rows(pr, res, res.used - max_bytes, dup_rows)
     used = res.used - sum(res.entries[int(i)].bytes for i in order)

@@ -68,14 +68,17 @@ def dedup_key(text: str) -> str:
 
 
 def embed_checked(embed: Any, text: str) -> np.ndarray:
-    """``embed(recall_text(text))``, or :class:`InvalidInput` for a zero, NaN or infinite vector.
+    """A copy of ``embed(recall_text(text))`` as float32, or :class:`InvalidInput` for a zero,
+    NaN or infinite vector.
 
     The embedding is taken of the entry's ``Task:`` line when it has one
     (:func:`memcurator.retrieve.hybrid.recall_text`), the whole text otherwise.
     """
     part = recall_text(text)
     what = "this text" if part == text else f"this text's task line {part[:60]!r}"
-    e = np.asarray(embed(part), dtype=np.float32)
+    # a copy: the entry owns its vector even if the embedder reuses an output buffer or hands
+    # out an array it keeps (the next embed call would otherwise change a resident in place)
+    e = np.array(embed(part), dtype=np.float32)
     if not np.all(np.isfinite(e)):
         raise InvalidInput(f"the embedder returned NaN or infinite values for {what}")
     if not np.any(e):
@@ -120,8 +123,13 @@ def check_text(text: Any, max_text_bytes: int) -> str:
 def check_meta(
     meta: dict[str, Any] | None, max_text_bytes: int, user: str | None, personal: bool
 ) -> dict[str, Any]:
-    """A copy of ``meta`` with the scope keys set, or :class:`InvalidInput` for metadata that is
-    not JSON-serialisable, larger than ``max_text_bytes`` as JSON, or a bad ``user``.
+    """A deep copy of ``meta`` with the scope keys set, as the store gives it back (JSON types:
+    a tuple comes back a list), or :class:`InvalidInput` for metadata that is not
+    JSON-serialisable, larger than ``max_text_bytes`` as JSON, or a bad ``user``.
+
+    Deep, so that a caller's later edit of a list or dict inside ``meta`` cannot reach the
+    resident entry (the next write-back would store it while ``b(m)`` still counts the
+    metadata as written).
 
     ``user`` is stored as ``meta["_user"]`` (recall then returns the entry only to that user);
     ``personal`` as ``meta["_personal"] = True`` (never shared to peers); personal data needs a
@@ -152,7 +160,7 @@ def check_meta(
             f"meta is {len(js.encode('utf-8'))} bytes as JSON, over max_text_bytes="
             f"{max_text_bytes}; store large data elsewhere and keep a reference"
         )
-    return meta
+    return dict(json.loads(js))
 
 
 def check_detail(origin_detail: Any) -> str:
