@@ -557,7 +557,8 @@ class Memory:
             oversized or invalid UTF-8 text; an embedding that is zero, NaN or infinite;
             unknown origin or kind; ``meta`` that is not JSON-serialisable or too large; an
             ``origin_detail`` over 256 bytes; a negative or non-integer ``step``; a
-            ``signature`` given to a memory without a keyring.
+            ``signature`` given to a memory without a keyring; ``stats`` that is not a dict of
+            str to finite numbers.
         BudgetExceeded
             The entry alone is larger than ``max_bytes`` (logged as a rejection first).
         """
@@ -658,7 +659,8 @@ class Memory:
 
         ``used`` is the :class:`RecallResult` whose entries were injected (learners then train
         on the features of that recall, whatever was recalled since) or a list of ids. Ids no
-        longer resident are skipped.
+        longer resident are skipped; an id listed twice counts once (an entry is injected into a
+        task or not).
 
         Raises
         ------
@@ -678,7 +680,8 @@ class Memory:
             raise InvalidInput(f"reward must be a finite number in [0, 1], got {reward!r}")
         with self._transaction():
             res = self._res
-            injected = [res.entries[res.index[i]] for i in used if i in res.index]
+            ids = list(dict.fromkeys(used))  # one outcome per entry, in first-seen order
+            injected = [res.entries[res.index[i]] for i in ids if i in res.index]
             for m in injected:
                 m.uses += 1
                 m.last_used_step = self._step

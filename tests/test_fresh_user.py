@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -161,3 +162,29 @@ def test_handles_refuse_to_work_during_an_unfinished_conversion(
     b = Memory(p, namespace="n", policy="keep-all")
     assert b.vector_dtype == target and len(b) == 20
     assert b.recall("zone z3", k=1).entries[0].text.startswith("Task: count orders of customer 3")
+
+
+@pytest.mark.parametrize(
+    "stats",
+    [{"q_adv": "high"}, {"q_adv": float("nan")}, {"q_adv": True}, {1: 0.5}, [("q_adv", 0.5)]],
+)
+def test_write_refuses_stats_that_are_not_finite_numbers(stats):
+    m = Memory()
+    with pytest.raises(InvalidInput, match="stats"):
+        m.write("Task: count t\nAction: SELECT COUNT(*) FROM t;", stats=stats)
+    assert m.entries() == []
+
+
+def test_write_takes_numpy_stats_as_floats():
+    m = Memory()
+    w = m.write("Task: count t\nAction: SELECT COUNT(*) FROM t;", stats={"q_adv": np.float32(0.25)})
+    (e,) = m.entries()
+    assert e.id == w.id and e.stats == {"q_adv": 0.25} and type(e.stats["q_adv"]) is float
+
+
+def test_feedback_counts_a_repeated_id_once():
+    m = Memory()
+    w = m.write("Task: count t\nAction: SELECT COUNT(*) FROM t;")
+    m.feedback([w.id, w.id], 1.0)
+    (e,) = m.entries()
+    assert e.uses == 1 and e.successes == 1

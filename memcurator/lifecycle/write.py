@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import numbers
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -120,6 +121,24 @@ def check_text(text: Any, max_text_bytes: int) -> str:
     return text
 
 
+def check_stats(stats: Any) -> dict[str, float]:
+    """A copy of the initial per-method statistics as ``{str: float}``, or :class:`InvalidInput`
+    for a non-dict, a non-string key, or a value that is not a finite real number (a string,
+    a bool, NaN)."""
+    if stats is None:
+        return {}
+    if not isinstance(stats, dict):
+        raise InvalidInput(f"stats must be a dict of str to number, got {type(stats).__name__}")
+    out: dict[str, float] = {}
+    for k, v in stats.items():
+        if not isinstance(k, str):
+            raise InvalidInput(f"stats keys must be str, got {k!r}")
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)):
+            raise InvalidInput(f"stats[{k!r}] must be a finite number, got {v!r}")
+        out[k] = float(v)
+    return out
+
+
 def check_meta(
     meta: dict[str, Any] | None, max_text_bytes: int, user: str | None, personal: bool
 ) -> dict[str, Any]:
@@ -208,6 +227,7 @@ def write(
         raise InvalidInput(f"step must be an integer >= 0, got {step!r}")
     detail = check_detail(origin_detail)
     meta = check_meta(meta, mem.max_text_bytes, user, personal)
+    stats = check_stats(stats)
     meta["text_sha1"] = dedup_key(text)
     claimed = origin
     origin, downgrade = verify_origin(mem, text, origin, detail, kind, signature)
@@ -254,7 +274,7 @@ def write(
             detail,
             created_step=st,
             meta=meta,
-            stats=dict(stats or {}),
+            stats=stats,
         )
         if mem.max_bytes is not None and b > mem.max_bytes:
             # Log and commit the rejection, then raise outside the transaction: raising inside
