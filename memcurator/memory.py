@@ -239,6 +239,7 @@ class Memory:
         self.energy_bytes = 0.0  # energy proxy: bytes embedded + resident bytes scanned
         self._energy_mark = 0.0  # energy_bytes at the start of the current step
         self._depth = 0
+        self._in_where = False  # inside a recall(where=...) callback: no changes
         self._res = ResidentSet(
             self.store, namespace, self.embedder.dim, self.policy.redundancy_delta
         )
@@ -299,7 +300,15 @@ class Memory:
     @contextmanager
     def _transaction(self) -> Iterator[None]:
         """One store transaction; the resident set is synced first and, after this handle's
-        own commit, marked current (a rollback makes the next call reload it)."""
+        own commit, marked current (a rollback makes the next call reload it).
+
+        Raises :class:`InvalidInput` inside a ``recall(where=...)`` callback: a change to the
+        memory there would move the rows the recall in progress is ranking."""
+        if self._in_where:
+            raise InvalidInput(
+                "a recall(where=...) callback cannot write to, give feedback to or forget from "
+                "the memory it filters; collect what to change and do it after recall returns"
+            )
         with self.store.transaction():
             self._depth += 1
             try:
@@ -431,7 +440,9 @@ class Memory:
             or when the policy's rank caps what it injects (``tokenworth``: K_max = 1, the
             paper's default; ``create_policy("tokenworth", k_max=3)`` raises it).
         where : callable (Entry) -> bool, optional
-            A filter applied before ranking (it receives copies).
+            A filter applied before ranking (it receives copies). It may read the memory but
+            not change it: a write, feedback, forget or update from inside it raises
+            :class:`~memcurator.errors.InvalidInput` (the recall then fails; nothing changed).
         observe : bool, default True
             Fold the query into the policy's running statistics (CURATOR's sketch).
         min_score : float, optional
@@ -479,6 +490,17 @@ class Memory:
         self.energy_bytes += len(query.encode("utf-8")) + self._res.used
         if observe:
             self.policy.observe_query(e_q)
+        guarded = None
+        if where is not None:
+            user_where = where
+
+            def guarded(e: Entry) -> bool:
+                self._in_where = True
+                try:
+                    return bool(user_where(e))
+                finally:
+                    self._in_where = False
+
         return _recall.recall(
             self._res,
             self.policy,
@@ -487,7 +509,7 @@ class Memory:
             int(k),
             candidates=self.candidates,
             step=self._step,
-            where=where,
+            where=guarded,
             min_score=min_score,
             user=user,
             lexical_weight=self.lexical_weight,

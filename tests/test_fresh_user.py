@@ -188,3 +188,29 @@ def test_feedback_counts_a_repeated_id_once():
     m.feedback([w.id, w.id], 1.0)
     (e,) = m.entries()
     assert e.uses == 1 and e.successes == 1
+
+
+@pytest.mark.parametrize("change", ["write", "forget", "feedback"])
+def test_a_where_callback_cannot_change_the_memory_it_filters(change):
+    m = Memory()
+    ids = [
+        m.write(f"Task: count rows of t{i}\nAction: SELECT COUNT(*) FROM t{i};").id
+        for i in range(5)
+    ]
+
+    def where(e):
+        if change == "write":
+            m.write("Task: sneak\nAction: SELECT 2;")
+        elif change == "forget":
+            m.forget(ids[0])
+        else:
+            m.feedback([ids[1]], 1.0)
+        return True
+
+    with pytest.raises(InvalidInput, match="where"):
+        m.recall("count rows of t3", k=2, where=where)
+    assert sorted(e.id for e in m.entries()) == sorted(ids)  # nothing changed
+    assert all(e.uses == 0 for e in m.entries())
+    # the memory is usable afterwards, and a read-only callback still works
+    assert m.recall("count rows of t3", k=1, where=lambda e: m.used_bytes > 0).ids
+    m.write("Task: after\nAction: SELECT 3;")
