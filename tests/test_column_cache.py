@@ -20,6 +20,7 @@ or the byte account knowing).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import Counter
 
@@ -31,6 +32,7 @@ from memcurator.embed import HashingEmbedder
 from memcurator.errors import BudgetExceeded, InvalidInput
 from memcurator.lifecycle import keep as keep_mod
 from memcurator.store.sizing import default_sizeof
+from memcurator.types import Entry
 from memcurator.value.columns import EntryColumns
 
 KEYS = (
@@ -43,21 +45,10 @@ KEYS = (
     "instruction_likeness",
 )
 STATS = ("q_r", "q_n", "n_in", "r_in", "lcb_n", "lcb_r")
-FIELDS = (
-    "kind",
-    "text",
-    "bytes",
-    "raw_bytes",
-    "origin",
-    "origin_detail",
-    "reinforcement",
-    "uses",
-    "successes",
-    "failures",
-    "created_step",
-    "last_used_step",
-    "meta",
-    "stats",
+# every Entry field a resident and its stored row must agree on (the embedding is compared as
+# the matrix row, the id is the key)
+FIELDS = tuple(
+    f.name for f in dataclasses.fields(Entry) if f.name not in ("id", "namespace", "embedding")
 )
 
 
