@@ -334,3 +334,43 @@ def test_bench_runs_read_time_presets_and_draws_the_fronts(tmp_path):
     assert tmp_path / "fronts.png" in paths
     with pytest.raises(InvalidInput, match="lambda_C:lambda_L"):
         parse_preferences("0.5")
+
+
+def _bandit_run(lam_cost, seed, tasks=120):
+    """MemPilot on a simulated bandit: aligned evidence succeeds on 9 tasks in 10, a retrieved
+    view on 5 in 10 (deterministic per task); the priced expert's evidence is the aligned one."""
+    import hashlib
+
+    pool = default_pool()
+    ex = ScriptedExecutor(lambda p: "Use: " + ALIGNED)
+    raws = [entry(RAW.replace("102", str(100 + i)), eid=f"e{i}") for i in range(4)]
+    mp = MemPilotOrchestrator(lam_cost=lam_cost, lam_latency=0.0, t_max=1, seed=seed,
+                              strategies=["align"])  # fmt: skip
+    first = []
+    for t in range(tasks):
+        task = f"Record that member {300 + t} paid {t % 40} dollars."
+
+        def probe(payload, task=task, t=t):
+            u = int(hashlib.sha1(f"{t}|{'VALUES (' + str(300 + t) in payload}".encode())
+                    .hexdigest()[:8], 16) / 2**32  # fmt: skip
+            if not payload:
+                return 0.0
+            return float(u < (0.9 if f"VALUES ({300 + t}," in payload else 0.5))
+
+        c = CurateContext(task, lambda q, k: raws[:k], bank=lambda: list(raws),
+                          observation=SCHEMA, executor=ex, pool=pool, probe=probe)  # fmt: skip
+        r = mp.curate(c)
+        first.append(r.operator.split("|")[0])
+    return first[-20:]
+
+
+def test_mempilot_keeps_curating_with_the_free_model_when_priced_ones_cost():
+    """The action type and the model are one choice: CURATE is not charged the expert's price
+    when the free extractive model gives the same evidence (a cost-averse preference must not
+    make the orchestrator fall back to the weaker RETRIEVE)."""
+    wins = 0
+    for seed in range(5):
+        last = _bandit_run(lam_cost=1.0, seed=seed)
+        wins += all(op.startswith("curate(extractive") or op.startswith("curate(local")
+                    for op in last)  # fmt: skip
+    assert wins >= 4

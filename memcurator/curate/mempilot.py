@@ -7,8 +7,12 @@ form (its task and final action, the extractive distiller's view); CURATE(r, k, 
 **raw history** (the raw trajectories, BM25 over task descriptions) and delegates curation with
 instruction ``i`` to model ``m`` of the pool (:mod:`memcurator.curate.pool`). Controls are
 factorised as in Eq. 6: action type z_t, query r_t, evidence count k_t, strategy i_t, model m_t
-(no visual access v_t: the testbed is text-only). STOP is not allowed at the first step (App.
-A.1: an answer without any memory action is invalid).
+(no visual access v_t: the testbed is text-only). The action type and the model are one choice
+(``retrieve`` or ``curate:<model>``), as the paper's policy emits the model after the action in
+one sequence: with separate softmax factors, CURATE was credited with the average cost of every
+model, and a cost-averse learner gave up curating with the free model because the priced ones
+cost money. STOP is not allowed at the first step (App. A.1: an answer without any memory
+action is invalid).
 
 Cost and latency per task are MemPilot Eq. 14 and Eq. 17-19 over the curation calls (RETRIEVE
 costs nothing, Sec. A.1); the orchestrator itself is a CPU policy, not an LLM, so its C_π and
@@ -136,8 +140,9 @@ class MemPilotOrchestrator(Component):
         G (t_max + 1) probed executions, fewer with repeated payloads).
     eta : float, default 0.5
         Weight η of the marginal credit (Eq. 13; App. A.5: 0.5).
-    lr : float, default 0.5
-        REINFORCE step size of the CPU policy.
+    lr : float, default 0.2
+        REINFORCE step size of the CPU policy (0.5 locked in the first lucky choice on a
+        simulated 0.57-vs-0.62 bandit more often: ``tests/test_readtime_curate.py``).
     max_payload_chars, max_tokens : int, default 1200, 96
     judge : bool, default False
         Ask the executor to judge trajectories before writing (not part of MemPilot).
@@ -164,7 +169,7 @@ class MemPilotOrchestrator(Component):
         group_size: int = 4,
         train_every: int = 3,
         eta: float = 0.5,
-        lr: float = 0.5,
+        lr: float = 0.2,
         max_payload_chars: int = 1200,
         max_tokens: int = 96,
         judge: bool = False,
@@ -217,14 +222,14 @@ class MemPilotOrchestrator(Component):
             raise InvalidInput(f"none of the models {self.models} is in the pool {pool.names}")
         if self._pol is None or names != self._pool_names:
             self._pool_names = names
+            acts = ["retrieve", *(f"curate:{n}" for n in names)]
             self._pol = SoftmaxChooser(
                 {
-                    "z0": ["retrieve", "curate"],
-                    "z": ["retrieve", "curate", "stop"],
+                    "z0": acts,
+                    "z": [*acts, "stop"],
                     "k": [str(k) for k in self.k_options],
                     "query": list(QUERIES),
                     "strategy": self.strategies,
-                    "model": names,
                 },
                 FEATURES,
                 lr=self.lr,
@@ -248,13 +253,14 @@ class MemPilotOrchestrator(Component):
             }
         first = "z0" if t == 0 else "z"
         pick = pol.sample if sample else pol.greedy
-        c = pick(x, [first])
-        z = c[first]
-        out = {"z": z, "_zf": first}
+        act = pick(x, [first])[first]
+        z, _, model = act.partition(":")
+        out = {"z": z, "_zf": first, "_act": act}
         if z == "retrieve":
             out.update(pick(x, ["k", "query"]))
         elif z == "curate":
-            out.update(pick(x, ["k", "query", "strategy", "model"]))
+            out["model"] = model
+            out.update(pick(x, ["k", "query", "strategy"]))
         return out
 
     # --------------------------------------------------------------------- actions
@@ -404,8 +410,8 @@ class MemPilotOrchestrator(Component):
             du = marginal_credit(u)
             for t, s in enumerate(ro.steps):
                 credit = float(a) + (self.eta * float(du[t]) if t < len(du) else 0.0)
-                ch = {s.choice["_zf"]: s.choice["z"]}
-                for f in ("k", "query", "strategy", "model"):
+                ch = {s.choice["_zf"]: s.choice["_act"]}
+                for f in ("k", "query", "strategy"):
                     if f in s.choice:
                         ch[f] = s.choice[f]
                 pol.learn_one(s.x, ch, credit)
@@ -416,9 +422,21 @@ class MemPilotOrchestrator(Component):
         """MemPilot learns from its sampled group (probes), not from the deployed outcome."""
 
     def choice_probs(self, x: dict[str, float], factor: str) -> dict[str, float]:
-        """The learned distribution of one factor for features ``x`` (after the first task)."""
+        """The learned distribution of one factor for features ``x`` (after the first task).
+
+        ``factor`` is ``"z0"`` (first action: ``retrieve`` or ``curate:<model>``), ``"z"``
+        (later actions, with ``stop``), ``"k"``, ``"query"``, ``"strategy"``, or ``"model"``:
+        the first step's distribution over pool models given that it curates.
+        """
         if self._pol is None:
             return {}
+        if factor == "model":
+            acts = self._pol.factors["z0"]
+            p = self._pol.probs("z0", x)
+            cur = {a.split(":", 1)[1]: float(v) for a, v in zip(acts, p, strict=True)
+                   if a.startswith("curate:")}  # fmt: skip
+            tot = sum(cur.values())
+            return {m: v / tot for m, v in cur.items()} if tot > 0 else cur
         p = self._pol.probs(factor, x)
         return {o: float(v) for o, v in zip(self._pol.factors[factor], p, strict=True)}
 
