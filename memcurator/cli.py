@@ -520,6 +520,10 @@ def report(
             written.append(plot(out / "accuracy_vs_bytes.png", summary))
             if records:
                 written.append(plot_over_time(out / "accuracy_over_time.png", records))
+            from memcurator.bench.fronts import has_sweep, plot_fronts
+
+            if has_sweep(summary) and any("cost_per_task" in r for r in summary):
+                written.append(plot_fronts(out / "fronts.png", summary))
         except ImportError:
             pass
         written += write_front(out, runs, records)  # type: ignore[arg-type]

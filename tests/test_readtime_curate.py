@@ -374,3 +374,28 @@ def test_mempilot_keeps_curating_with_the_free_model_when_priced_ones_cost():
         wins += all(op.startswith("curate(extractive") or op.startswith("curate(local")
                     for op in last)  # fmt: skip
     assert wins >= 4
+
+
+def test_report_of_seed_folders_draws_the_fronts_with_error_bars(tmp_path):
+    from typer.testing import CliRunner
+
+    from memcurator.bench.fronts import _seed_se
+    from memcurator.cli import app
+
+    cli = CliRunner()
+    folders = []
+    for s in (0, 1):
+        out = tmp_path / f"s{s}"
+        res = cli.invoke(app, ["bench", "--executor", "fake", "--tasks", "12", "--families", "5",
+                               "--policies", "keep-all,pipeline/retrieve-k1,pipeline/escalate",
+                               "--seed-start", str(s), "--out", str(out)])  # fmt: skip
+        assert res.exit_code == 0, res.output
+        folders.append(out)
+    merged = tmp_path / "m"
+    res = cli.invoke(app, ["report", *map(str, folders), "--out", str(merged)])
+    assert res.exit_code == 0, res.output
+    assert (merged / "fronts.png").stat().st_size > 0
+    rows = json.loads((merged / "summary.json").read_text())["summary"]
+    esc = next(r for r in rows if r["policy"] == "pipeline/escalate")
+    assert esc["seeds"] == 2
+    assert _seed_se(esc) == pytest.approx(esc["accuracy_sd"] / np.sqrt(2))

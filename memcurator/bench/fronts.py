@@ -101,11 +101,30 @@ def has_sweep(summary: list[dict[str, Any]]) -> bool:
     return any(str(r["policy"]).startswith(("mempilot", "pipeline/")) for r in summary)
 
 
+def _seed_se(row: dict[str, Any]) -> float:
+    """Standard error of a summary row's accuracy over its seeds (0 for one seed).
+
+    Examples
+    --------
+    >>> _seed_se({"accuracy_sd": 0.04, "seeds": 4})
+    0.02
+    >>> _seed_se({"accuracy_sd": 0.04, "seeds": 1})
+    0.0
+    """
+    n = int(row.get("seeds", 1) or 1)
+    sd = row.get("accuracy_sd")
+    if n < 2 or not isinstance(sd, int | float) or not math.isfinite(sd):
+        return 0.0
+    return float(sd) / math.sqrt(n)
+
+
 def plot_fronts(path: Path, summary: list[dict[str, Any]]) -> Path:
     """Two panels: accuracy vs cost per task (USD) and vs latency proxy per task (s).
 
     MemPilot presets are filled circles joined along their Pareto front; fixed pipelines are
-    squares; every other policy is a faint cross, for context.
+    squares; every other policy is a faint cross, for context. With more than one seed, each
+    point carries ± one standard error of its accuracy over the seeds
+    (``accuracy_sd / sqrt(seeds)``).
 
     Raises
     ------
@@ -133,30 +152,44 @@ def plot_fronts(path: Path, summary: list[dict[str, Any]]) -> Path:
         (axes[1], "latency_proxy_s", "latency proxy per task (s; Eq. 15-19)"),
     ):
         sweep = [r for r in rows if str(r["policy"]).startswith("mempilot")]
+        colours = plt.get_cmap("winter")(
+            [i / max(1, len(sweep) - 1) for i in range(len(sweep))]
+        )
         for r in rows:
             pol = str(r["policy"])
             x, y = float(r[key]), float(r["accuracy"])
+            se = _seed_se(r)
+            if se > 0:
+                ax.errorbar(x, y, yerr=se, fmt="none", ecolor="grey", alpha=0.5, capsize=2)
             if pol.startswith("mempilot"):
-                ax.plot(x, y, "o", color="tab:blue")
-                ax.annotate(pol.replace("mempilot", "MP"), (x, y), fontsize=7,
-                            xytext=(3, 3), textcoords="offset points")  # fmt: skip
+                # one colour per preference, named in the legend (labels would overlap)
+                c = colours[[str(q["policy"]) for q in sweep].index(pol)]
+                ax.plot(x, y, "o", color=c, ms=7, label=pol if ax is axes[0] else None)
             elif pol.startswith("pipeline/"):
                 ax.plot(x, y, "s", color="tab:orange", ms=8)
-                ax.annotate(pol, (x, y), fontsize=7, xytext=(3, -10), textcoords="offset points")
+                ax.annotate(pol.removeprefix("pipeline/"), (x, y), fontsize=7,
+                            xytext=(4, -10), textcoords="offset points")  # fmt: skip
             else:
                 ax.plot(x, y, "x", color="grey", alpha=0.6)
                 ax.annotate(pol, (x, y), fontsize=6, color="grey", xytext=(3, 3),
                             textcoords="offset points")  # fmt: skip
         if sweep:
             fr = pareto([(float(r[key]), float(r["accuracy"])) for r in sweep])
-            ax.plot([p[0] for p in fr], [p[1] for p in fr], "-", color="tab:blue",
-                    label="MemPilot preference sweep (Pareto front)")  # fmt: skip
-        ax.plot([], [], "s", color="tab:orange", label="fixed pipelines")
-        ax.plot([], [], "x", color="grey", label="other policies")
+            ax.plot([p[0] for p in fr], [p[1] for p in fr], "-", color="tab:blue", alpha=0.6,
+                    label="MemPilot Pareto front" if ax is axes[0] else None)  # fmt: skip
+        xs = [float(r[key]) for r in rows if float(r[key]) > 0]
+        if xs and max(xs) / min(xs) > 5:
+            ax.set_xscale("log")  # the priced expert is far right; keep the cheap ones apart
+            label += ", log scale"
         ax.set_xlabel(label)
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("local task accuracy")
-    axes[0].legend(fontsize=7, loc="lower right")
+        ax.grid(alpha=0.3, which="both")
+    axes[0].plot([], [], "s", color="tab:orange", label="fixed pipelines")
+    axes[0].plot([], [], "x", color="grey", label="other policies")
+    several = any(_seed_se(r) > 0 for r in rows)
+    axes[0].set_ylabel(
+        "local task accuracy" + (" (mean over seeds, bars ± 1 s.e.)" if several else "")
+    )
+    axes[0].legend(fontsize=7, loc="best")
     fig.suptitle("Quality-cost and quality-latency fronts (MemPilot Fig. 2 on this testbed)")
     fig.tight_layout()
     try:
