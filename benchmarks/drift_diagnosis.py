@@ -127,6 +127,10 @@ def diagnose(name: str, cfg: BenchConfig, seed: int, ex: Any, fams: list[Any]) -
                 else ("same family, current" if dfam == fam else "other family")
             )
             gone[f"redundant with {what}"] += 1
+        elif d.step == created and d.reason.startswith("lowest"):
+            # ranked last the moment it was written: its q starts near 0 and a positive harm
+            # term makes its net value negative (a hard family's new exemplar, seed 1)
+            gone["lowest rho at its own write"] += 1
         else:
             gone[d.reason.split(" when")[0][:40]] += 1
     mem.close()
