@@ -289,6 +289,10 @@ class WorthEstimator(Estimator):
 
 
 # ----------------------------------------------------------------------------------- rho
+#: the helpfulness heads :class:`RhoEstimator` can use
+HELPFULNESS_HEADS = ("marginal-utility", "worth", "beta-lcb", "local-baseline")
+
+
 class _WorthScorer(CuratorScorer):
     """CURATOR's scorer whose helpfulness q(m) comes from a callable over the entries."""
 
@@ -296,7 +300,9 @@ class _WorthScorer(CuratorScorer):
         super().__init__(**kw)
         self._q_of = q_of
 
-    def entry_arrays(self, entries: list[Entry]) -> dict[str, np.ndarray]:
+    def entry_arrays(
+        self, entries: list[Entry], E: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
         arr = super().entry_arrays(entries)
         if entries:
             arr["q"] = self._q_of(entries)
@@ -313,11 +319,15 @@ class RhoEstimator(Estimator):
     use_propensity, use_helpfulness, use_abstraction, use_negative_transfer, use_provenance, \
 per_byte : bool
         Ablation switches (``curator/no-provenance``, ``curator/no-per-byte``, ...).
-    helpfulness : {"marginal-utility", "worth", "beta-lcb"}, default "marginal-utility"
+    helpfulness : {"marginal-utility", "worth", "beta-lcb", "local-baseline"}, \
+default "marginal-utility"
         Where q(m) comes from: CURATOR's helpfulness head, the ``"worth"`` estimator's
-        probe-averaged learned worth clipped to [-1, 1] (``curator+worth``), or the lower
+        probe-averaged learned worth clipped to [-1, 1] (``curator+worth``), the lower
         confidence bound of the entry's injected-success rate
-        (:class:`~memcurator.value.helpfulness_lcb.BetaLCBUtility`, ``curator/lcb``).
+        (:class:`~memcurator.value.helpfulness_lcb.BetaLCBUtility`, ``curator/lcb``), or the
+        marginal utility against nearby tasks without the entry
+        (:class:`~memcurator.value.helpfulness_local.LocalBaselineUtility`,
+        ``curator/local-baseline``).
     lcb_level, lcb_gamma : float, default 0.1, 0.95
         The bound's quantile and count discount (``helpfulness="beta-lcb"`` only).
     eta_offset : float, default 0.0
@@ -375,10 +385,9 @@ per_byte : bool
         self.lcb_level = lcb_level
         self.lcb_gamma = lcb_gamma
         self.eta_offset = eta_offset
-        if helpfulness not in ("marginal-utility", "worth", "beta-lcb"):
+        if helpfulness not in HELPFULNESS_HEADS:
             raise InvalidInput(
-                "helpfulness must be 'marginal-utility', 'worth' or 'beta-lcb', got "
-                f"{helpfulness!r}"
+                f"helpfulness must be one of {list(HELPFULNESS_HEADS)}, got {helpfulness!r}"
             )
         if helpfulness == "beta-lcb":
             from memcurator.value.helpfulness_lcb import BetaLCBUtility
@@ -405,6 +414,10 @@ per_byte : bool
 
             head = BetaLCBUtility(level=self.lcb_level, lcb_gamma=self.lcb_gamma)
             self.scorer = CuratorScorer(helpfulness=head, **kw)
+        elif self.helpfulness == "local-baseline":
+            from memcurator.value.helpfulness_local import LocalBaselineUtility
+
+            self.scorer = CuratorScorer(helpfulness=LocalBaselineUtility(), **kw)
         else:
             self.scorer = CuratorScorer(**kw)
         self.energy = (

@@ -47,7 +47,11 @@ class RhoProfile(Component):
     ) -> dict[str, dict[str, float]]:
         if not self.helpfulness:
             return {}
-        new = self._est["rho"].scorer.helpfulness.observe(reward, [m.stats for m in injected])
+        head = self._est["rho"].scorer.helpfulness
+        new = head.observe(reward, [m.stats for m in injected])
+        log_task = getattr(head, "log_task", None)
+        if log_task is not None:  # a local baseline: the task joins the window (its last query)
+            log_task(reward, [m.id for m in injected])
         return {m.id: st for m, st in zip(injected, new, strict=True)}
 
     def observe_energy(self, eps: float) -> None:

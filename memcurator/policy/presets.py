@@ -157,6 +157,12 @@ PRESETS: dict[str, dict[str, Any]] = {
         # > theta) would refuse every new entry: admission gates on content risk only
         "admit": {"name": "trust-gate", "theta": -2.0},
     },
+    "curator/local-baseline": {
+        "base": "curator",
+        "description": "CURATOR with q against nearby tasks without the entry (a local "
+        "counterfactual for Eq. 3), so a hard family's exemplars are not ranked last",
+        "estimators": {"rho": {"helpfulness": "local-baseline"}},
+    },
     "curator/margin": {
         "base": "curator",
         "description": "CURATOR whose Keep lets a new entry displace a proven one only by a "

@@ -231,6 +231,9 @@ class CuratorScorer:
             self._mu = self._mu + (1 - self.centroid_phi) * diff
             self._var = self.centroid_phi * (self._var + (1 - self.centroid_phi) * diff * diff)
         self._n_queries += 1
+        seen = getattr(self.helpfulness, "observe_query", None)
+        if seen is not None:  # a head with a local baseline remembers the task's query
+            seen(e)
 
     @property
     def sketch(self) -> np.ndarray:
@@ -238,8 +241,15 @@ class CuratorScorer:
         return self._sketch.copy()
 
     # ------------------------------------------------------------------ score phase
-    def entry_arrays(self, entries: list[Entry]) -> dict[str, np.ndarray]:
-        """Per-entry inputs of ρ: b, a, q, s, ψ as arrays over ``entries``."""
+    def entry_arrays(
+        self, entries: list[Entry], E: np.ndarray | None = None
+    ) -> dict[str, np.ndarray]:
+        """Per-entry inputs of ρ: b, a, q, s, ψ as arrays over ``entries``.
+
+        ``E`` (the entries' embeddings, shape (n, d)) is read by a helpfulness head with a local
+        baseline (:class:`~memcurator.value.helpfulness_local.LocalBaselineUtility`); other
+        heads ignore it.
+        """
         # Column-wise (one pass per field, no per-entry ndarray): the same values as
         # m.abstraction_gain, helpfulness.q(m.stats), text_stats(m) and provenance_features().
         # A resident list carries columns kept up to date by its resident set
@@ -251,7 +261,10 @@ class CuratorScorer:
         a = np.divide(raw, b, out=np.ones(n), where=b > 0)
         # the heads here read counts through value.columns.stat_column; any other gets dicts
         own = isinstance(self.helpfulness, MarginalUtility)
-        q = self.helpfulness.q_many(cols if own else [m.stats for m in entries])
+        if E is not None and getattr(self.helpfulness, "local", False):
+            q = self.helpfulness.q_local(cols, E, [m.id for m in entries])  # type: ignore[attr-defined]
+        else:
+            q = self.helpfulness.q_many(cols if own else [m.stats for m in entries])
         psi = np.empty((n, 5))
         psi[:, 0] = 1.0
         psi[:, 1] = cols.column("external")
@@ -267,7 +280,7 @@ class CuratorScorer:
 
         ``sketch`` replaces q̄ (a peer's advertised sketch gives the share score of Eq. 8).
         """
-        arr = self.entry_arrays(entries)
+        arr = self.entry_arrays(entries, E)
         return self.score_arrays(E, sketch=sketch, **arr)
 
     def sketch_like(self, E: np.ndarray) -> np.ndarray:
@@ -330,7 +343,7 @@ class CuratorScorer:
                 z_res = res_dots.astype(np.float64) / self.kappa
                 z = np.concatenate([z_res, z_m])
                 p = propensity_from_logits(z, self.propensity)[-1:]
-        return self.score_arrays(e, sketch=sketch, p=p, **self.entry_arrays([m]))
+        return self.score_arrays(e, sketch=sketch, p=p, **self.entry_arrays([m], e))
 
     def score_arrays(
         self,
