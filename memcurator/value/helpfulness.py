@@ -122,14 +122,25 @@ class MarginalUtility:
         ``stats``: the entries' ``Entry.stats`` dicts, or their cached columns
         (:class:`~memcurator.value.columns.EntryColumns`).
         """
-        cols = [stat_column(stats, k) for k in ("q_r", "q_n", "n_in", "r_in")]
-        q_r, q_n, n_in, r_in = cols
+        inj, base = self.rates(stats)
+        return self.blend_advertised(inj - base, stats)
+
+    def rates(self, stats: list[dict[str, float]] | EntryColumns) -> tuple[np.ndarray, np.ndarray]:
+        """The two rates of q, each of shape (n,): the entry's shrunk injected reward rate, and
+        the Laplace-smoothed reward rate of the tasks that did not inject it."""
+        q_r, q_n, n_in, r_in = (stat_column(stats, k) for k in ("q_r", "q_n", "n_in", "r_in"))
         inj = (q_r + self.alpha * self.prior_in) / (q_n + self.alpha)
         n_out = np.maximum(self._n_all - n_in, 0.0)
         r_out = np.minimum(np.maximum(self._r_all - r_in, 0.0), n_out)
-        q = inj - (r_out + 1.0) / (n_out + 2.0)
+        return inj, (r_out + 1.0) / (n_out + 2.0)
+
+    def blend_advertised(
+        self, q: np.ndarray, stats: list[dict[str, float]] | EntryColumns
+    ) -> np.ndarray:
+        """Blend a peer's advertised q (CURATOR Eq. 8) into ``q``, shape (n,), until local
+        evidence takes over (the advertised value counts as ``alpha`` pseudo-uses)."""
         adv = stat_column(stats, "q_adv", np.nan)
-        w = self.alpha / (q_n + self.alpha)
+        w = self.alpha / (stat_column(stats, "q_n") + self.alpha)
         return np.where(np.isnan(adv), q, w * adv + (1.0 - w) * q)
 
     def state(self) -> dict[str, float]:

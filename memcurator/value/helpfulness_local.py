@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from memcurator.errors import DimensionMismatch, InvalidInput
-from memcurator.value.columns import EntryColumns, stat_column
+from memcurator.value.columns import EntryColumns
 from memcurator.value.helpfulness import MarginalUtility
 
 
@@ -173,16 +173,10 @@ class LocalBaselineUtility(MarginalUtility):
         """q(m) with the local baseline for entries whose embeddings are the rows of ``E`` and
         whose ids are ``ids``; shape (n,). Same injected term and peer blending as
         :meth:`~memcurator.value.helpfulness.MarginalUtility.q_many`."""
-        q_r, q_n, n_in, r_in = (stat_column(stats, k) for k in ("q_r", "q_n", "n_in", "r_in"))
-        inj = (q_r + self.alpha * self.prior_in) / (q_n + self.alpha)
-        n_out = np.maximum(self._n_all - n_in, 0.0)
-        r_out = np.minimum(np.maximum(self._r_all - r_in, 0.0), n_out)
-        glob = (r_out + 1.0) / (n_out + 2.0)
+        inj, glob = self.rates(stats)
         n_near, r_near = self.near_counts(E, ids)
-        q = inj - (r_near + self.beta * glob) / (n_near + self.beta)
-        adv = stat_column(stats, "q_adv", np.nan)
-        w = self.alpha / (q_n + self.alpha)
-        return np.where(np.isnan(adv), q, w * adv + (1.0 - w) * q)
+        base = (r_near + self.beta * glob) / (n_near + self.beta)
+        return self.blend_advertised(inj - base, stats)
 
     # ------------------------------------------------------------------ persistence
     def state(self) -> dict[str, Any]:
