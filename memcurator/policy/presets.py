@@ -163,6 +163,12 @@ PRESETS: dict[str, dict[str, Any]] = {
         "counterfactual for Eq. 3), so a hard family's exemplars are not ranked last",
         "estimators": {"rho": {"helpfulness": "local-baseline"}},
     },
+    "curator/align": {
+        "base": "curator",
+        "description": "CURATOR's budgeted memory, curated at read time by JitMem's extractive "
+        "curator (best-mapping entry, the task's literals substituted, schema aligned; no LLM)",
+        "curate": {"name": "jitmem", "k": 3, "operators": ["align"], "judge": False},
+    },
     "curator/margin": {
         "base": "curator",
         "description": "CURATOR whose Keep lets a new entry displace a proven one only by a "
