@@ -122,3 +122,22 @@ def test_preset_runs_through_memory_and_a_reopened_store_scores_alike(tmp_path):
     after = again.policy.terms(again.entries(), again.matrix).q
     assert np.array_equal(before, after)
     again.close()
+
+
+def test_a_task_recalled_before_another_handles_commit_still_joins_the_window(tmp_path):
+    """The pending query is this handle's, not the namespace's: reloading the shared state after
+    a foreign commit (between recall and feedback) must not drop the task from the window."""
+    path = tmp_path / "m.db"
+    a = Memory(path, policy=create_policy("curator/local-baseline"), max_bytes=50_000, seed=0)
+    b = Memory(path, policy=create_policy("curator/local-baseline"), max_bytes=50_000, seed=1)
+    a.write("Task: Delete the rows of family 1 where the amount exceeds 5\n"
+            "Action: DELETE FROM f1 WHERE amount > 5;", origin="self", kind="raw")  # fmt: skip
+    hit = a.recall("Delete the rows of family 1 where the amount exceeds 7", k=1)
+    b.write("Task: Insert a row into family 2\nAction: INSERT INTO f2 VALUES (1);",
+            origin="self", kind="raw")  # fmt: skip
+    a.feedback(hit, 1.0)
+    head = a.policy.estimator("rho").scorer.helpfulness
+    assert head._count == 1
+    assert head.state()["window"]["ids"] == [list(hit.ids)]
+    a.close()
+    b.close()

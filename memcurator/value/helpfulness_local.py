@@ -193,14 +193,19 @@ class LocalBaselineUtility(MarginalUtility):
         return st
 
     def load_state(self, s: dict[str, Any]) -> None:
+        """Restore :meth:`state`. The query observed since the last :meth:`log_task` is this
+        handle's task in progress, not shared state: it is kept (a memory reloads the state
+        after another handle's commit, between a recall and its feedback)."""
         super().load_state(s)
-        self._Q, self._count, self._last = None, 0, None
+        self._Q, self._count = None, 0
         self._r = np.zeros(self.window)
         self._ids = [frozenset()] * self.window
         w = s.get("window")
         if not w:
             return
         d = int(w["d"])
+        if self._last is not None and self._last.shape[0] != d:
+            self._last = None  # a window of another dimension: the pending query cannot join it
         Q = np.frombuffer(base64.b64decode(w["q16"]), dtype=np.float16).reshape(-1, d)
         keep = Q.shape[0] - min(Q.shape[0], self.window)  # a smaller window keeps the newest
         self._Q = np.zeros((self.window, d), dtype=np.float32)
