@@ -141,3 +141,14 @@ def test_a_task_recalled_before_another_handles_commit_still_joins_the_window(tm
     assert head.state()["window"]["ids"] == [list(hit.ids)]
     a.close()
     b.close()
+
+
+def test_log_task_refuses_a_reward_that_would_poison_the_window():
+    h = LocalBaselineUtility()
+    for bad in (float("nan"), float("inf"), 1.5, -0.1):
+        h.observe_query(HARD)
+        with pytest.raises(InvalidInput, match="reward"):
+            h.log_task(bad, [])
+    assert h._count == 0
+    task(h, HARD, 1.0)
+    assert np.all(np.isfinite(h.q_local([{}], HARD[None, :], ["m"])))

@@ -131,14 +131,23 @@ class LocalBaselineUtility(MarginalUtility):
 
     def log_task(self, reward: float, injected_ids: Sequence[str]) -> None:
         """Add the last observed query's task with its ``reward`` and injected ids to the window
-        (nothing without an observed query: the outcome of a task never recalled for)."""
+        (nothing without an observed query: the outcome of a task never recalled for).
+
+        Raises
+        ------
+        InvalidInput
+            A NaN or out-of-range reward (the window is left unchanged).
+        """
+        r = float(reward)
+        if not math.isfinite(r) or not 0 <= r <= 1:
+            raise InvalidInput(f"reward must be finite and in [0, 1], got {reward!r}")
         if self._last is None:
             return
         if self._Q is None:
             self._Q = np.zeros((self.window, self._last.shape[0]), dtype=np.float32)
         i = self._count % self.window
         self._Q[i] = self._last.astype(np.float16)  # the persisted precision: reopen scores alike
-        self._r[i] = float(reward)
+        self._r[i] = r
         self._ids[i] = frozenset(str(x) for x in injected_ids)
         self._count += 1
         self._last = None
