@@ -152,3 +152,19 @@ def test_log_task_refuses_a_reward_that_would_poison_the_window():
     assert h._count == 0
     task(h, HARD, 1.0)
     assert np.all(np.isfinite(h.q_local([{}], HARD[None, :], ["m"])))
+
+
+def test_recall_ranks_by_the_same_local_q_that_keep_scores():
+    """cosine+q reads q(m) from the head: with a local baseline it must be the local q (the one
+    Keep and share use), not the global one the head also computes."""
+    mem = Memory(":memory:", policy=create_policy("curator/local-baseline"), max_bytes=12_000,
+                 seed=0)  # fmt: skip
+    _stream(mem, 60)
+    ents = mem.entries()
+    q = mem.policy.terms(ents, mem.matrix).q
+    beta = mem.policy._rank.beta_q
+    rk = mem.policy.rerank(ents, np.zeros(len(ents)), np.zeros(mem.embedder.dim), mem.step)
+    assert np.allclose(np.asarray(rk.scores) / beta, q, atol=1e-9)
+    head = mem.policy.estimator("rho").scorer.helpfulness
+    assert not np.allclose(head.q_many([m.stats for m in ents]), q)  # the two differ here
+    mem.close()
