@@ -431,3 +431,24 @@ def test_fronts_keep_zero_cost_points_on_a_wide_cost_axis(tmp_path, monkeypatch)
     zero = [dict(r, cost_per_task=0.0) for r in rows]
     plot_fronts(tmp_path / "zero.png", zero)
     assert figs[-1].axes[0].get_xscale() == "linear"
+
+
+def test_mempilot_state_of_another_model_restriction_is_not_loaded_into_the_wrong_rows():
+    """The action factor's rows are named by the models: a state saved with other models (same
+    count) must not hand one model's weights to another."""
+    a = MemPilotOrchestrator(models=["local", "expert-sim"])
+    a._policy(default_pool())
+    a._pol._w["z0"][2] += 5.0  # curate:expert-sim strongly preferred
+    b = MemPilotOrchestrator(models=["extractive", "local"])
+    b.load_state(a.state())
+    assert b._pol is None or not np.any(b._pol._w["z0"])
+    c = MemPilotOrchestrator(models=["local", "expert-sim"])
+    c.load_state(a.state())  # the same models: loaded
+    assert c.choice_probs({}, "model")["expert-sim"] > 0.9
+    # a state saved with the old layout (z0 = retrieve | curate, a separate model factor)
+    d = c._pol._w["k"].shape[1]
+    old = {"policy": {"w": {"z0": [[1.0] * d] * 2, "model": [[1.0] * d] * 3}, "updates": 4},
+           "models": default_pool().names}  # fmt: skip
+    fresh = MemPilotOrchestrator()
+    fresh.load_state(old)
+    assert not np.any(fresh._pol._w["z0"])  # old weights ignored, nothing crashed
