@@ -122,3 +122,49 @@ def test_preset_runs_through_memory_and_a_reopened_store_scores_alike(tmp_path):
     after = again.policy.terms(again.entries(), again.matrix).q
     assert np.array_equal(before, after)
     again.close()
+
+
+def test_a_task_recalled_before_another_handles_commit_still_joins_the_window(tmp_path):
+    """The pending query is this handle's, not the namespace's: reloading the shared state after
+    a foreign commit (between recall and feedback) must not drop the task from the window."""
+    path = tmp_path / "m.db"
+    a = Memory(path, policy=create_policy("curator/local-baseline"), max_bytes=50_000, seed=0)
+    b = Memory(path, policy=create_policy("curator/local-baseline"), max_bytes=50_000, seed=1)
+    a.write("Task: Delete the rows of family 1 where the amount exceeds 5\n"
+            "Action: DELETE FROM f1 WHERE amount > 5;", origin="self", kind="raw")  # fmt: skip
+    hit = a.recall("Delete the rows of family 1 where the amount exceeds 7", k=1)
+    b.write("Task: Insert a row into family 2\nAction: INSERT INTO f2 VALUES (1);",
+            origin="self", kind="raw")  # fmt: skip
+    a.feedback(hit, 1.0)
+    head = a.policy.estimator("rho").scorer.helpfulness
+    assert head._count == 1
+    assert head.state()["window"]["ids"] == [list(hit.ids)]
+    a.close()
+    b.close()
+
+
+def test_log_task_refuses_a_reward_that_would_poison_the_window():
+    h = LocalBaselineUtility()
+    for bad in (float("nan"), float("inf"), 1.5, -0.1):
+        h.observe_query(HARD)
+        with pytest.raises(InvalidInput, match="reward"):
+            h.log_task(bad, [])
+    assert h._count == 0
+    task(h, HARD, 1.0)
+    assert np.all(np.isfinite(h.q_local([{}], HARD[None, :], ["m"])))
+
+
+def test_recall_ranks_by_the_same_local_q_that_keep_scores():
+    """cosine+q reads q(m) from the head: with a local baseline it must be the local q (the one
+    Keep and share use), not the global one the head also computes."""
+    mem = Memory(":memory:", policy=create_policy("curator/local-baseline"), max_bytes=12_000,
+                 seed=0)  # fmt: skip
+    _stream(mem, 60)
+    ents = mem.entries()
+    q = mem.policy.terms(ents, mem.matrix).q
+    beta = mem.policy._rank.beta_q
+    rk = mem.policy.rerank(ents, np.zeros(len(ents)), np.zeros(mem.embedder.dim), mem.step)
+    assert np.allclose(np.asarray(rk.scores) / beta, q, atol=1e-9)
+    head = mem.policy.estimator("rho").scorer.helpfulness
+    assert not np.allclose(head.q_many([m.stats for m in ents]), q)  # the two differ here
+    mem.close()

@@ -399,3 +399,56 @@ def test_report_of_seed_folders_draws_the_fronts_with_error_bars(tmp_path):
     esc = next(r for r in rows if r["policy"] == "pipeline/escalate")
     assert esc["seeds"] == 2
     assert _seed_se(esc) == pytest.approx(esc["accuracy_sd"] / np.sqrt(2))
+
+
+def test_fronts_keep_zero_cost_points_on_a_wide_cost_axis(tmp_path, monkeypatch):
+    """A policy that never escalates costs 0 per task; when the expert's cost widens the axis
+    (log-like scale), the free points must still be drawn inside it, and with NaN sd or one
+    seed the plot has no error bar but draws."""
+    import memcurator.bench.report as report
+    from memcurator.bench.fronts import plot_fronts
+
+    figs = []
+    save = report._save_png
+    monkeypatch.setattr(report, "_save_png", lambda fig, p: (figs.append(fig), save(fig, p)))
+    rows = [
+        {"policy": "keep-all", "accuracy": 1.0, "cost_per_task": 0.0, "latency_proxy_s": 1.0,
+         "seeds": 2, "accuracy_sd": float("nan")},
+        {"policy": "pipeline/retrieve-k1", "accuracy": 0.5, "cost_per_task": 1e-4,
+         "latency_proxy_s": 1.2, "seeds": 1, "accuracy_sd": 0.1},
+        {"policy": "pipeline/escalate", "accuracy": 0.9, "cost_per_task": 0.01,
+         "latency_proxy_s": 30.0, "seeds": 2, "accuracy_sd": 0.1},
+        {"policy": "mempilot", "accuracy": 0.7, "cost_per_task": 0.0, "latency_proxy_s": 2.0},
+    ]  # fmt: skip
+    plot_fronts(tmp_path / "fronts.png", rows)
+    [fig] = figs
+    ax = fig.axes[0]
+    assert ax.get_xscale() != "linear"  # 1e-4 .. 1e-2: the cheap ones are kept apart
+    lo, hi = ax.get_xlim()
+    xs = [x for ln in ax.get_lines() for x in np.asarray(ln.get_xdata(), float)]
+    assert 0.0 in xs and all(lo <= x <= hi for x in xs)
+    # every cost is 0: a linear axis, the points drawn
+    zero = [dict(r, cost_per_task=0.0) for r in rows]
+    plot_fronts(tmp_path / "zero.png", zero)
+    assert figs[-1].axes[0].get_xscale() == "linear"
+
+
+def test_mempilot_state_of_another_model_restriction_is_not_loaded_into_the_wrong_rows():
+    """The action factor's rows are named by the models: a state saved with other models (same
+    count) must not hand one model's weights to another."""
+    a = MemPilotOrchestrator(models=["local", "expert-sim"])
+    a._policy(default_pool())
+    a._pol._w["z0"][2] += 5.0  # curate:expert-sim strongly preferred
+    b = MemPilotOrchestrator(models=["extractive", "local"])
+    b.load_state(a.state())
+    assert b._pol is None or not np.any(b._pol._w["z0"])
+    c = MemPilotOrchestrator(models=["local", "expert-sim"])
+    c.load_state(a.state())  # the same models: loaded
+    assert c.choice_probs({}, "model")["expert-sim"] > 0.9
+    # a state saved with the old layout (z0 = retrieve | curate, a separate model factor)
+    d = c._pol._w["k"].shape[1]
+    old = {"policy": {"w": {"z0": [[1.0] * d] * 2, "model": [[1.0] * d] * 3}, "updates": 4},
+           "models": default_pool().names}  # fmt: skip
+    fresh = MemPilotOrchestrator()
+    fresh.load_state(old)
+    assert not np.any(fresh._pol._w["z0"])  # old weights ignored, nothing crashed

@@ -179,8 +179,14 @@ def plot_fronts(path: Path, summary: list[dict[str, Any]]) -> Path:
                     label="MemPilot Pareto front" if ax is axes[0] else None)  # fmt: skip
         xs = [float(r[key]) for r in rows if float(r[key]) > 0]
         if xs and max(xs) / min(xs) > 5:
-            ax.set_xscale("log")  # the priced expert is far right; keep the cheap ones apart
-            label += ", log scale"
+            # the priced expert is far right; keep the cheap ones apart. A free policy (x = 0)
+            # has no place on a log axis: symlog, linear below the cheapest priced one
+            if any(float(r[key]) <= 0 for r in rows):
+                ax.set_xscale("symlog", linthresh=min(xs))
+                label += ", log scale above " + f"{min(xs):.2g}"
+            else:
+                ax.set_xscale("log")
+                label += ", log scale"
         ax.set_xlabel(label)
         ax.grid(alpha=0.3, which="both")
     axes[0].plot([], [], "s", color="tab:orange", label="fixed pipelines")

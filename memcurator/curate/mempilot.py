@@ -451,7 +451,9 @@ class MemPilotOrchestrator(Component):
             names = list(state["models"])
             if all(n in pool for n in names):
                 self._policy(pool)
-                if self._pol is not None:
+                # the action rows are named by the models: another restriction's rows would
+                # hand one model's weights to another
+                if self._pol is not None and names == self._pool_names:
                     self._pol.load_state(state["policy"])
 
 

@@ -54,7 +54,12 @@ class CosinePlusHelpfulness(CosineRank):
         if self.beta_q == 0:
             return Ranking(np.asarray(cosine, dtype=np.float64))
         head = self._est["rho"].scorer.helpfulness
-        q = np.array([head.q(m.stats) for m in candidates])
+        if getattr(head, "local", False) and candidates:
+            # a local baseline reads the entries' embeddings: the q that Keep and share score
+            E = np.vstack([m.embedding for m in candidates])
+            q = head.q_local([m.stats for m in candidates], E, [m.id for m in candidates])
+        else:
+            q = np.array([head.q(m.stats) for m in candidates])
         return Ranking(np.asarray(cosine, dtype=np.float64) + self.beta_q * q)
 
 

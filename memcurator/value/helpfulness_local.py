@@ -131,14 +131,23 @@ class LocalBaselineUtility(MarginalUtility):
 
     def log_task(self, reward: float, injected_ids: Sequence[str]) -> None:
         """Add the last observed query's task with its ``reward`` and injected ids to the window
-        (nothing without an observed query: the outcome of a task never recalled for)."""
+        (nothing without an observed query: the outcome of a task never recalled for).
+
+        Raises
+        ------
+        InvalidInput
+            A NaN or out-of-range reward (the window is left unchanged).
+        """
+        r = float(reward)
+        if not math.isfinite(r) or not 0 <= r <= 1:
+            raise InvalidInput(f"reward must be finite and in [0, 1], got {reward!r}")
         if self._last is None:
             return
         if self._Q is None:
             self._Q = np.zeros((self.window, self._last.shape[0]), dtype=np.float32)
         i = self._count % self.window
         self._Q[i] = self._last.astype(np.float16)  # the persisted precision: reopen scores alike
-        self._r[i] = float(reward)
+        self._r[i] = r
         self._ids[i] = frozenset(str(x) for x in injected_ids)
         self._count += 1
         self._last = None
@@ -193,14 +202,19 @@ class LocalBaselineUtility(MarginalUtility):
         return st
 
     def load_state(self, s: dict[str, Any]) -> None:
+        """Restore :meth:`state`. The query observed since the last :meth:`log_task` is this
+        handle's task in progress, not shared state: it is kept (a memory reloads the state
+        after another handle's commit, between a recall and its feedback)."""
         super().load_state(s)
-        self._Q, self._count, self._last = None, 0, None
+        self._Q, self._count = None, 0
         self._r = np.zeros(self.window)
         self._ids = [frozenset()] * self.window
         w = s.get("window")
         if not w:
             return
         d = int(w["d"])
+        if self._last is not None and self._last.shape[0] != d:
+            self._last = None  # a window of another dimension: the pending query cannot join it
         Q = np.frombuffer(base64.b64decode(w["q16"]), dtype=np.float16).reshape(-1, d)
         keep = Q.shape[0] - min(Q.shape[0], self.window)  # a smaller window keeps the newest
         self._Q = np.zeros((self.window, d), dtype=np.float32)
