@@ -420,6 +420,46 @@ class Memory:
         return self.store.decisions(self.namespace, since=since, action=action)
 
     # ------------------------------------------------------------------ recall
+    def _query_vector(self, query: str) -> np.ndarray:
+        """The embedding of a task query's task line, float32 of shape (d,), after validation."""
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("query must be a non-empty string")
+        if not has_content(query):
+            raise InvalidInput(
+                f"query {query[:40]!r} has no letter or digit of any script; nothing to match"
+            )
+        e_q = np.asarray(self.embedder.embed(recall_text(query)), dtype=np.float32)
+        if not np.all(np.isfinite(e_q)):
+            raise InvalidInput("the embedder returned NaN or infinite values for this query")
+        return e_q
+
+    def observe(self, query: str) -> None:
+        """Fold a task's query into the policy's running statistics without recalling.
+
+        For a reader that does not go through :meth:`recall`: a read-time curator that scans
+        the resident set with its own retriever (JitMem's BM25 over task descriptions) still
+        tells the policy what the working tasks are (CURATOR's query sketch q̄ and working-task
+        centroid, Sec. III-A; a local helpfulness baseline's pending query). Nothing is read
+        or returned, so no energy is counted.
+
+        Raises
+        ------
+        InvalidInput
+            Empty query, one without a letter or digit of any script, or one the embedder maps
+            to NaN or infinite values (nothing is changed).
+
+        Examples
+        --------
+        >>> from memcurator import Memory
+        >>> mem = Memory(":memory:", policy="curator")
+        >>> mem.observe("Count the orders of customer 7")
+        >>> bool(abs(mem.sketch).sum() > 0)
+        True
+        """
+        e_q = self._query_vector(query)
+        self._sync_usable()
+        self.policy.observe_query(e_q)
+
     def recall(
         self,
         query: str,
@@ -470,12 +510,7 @@ class Memory:
             maps to NaN or infinite values, ``k`` not a positive integer, or ``min_score``
             that is not a finite number.
         """
-        if not isinstance(query, str) or not query.strip():
-            raise InvalidInput("query must be a non-empty string")
-        if not has_content(query):
-            raise InvalidInput(
-                f"query {query[:40]!r} has no letter or digit of any script; nothing to match"
-            )
+        e_q = self._query_vector(query)  # validates the query first
         if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
             raise InvalidInput(f"k must be a positive integer, got {k!r}")
         if min_score is not None and (
@@ -484,9 +519,6 @@ class Memory:
             raise InvalidInput(f"min_score must be a finite number or None, got {min_score!r}")
         self._sync_usable()
         query = recall_text(query)  # a query written as an entry is compared by its task line
-        e_q = np.asarray(self.embedder.embed(query), dtype=np.float32)
-        if not np.all(np.isfinite(e_q)):
-            raise InvalidInput("the embedder returned NaN or infinite values for this query")
         self.energy_bytes += len(query.encode("utf-8")) + self._res.used
         if observe:
             self.policy.observe_query(e_q)

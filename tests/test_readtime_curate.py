@@ -452,3 +452,18 @@ def test_mempilot_state_of_another_model_restriction_is_not_loaded_into_the_wron
     fresh = MemPilotOrchestrator()
     fresh.load_state(old)
     assert not np.any(fresh._pol._w["z0"])  # old weights ignored, nothing crashed
+
+
+def test_a_read_time_curator_over_curators_memory_still_tells_it_the_working_tasks():
+    """curator/align reads the bank through JitMem's retriever and never recalls; the agent
+    folds each task's query into CURATOR's sketch once (Memory.observe), so Keep's propensity
+    and drift terms see the working tasks."""
+    mem = Memory(":memory:", policy="curator/align", max_bytes=50_000)
+    ex = ScriptedExecutor(lambda p: "INSERT INTO payments (member_id, amount) VALUES (205, 90);")
+    for step in range(3):
+        run_task(sql_task(), mem, ex, AgentConfig(), policy_name="c", seed=0, step=step)
+    scorer = mem.policy._estimators["rho"].scorer
+    assert scorer._n_queries == 3
+    with pytest.raises(InvalidInput, match="non-empty"):
+        mem.observe("  ")
+    assert scorer._n_queries == 3

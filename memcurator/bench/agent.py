@@ -445,9 +445,12 @@ def _curate(
         memory.energy_bytes += memory.used_bytes
         return memory.entries()
 
+    # the policy learns the working tasks from every task, whichever way the curator reads
+    # (JitMem's own retriever never calls recall); recalls below then do not count twice
+    memory.observe(task.instruction)
     ctx = CurateContext(
         task=task.instruction,
-        recall=lambda q, k: memory.recall(q, k=k).entries,
+        recall=lambda q, k: memory.recall(q, k=k, observe=False).entries,
         bank=bank,
         observation=schema,
         executor=executor,
