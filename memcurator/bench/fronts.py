@@ -152,9 +152,7 @@ def plot_fronts(path: Path, summary: list[dict[str, Any]]) -> Path:
         (axes[1], "latency_proxy_s", "latency proxy per task (s; Eq. 15-19)"),
     ):
         sweep = [r for r in rows if str(r["policy"]).startswith("mempilot")]
-        colours = plt.get_cmap("winter")(
-            [i / max(1, len(sweep) - 1) for i in range(len(sweep))]
-        )
+        colours = plt.get_cmap("winter")([i / max(1, len(sweep) - 1) for i in range(len(sweep))])
         for r in rows:
             pol = str(r["policy"])
             x, y = float(r[key]), float(r["accuracy"])
