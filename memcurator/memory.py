@@ -420,18 +420,20 @@ class Memory:
         return self.store.decisions(self.namespace, since=since, action=action)
 
     # ------------------------------------------------------------------ recall
-    def _query_vector(self, query: str) -> np.ndarray:
-        """The embedding of a task query's task line, float32 of shape (d,), after validation."""
+    def _query_vector(self, query: str) -> tuple[str, np.ndarray]:
+        """A task query's task line (:func:`~memcurator.retrieve.hybrid.recall_text`) and its
+        embedding, float32 of shape (d,), after validation."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("query must be a non-empty string")
         if not has_content(query):
             raise InvalidInput(
                 f"query {query[:40]!r} has no letter or digit of any script; nothing to match"
             )
-        e_q = np.asarray(self.embedder.embed(recall_text(query)), dtype=np.float32)
+        line = recall_text(query)  # a query written as an entry is compared by its task line
+        e_q = np.asarray(self.embedder.embed(line), dtype=np.float32)
         if not np.all(np.isfinite(e_q)):
             raise InvalidInput("the embedder returned NaN or infinite values for this query")
-        return e_q
+        return line, e_q
 
     def observe(self, query: str) -> None:
         """Fold a task's query into the policy's running statistics without recalling.
@@ -456,7 +458,7 @@ class Memory:
         >>> bool(abs(mem.sketch).sum() > 0)
         True
         """
-        e_q = self._query_vector(query)
+        _, e_q = self._query_vector(query)
         self._sync_usable()
         self.policy.observe_query(e_q)
 
@@ -510,7 +512,7 @@ class Memory:
             maps to NaN or infinite values, ``k`` not a positive integer, or ``min_score``
             that is not a finite number.
         """
-        e_q = self._query_vector(query)  # validates the query first
+        query, e_q = self._query_vector(query)  # validates the query first
         if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
             raise InvalidInput(f"k must be a positive integer, got {k!r}")
         if min_score is not None and (
@@ -518,7 +520,6 @@ class Memory:
         ):
             raise InvalidInput(f"min_score must be a finite number or None, got {min_score!r}")
         self._sync_usable()
-        query = recall_text(query)  # a query written as an entry is compared by its task line
         self.energy_bytes += len(query.encode("utf-8")) + self._res.used
         if observe:
             self.policy.observe_query(e_q)

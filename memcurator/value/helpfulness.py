@@ -128,19 +128,29 @@ class MarginalUtility:
     def rates(self, stats: list[dict[str, float]] | EntryColumns) -> tuple[np.ndarray, np.ndarray]:
         """The two rates of q, each of shape (n,): the entry's shrunk injected reward rate, and
         the Laplace-smoothed reward rate of the tasks that did not inject it."""
-        q_r, q_n, n_in, r_in = (stat_column(stats, k) for k in ("q_r", "q_n", "n_in", "r_in"))
-        inj = (q_r + self.alpha * self.prior_in) / (q_n + self.alpha)
+        q_r, q_n = stat_column(stats, "q_r"), stat_column(stats, "q_n")
+        return (q_r + self.alpha * self.prior_in) / (q_n + self.alpha), self.base_rate(stats)
+
+    def base_rate(self, stats: list[dict[str, float]] | EntryColumns) -> np.ndarray:
+        """The Laplace-smoothed reward rate of the tasks that did not inject each entry,
+        shape (n,) (the counterfactual of Eq. 3 taken over all other tasks)."""
+        n_in, r_in = stat_column(stats, "n_in"), stat_column(stats, "r_in")
         n_out = np.maximum(self._n_all - n_in, 0.0)
         r_out = np.minimum(np.maximum(self._r_all - r_in, 0.0), n_out)
-        return inj, (r_out + 1.0) / (n_out + 2.0)
+        return (r_out + 1.0) / (n_out + 2.0)
 
     def blend_advertised(
-        self, q: np.ndarray, stats: list[dict[str, float]] | EntryColumns
+        self,
+        q: np.ndarray,
+        stats: list[dict[str, float]] | EntryColumns,
+        uses: np.ndarray | None = None,
     ) -> np.ndarray:
         """Blend a peer's advertised q (CURATOR Eq. 8) into ``q``, shape (n,), until local
-        evidence takes over (the advertised value counts as ``alpha`` pseudo-uses)."""
+        evidence takes over: the advertised value counts as ``alpha`` pseudo-uses against
+        ``uses`` (default: the entry's discounted injected uses ``q_n``)."""
         adv = stat_column(stats, "q_adv", np.nan)
-        w = self.alpha / (stat_column(stats, "q_n") + self.alpha)
+        n = stat_column(stats, "q_n") if uses is None else uses
+        w = self.alpha / (n + self.alpha)
         return np.where(np.isnan(adv), q, w * adv + (1.0 - w) * q)
 
     def state(self) -> dict[str, float]:

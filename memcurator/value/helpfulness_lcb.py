@@ -106,13 +106,8 @@ class BetaLCBUtility(MarginalUtility):
         lr = np.clip(lr, 0.0, ln)
         pi = min(max(self.prior_in, 1e-3), 1 - 1e-3)
         lower = beta.ppf(self.level, lr + self.alpha * pi, ln - lr + self.alpha * (1 - pi))
-        n_in, r_in = col("n_in"), col("r_in")
-        n_out = np.maximum(self._n_all - n_in, 0.0)
-        r_out = np.minimum(np.maximum(self._r_all - r_in, 0.0), n_out)
-        q = np.asarray(lower, dtype=np.float64) - (r_out + 1.0) / (n_out + 2.0)
-        adv = col("q_adv", np.nan)  # a peer's advertised q (Eq. 8) until local evidence
-        w = self.alpha / (ln + self.alpha)
-        return np.where(np.isnan(adv), q, w * adv + (1.0 - w) * q)
+        q = np.asarray(lower, dtype=np.float64) - self.base_rate(stats)
+        return self.blend_advertised(q, stats, uses=ln)  # a peer's q (Eq. 8) until local uses
 
 
 __all__ = ["STAT_LCB_N", "STAT_LCB_R", "BetaLCBUtility"]
