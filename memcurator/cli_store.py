@@ -326,6 +326,11 @@ def forget(
         fail(e)
         return
     console.print(f"forgot {entry_id} ({r.freed} bytes) in {namespace!r}")
+    if not r.erased:
+        console.print(
+            "warning: the text is gone from every read, but another reader's snapshot kept it "
+            "from being erased from the file yet; the next forget on this store erases it"
+        )
 
 
 def reembed(

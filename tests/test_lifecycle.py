@@ -131,6 +131,27 @@ def test_forget_on_a_bare_scope(tmp_path: Path) -> None:
     assert [e.id for e in mem.entries()] == ids[1:]  # the other handle sees it
 
 
+# --------------------------------------------------------------------------- stages via Memory
+def test_observe_folds_a_query_into_the_sketch() -> None:
+    mem = Memory(":memory:", policy="curator")
+    mem.observe("Count the orders of customer 7")
+    assert abs(mem.sketch).sum() > 0
+    assert mem.energy_bytes == 0  # nothing read
+
+
+def test_sign_proves_a_self_write() -> None:
+    from memcurator.trust.auth import OWNER, KeyRing
+
+    ring = KeyRing()
+    ring.add(OWNER)
+    mem = Memory(policy="lru", keyring=ring)
+    t = "Task: count rows in t\nAction: SELECT COUNT(*) FROM t;"
+    assert mem.write(t, signature=mem.sign(t)).admitted
+    assert mem.entries()[0].origin == "self"
+    with pytest.raises(InvalidInput):
+        Memory(policy="lru").sign(t)
+
+
 # --------------------------------------------------------------------------- layering
 def test_no_lifecycle_module_imports_the_facade() -> None:
     folder = Path(lifecycle_pkg.__file__).parent

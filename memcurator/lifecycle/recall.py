@@ -168,14 +168,6 @@ def observe(ctx: Context, query: str) -> None:
     InvalidInput
         Empty query, one without a letter or digit of any script, or one the embedder maps
         to NaN or infinite values (nothing is changed).
-
-    Examples
-    --------
-    >>> from memcurator import Memory
-    >>> mem = Memory(":memory:", policy="curator")
-    >>> mem.observe("Count the orders of customer 7")
-    >>> bool(abs(mem.sketch).sum() > 0)
-    True
     """
     _, e_q = query_vector(ctx.embedder, query)
     ctx.sync_usable()

@@ -231,17 +231,6 @@ def sign(ctx: Context, text: str, *, kind: str = "insight", origin_detail: str =
     ------
     InvalidInput
         No keyring, or its owner key is revoked.
-
-    Examples
-    --------
-    >>> from memcurator import Memory
-    >>> from memcurator.trust.auth import OWNER, KeyRing
-    >>> ring = KeyRing()
-    >>> _ = ring.add(OWNER)
-    >>> mem = Memory(policy="lru", keyring=ring)
-    >>> t = "Task: count rows in t\\nAction: SELECT COUNT(*) FROM t;"
-    >>> mem.write(t, signature=mem.sign(t)).admitted, mem.get(mem.entries()[0].id).origin
-    (True, 'self')
     """
     if ctx.keyring is None:
         raise InvalidInput("this memory has no keyring; pass keyring= to sign writes")
