@@ -33,6 +33,7 @@ from memcurator.store.base import (
     REEMBED_PENDING,
     NamespaceInfo,
     NamespaceStats,
+    Store,
     VectorRow,
 )
 from memcurator.store.connection import ClosedConnection, GuardedConnection, retry_busy
@@ -932,3 +933,8 @@ class SQLiteStore:
             )
             if cur.rowcount == 0:
                 raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
+
+
+def _implements_store(store: SQLiteStore) -> Store:
+    """Never called: mypy checks here that :class:`SQLiteStore` implements the protocol."""
+    return store
