@@ -246,8 +246,8 @@ def bench_size(n: int, workdir: str, repeats: int, profile: bool) -> dict[str, f
     r: dict[str, float] = {"open Memory": open_s * 1e3}
 
     def matrix() -> np.ndarray:
-        mem._res._matrix = None
-        return mem._res.matrix
+        mem._ctx.res._matrix = None
+        return mem._ctx.res.matrix
 
     r["matrix"] = median_ms(matrix, repeats)
     E = mem.matrix
@@ -256,7 +256,7 @@ def bench_size(n: int, workdir: str, repeats: int, profile: bool) -> dict[str, f
     r["priority cold"] = (time.perf_counter() - t0) * 1e3
     r["priority"] = median_ms(lambda: pol.priority(entries, E, mem.step), repeats)
     # what a Keep pass reads: the resident list, whose per-entry inputs are cached columns
-    res_entries = mem._res.entries
+    res_entries = mem._ctx.res.entries
     pol.priority(res_entries, E, mem.step)
     r["priority, cached inputs"] = median_ms(
         lambda: pol.priority(res_entries, E, mem.step), repeats
@@ -319,7 +319,7 @@ def bench_size(n: int, workdir: str, repeats: int, profile: bool) -> dict[str, f
     print(f"  n={n:,}: govern() evicted {n_ev:,}, distilled {n_di:,}")
 
     def build_bm25() -> None:
-        mem._res._bm25 = None
+        mem._ctx.res._bm25 = None
         mem.recall("count the rows of orders", k=1, observe=False)
 
     r["bm25 build (1st recall)"] = median_ms(build_bm25, max(1, min(repeats, 3)))

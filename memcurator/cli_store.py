@@ -317,29 +317,20 @@ def forget(
     ),
 ) -> None:
     """Hard-delete one entry; a tombstone stays in the decision log."""
+    from memcurator.lifecycle.forget import forget_stored
+
     store = _open(path, readonly=False)
     try:
-        rows = {r.name: r for r in store.namespace_stats()}
-        if namespace not in rows:
-            raise InvalidInput(f"namespace {namespace!r} does not exist; known: {sorted(rows)}")
-        freed = store.get(namespace, entry_id).bytes
-        with store.transaction():
-            step = (store.load_state(namespace) or ("", 0, {}))[1]
-            store.delete(namespace, entry_id)
-            store.mark_forgotten(namespace, entry_id)
-            store.log(
-                namespace,
-                step=step,
-                action="forget",
-                entry_id=entry_id,
-                reason=reason,
-                nbytes=freed,
-            )
-        store.checkpoint()
+        r = forget_stored(store, namespace, entry_id, reason=reason)
     except MemcuratorError as e:
         fail(e)
         return
-    console.print(f"forgot {entry_id} ({freed} bytes) in {namespace!r}")
+    console.print(f"forgot {entry_id} ({r.freed} bytes) in {namespace!r}")
+    if not r.erased:
+        console.print(
+            "warning: the text is gone from every read, but another reader's snapshot kept it "
+            "from being erased from the file yet; the next forget on this store erases it"
+        )
 
 
 def reembed(

@@ -55,7 +55,7 @@ FIELDS = tuple(
 def assert_fresh(m: Memory, where: str = "") -> None:
     """The handle's caches equal a fresh computation, and its residents equal the store."""
     len(m)  # a public read: syncs the handle after another handle's commit
-    res = m._res
+    res = m._ctx.res
     cols = res.entries.columns
     fresh = EntryColumns(list(res.entries))
     for k in KEYS:
@@ -143,11 +143,11 @@ def test_columns_follow_every_path(tmp_path, policy, seed):
         assert actions[want] > 0, (want, actions)
     assert any("theta_r(peer)" in d.reason for d in a.decisions(action="admit"))
     # what a reopened handle loads gives the same columns as the live handle
-    before = {k: a._res.entries.columns.column(k) for k in KEYS}
+    before = {k: a._ctx.res.entries.columns.column(k) for k in KEYS}
     a.close()
     again = Memory(path, namespace="n", policy=policy)
     for k in KEYS:
-        np.testing.assert_array_equal(again._res.entries.columns.column(k), before[k])
+        np.testing.assert_array_equal(again._ctx.res.entries.columns.column(k), before[k])
     freed = again.forget_all()
     assert freed > 0
     assert_fresh(again, "forget_all")
@@ -258,13 +258,13 @@ def test_another_handles_commit_resets_the_caches(tmp_path):
     for k in range(5):
         a.write(_task(k))
     a.recall("total amount in orders for day 0", k=1)
-    old = a._res.entries
+    old = a._ctx.res.entries
     assert old.sketch_dots is not None
     e = b.entries()[0]
     b.update(e.id, e.text + "\n-- fixed by b")
     b.feedback([e.id], 0.0)
     assert_fresh(a, "after b's commits")
-    assert a._res.entries is not old and a._res.entries.sketch_dots is None
+    assert a._ctx.res.entries is not old and a._ctx.res.entries.sketch_dots is None
     assert a.get(e.id).text.endswith("-- fixed by b")
 
 
@@ -283,7 +283,7 @@ def test_partial_fill_visits_both_ends_of_a_one_sided_near_pair(monkeypatch):
         new = m.write(_task(0).replace("day 0", "day 0.")).id
         for _ in range(4):
             m.feedback([old, new], 1.0)  # the pair ranks first: the fill does not reach it
-        assert m._res.near[old] == {new: m._res.near[new][old]}  # one near pair
+        assert m._ctx.res.near[old] == {new: m._ctx.res.near[new][old]}  # one near pair
         return m, old, new
 
     def full_order(pr, res, need, extra):
@@ -294,7 +294,7 @@ def test_partial_fill_visits_both_ends_of_a_one_sided_near_pair(monkeypatch):
         for reference in (False, True):
             m, old, new = build()
             lone, listed = (old, new) if keep_end else (new, old)
-            m._res.near[lone].pop(listed)  # listed -> lone only
+            m._ctx.res.near[lone].pop(listed)  # listed -> lone only
             with monkeypatch.context() as mp:
                 if reference:
                     mp.setattr(keep_mod, "_fill_rows", full_order)

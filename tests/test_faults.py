@@ -192,7 +192,9 @@ def test_unknown_id() -> None:
     mem.forget(r.id)
     with pytest.raises(EntryNotFound):
         mem.forget(r.id)  # forgetting twice is an error, not a silent no-op
-    mem.feedback(["nope", r.id], 1.0)  # feedback for gone ids is skipped (documented)
+    mem.feedback([r.id], 1.0)  # feedback for an id forgotten since is skipped (documented)
+    with pytest.raises(EntryNotFound):  # ... for one never in the namespace, refused
+        mem.feedback(["nope", r.id], 1.0)
 
 
 # --------------------------------------------------------------------------- processes

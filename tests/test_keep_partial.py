@@ -174,7 +174,7 @@ def _run(policy: str, max_bytes: int, ops: list[tuple[str, object]], path: str, 
                 else:
                     m.update(e.id, e.text + "\n-- revised")
         if check_cols:
-            res = m._res
+            res = m._ctx.res
             fresh = EntryColumns(list(res.entries))
             for key in res.entries.columns._cols:
                 np.testing.assert_array_equal(res.entries.columns.column(key), fresh.column(key))

@@ -113,7 +113,7 @@ def test_write_after_recall_reuses_the_recall_pass(monkeypatch):
             if k % 5 != 4:
                 m.recall(f"sum amount in orders for day {k}", k=1)
             if not use_cache:
-                m._res.entries.sketch_dots = None
+                m._ctx.res.entries.sketch_dots = None
             w = m.write(
                 f"Task: sum amount in orders for day {k}\n"
                 f"Action: SELECT SUM(amount) FROM orders WHERE day = {k};"
@@ -138,7 +138,7 @@ def test_sketch_dots_are_invalid_after_a_change():
     for k in range(5):
         m.write(f"Task: count rows of t{k}\nAction: SELECT COUNT(*) FROM t{k};")
     m.recall("count rows of t1", k=1)
-    res = m._res
+    res = m._ctx.res
     v = m.policy.admission_sketch(res.matrix)
     assert v is not None
     np.testing.assert_array_equal(res.entries.cached_dots(v), res.matrix @ v)

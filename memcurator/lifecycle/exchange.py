@@ -8,62 +8,91 @@ CURATOR, Alg. 1 lines 13-22 and Eq. 7-8.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from memcurator.errors import DimensionMismatch, InvalidInput
-from memcurator.lifecycle.write import WriteResult, check_text
+from memcurator.lifecycle.checks import check_text
+from memcurator.lifecycle.context import Context
+from memcurator.lifecycle.forget import forget
+from memcurator.lifecycle.write import WriteResult, write
 from memcurator.policy.share import ForgetNotice, SharedEntry, select_for_peer
 from memcurator.policy.trust import RECEIVED_FROM
 from memcurator.trust.auth import Claim
 from memcurator.trust.reputation import PeerReputation, recompute_abstraction_gain
 
-if TYPE_CHECKING:
-    from memcurator.memory import Memory
+
+class ShareOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`share` (and :meth:`memcurator.Memory.share`)."""
+
+    tau: float
+    tau_rise: float
+    delta: float
+    sender: str | None
+    to: str
+    peer: str
 
 
 def share(
-    mem: Memory,
+    ctx: Context,
     peer_sketch: np.ndarray,
     uplink_bytes: int,
     *,
-    tau: float,
-    tau_rise: float,
-    delta: float,
+    tau: float = 0.0,
+    tau_rise: float = 5e-5,
+    delta: float = 0.9,
     sender: str | None = None,
     to: str = "",
     peer: str = "",
 ) -> list[SharedEntry | ForgetNotice]:
-    """See :meth:`memcurator.Memory.share`."""
-    if not mem.policy.can_share:
-        raise InvalidInput(f"policy {mem.policy.name!r} cannot share; use a curator policy")
+    """Select resident entries to send a peer (CURATOR Alg. 1 lines 13-17, Eq. 7-8).
+
+    ``peer_sketch`` has shape (d,); ``uplink_bytes`` is the round's budget L; ``tau``,
+    ``tau_rise`` and ``delta`` are those of :func:`memcurator.policy.share.select_for_peer`
+    (:class:`ShareOptions`). Returns :class:`~memcurator.policy.share.SharedEntry` objects,
+    each logged as ``share``,
+    preceded by a :class:`~memcurator.policy.share.ForgetNotice` for every entry shared
+    with ``peer`` before (or shared with no peer name) and forgotten since, each logged as
+    ``notice``; send the list as a whole over the channel to :func:`receive`. Personal
+    entries (``write(personal=True)``) are never shared.
+    With a ``keyring`` and ``sender`` (this agent's id at the peer), each entry is signed under
+    ``sender``'s link key for the receiving namespace ``to`` and carries the raw trajectory
+    it was distilled from when known (so the receiver can recompute its abstraction gain).
+
+    Raises
+    ------
+    InvalidInput
+        The policy has no share component (only curator-style policies share).
+    DimensionMismatch
+        ``peer_sketch`` has the wrong dimension.
+    """
+    if not ctx.policy.can_share:
+        raise InvalidInput(f"policy {ctx.policy.name!r} cannot share; use a curator policy")
     sk = np.asarray(peer_sketch, dtype=np.float64)
-    if sk.shape != (mem.embedder.dim,):
-        raise DimensionMismatch(f"peer sketch has shape {sk.shape}, expected ({mem.embedder.dim},)")
+    if sk.shape != (ctx.embedder.dim,):
+        raise DimensionMismatch(f"peer sketch has shape {sk.shape}, expected ({ctx.embedder.dim},)")
     if not np.all(np.isfinite(sk)):
         raise InvalidInput("peer sketch contains NaN or infinite values")
     if not isinstance(peer, str):
         raise InvalidInput(f"peer must be a string, got {peer!r}")
-    res = mem._res
-    mem._sync()
+    res = ctx.res
+    ctx.sync()
     out: list[SharedEntry | ForgetNotice] = []
-    notices = mem.store.pending_notices(mem.namespace, peer)
+    notices = ctx.store.pending_notices(ctx.namespace, peer)
     if notices:
-        with mem._transaction():
+        with ctx.transaction():
             for eid in notices:
                 out.append(ForgetNotice(eid))
-                mem.store.notice_sent(mem.namespace, eid, peer)
-                mem._log(
-                    mem.step, "notice", eid, float("nan"), f"forget notice to peer {peer!r}", 0
-                )
+                ctx.store.notice_sent(ctx.namespace, eid, peer)
+                ctx.log(ctx.step, "notice", eid, float("nan"), f"forget notice to peer {peer!r}", 0)
     # personal data never leaves the memory
     rows = [i for i, m in enumerate(res.entries) if not m.meta.get("_personal")]
     if not rows:
         return out
     ents = [res.entries[i] for i in rows]
     mat = res.matrix[rows]
-    t = mem.policy.share_terms(ents, mat, sk)
+    t = ctx.policy.share_terms(ents, mat, sk)
     chosen, _ = select_for_peer(
         ents,
         mat,
@@ -74,8 +103,8 @@ def share(
         tau_rise=tau_rise,
         delta=delta,
     )
-    ring = mem.keyring if sender else None
-    with mem._transaction():
+    ring = ctx.keyring if sender else None
+    with ctx.transaction():
         for i, thr in chosen:
             m = ents[i]
             sig = None
@@ -93,21 +122,21 @@ def share(
                     signature=sig,
                 )
             )
-            mem._log(
-                mem.step,
+            ctx.log(
+                ctx.step,
                 "share",
                 m.id,
                 float(t.rho[i]),
                 f"rho_s={t.rho[i]:.3g} > tau={thr:.3g}; q={t.q[i]:.3f}, a={t.a[i]:.2f}",
                 m.bytes,
             )
-            mem.store.mark_shared(mem.namespace, m.id, peer)
+            ctx.store.mark_shared(ctx.namespace, m.id, peer)
     return out
 
 
-def reputation(mem: Memory) -> PeerReputation | None:
+def reputation(ctx: Context) -> PeerReputation | None:
     """The policy's peer reputation (its ``reputation`` estimator), or None if it keeps none."""
-    get = getattr(mem.policy, "estimator", None)
+    get = getattr(ctx.policy, "estimator", None)
     if get is None:
         return None
     try:
@@ -116,10 +145,11 @@ def reputation(mem: Memory) -> PeerReputation | None:
         return None
 
 
-def receive(mem: Memory, shared: Iterable[Any], peer: str) -> list[WriteResult]:
-    """See :meth:`memcurator.Memory.receive`.
+def receive(ctx: Context, shared: Iterable[Any], peer: str) -> list[WriteResult]:
+    """Offer entries received from ``peer`` (CURATOR Trust, Alg. 1 lines 18-22).
 
-    What a peer sends is :func:`share`'s output: ``SharedEntry`` and ``ForgetNotice`` objects; a
+    The sender's id is kept as ``meta["source_id"]``. What a peer sends is :func:`share`'s
+    output: ``SharedEntry`` and ``ForgetNotice`` objects; a
     notice forgets the copy received from ``peer`` under that source id.
 
     Unlike CURATOR (Eq. 8: the sender's q and a transfer unchanged), nothing the peer advertises
@@ -137,26 +167,27 @@ def receive(mem: Memory, shared: Iterable[Any], peer: str) -> list[WriteResult]:
 
     The advertised numbers are kept in ``meta`` (``advertised_q``, ``advertised_a``).
     """
-    rep = reputation(mem) or PeerReputation()
+    rep = reputation(ctx) or PeerReputation()
     out = []
     for s in shared:
         if not isinstance(peer, str) or not peer:
             raise InvalidInput("peer must be a non-empty string")
         if isinstance(s, ForgetNotice):
-            mem._sync()
-            for m in list(mem._res.entries):
+            ctx.sync()
+            for m in list(ctx.res.entries):
                 if m.meta.get(RECEIVED_FROM) == peer and m.meta.get("source_id") == s.source_id:
-                    mem.forget(m.id, reason=f"forget notice from peer {peer!r} ({s.source_id})")
+                    forget(ctx, [m.id], reason=f"forget notice from peer {peer!r} ({s.source_id})")
             continue
         a_adv = float(s.a)
         if not np.isfinite(a_adv) or a_adv < 1.0 or not np.isfinite(float(s.q)):
             raise InvalidInput(f"advertised q={s.q!r}, a={s.a!r} must be finite, a >= 1")
-        text = check_text(s.text, mem.max_text_bytes)
-        e_b = mem.entry_bytes(text, {}, mem.embedder.embed(text))
+        text = check_text(s.text, ctx.max_text_bytes)
+        e_b = ctx.sizing.entry_bytes(text, {}, ctx.embedder.embed(text))
         a = recompute_abstraction_gain(text, getattr(s, "raw_text", None))
         q = rep.shrink_q(peer, float(np.clip(s.q, -1.0, 1.0)), 0.0)
         out.append(
-            mem.write(
+            write(
+                ctx,
                 text,
                 origin="peer",
                 kind=s.kind,
@@ -169,15 +200,15 @@ def receive(mem: Memory, shared: Iterable[Any], peer: str) -> list[WriteResult]:
                     "advertised_q": float(s.q),
                     "advertised_a": a_adv,
                 },
-                signature=getattr(s, "signature", None) if mem.keyring is not None else None,
+                signature=getattr(s, "signature", None) if ctx.keyring is not None else None,
             )
         )
     return out
 
 
-def log_reputation(mem: Memory) -> None:
+def log_reputation(ctx: Context) -> None:
     """Write new peer quarantines and releases to the decision log (entry id ``peer:<id>``)."""
-    get = getattr(mem.policy, "estimator", None)
+    get = getattr(ctx.policy, "estimator", None)
     if get is None:
         return
     try:
@@ -185,19 +216,26 @@ def log_reputation(mem: Memory) -> None:
     except InvalidInput:
         return
     for peer, action, reason in est.rep.log[est.logged :]:
-        mem._log(mem.step, action, f"peer:{peer}", float("nan"), reason, 0)
+        ctx.log(ctx.step, action, f"peer:{peer}", float("nan"), reason, 0)
     est.logged = len(est.rep.log)
 
 
-def release_peer(mem: Memory, peer: str, reason: str, *, reset: bool = False) -> None:
-    """See :meth:`memcurator.Memory.release_peer`."""
-    rep = reputation(mem)
+def release_peer(ctx: Context, peer: str, reason: str, *, reset: bool = False) -> None:
+    """Lift the quarantine of ``peer`` (logged as ``release``); see
+    :meth:`memcurator.trust.reputation.PeerReputation.release`.
+
+    Raises
+    ------
+    InvalidInput
+        The policy keeps no reputation, the peer is not quarantined, or no reason.
+    """
+    rep = reputation(ctx)
     if rep is None:
-        raise InvalidInput(f"policy {mem.policy.name!r} keeps no peer reputation")
-    with mem._transaction():
+        raise InvalidInput(f"policy {ctx.policy.name!r} keeps no peer reputation")
+    with ctx.transaction():
         rep.release(peer, reason, reset=reset)
-        log_reputation(mem)
-        mem._save_state()
+        log_reputation(ctx)
+        ctx.save_state()
 
 
-__all__ = ["log_reputation", "receive", "release_peer", "reputation", "share"]
+__all__ = ["ShareOptions", "log_reputation", "receive", "release_peer", "reputation", "share"]

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from memcurator.lifecycle.checks import dedup_key
+from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.resident import ResidentSet
 from memcurator.lifecycle.versions import proven_better
 from memcurator.policy.base import Policy
@@ -249,4 +251,34 @@ def distill_entry(
     return True, n_embedded
 
 
-__all__ = ["GovernResult", "distill_entry", "evict_victims", "govern"]
+def keep_pass(ctx: Context, step: int) -> GovernResult:
+    """:func:`govern` on a context (its budget, log and distiller), inside the caller's
+    transaction; text embedded by distillation and bytes scanned go to its energy meter."""
+
+    def distill(m: Entry, st: int, row: int | None = None) -> bool:
+        ok, n = distill_entry(
+            ctx.res,
+            m,
+            st,
+            row,
+            distiller=ctx.distiller,
+            embed=ctx.embed,
+            sizeof=ctx.sizing.entry_bytes,
+            log=ctx.log,
+            text_hash=dedup_key,
+        )
+        ctx.energy.add(n)
+        return ok
+
+    return govern(ctx.res, ctx.policy, ctx.max_bytes, step, ctx.log, distill, ctx.energy.add)
+
+
+def run_keep(ctx: Context) -> GovernResult:
+    """The Keep pass now, in its own transaction, with the policy state saved after it."""
+    with ctx.transaction():
+        g = keep_pass(ctx, ctx.step)
+        ctx.save_state()
+    return g
+
+
+__all__ = ["GovernResult", "distill_entry", "evict_victims", "govern", "keep_pass", "run_keep"]

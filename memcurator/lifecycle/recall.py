@@ -9,15 +9,21 @@ learned rank).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from typing import TypedDict
 
 import numpy as np
 
+from memcurator.embed import Embedder
+from memcurator.embed.text import has_content
+from memcurator.errors import InvalidInput
+from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.resident import ResidentSet
 from memcurator.lifecycle.versions import prefer_newer
 from memcurator.policy.base import Policy, Ranking
 from memcurator.retrieve import dense_topk, row_dots, rrf_fuse
-from memcurator.retrieve.hybrid import blend_scores
+from memcurator.retrieve.hybrid import blend_scores, recall_text
 from memcurator.types import Entry, RecallResult
 
 
@@ -125,4 +131,146 @@ def recall(
     )
 
 
-__all__ = ["as_ranking", "recall"]
+def query_vector(embedder: Embedder, query: str) -> tuple[str, np.ndarray]:
+    """A task query's task line (:func:`~memcurator.retrieve.hybrid.recall_text`) and its
+    embedding, float32 of shape (d,), after validation.
+
+    Raises
+    ------
+    InvalidInput
+        Empty query, one without a letter or digit of any script, or one the embedder maps to
+        NaN or infinite values.
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("query must be a non-empty string")
+    if not has_content(query):
+        raise InvalidInput(
+            f"query {query[:40]!r} has no letter or digit of any script; nothing to match"
+        )
+    line = recall_text(query)  # a query written as an entry is compared by its task line
+    e_q = np.asarray(embedder.embed(line), dtype=np.float32)
+    if not np.all(np.isfinite(e_q)):
+        raise InvalidInput("the embedder returned NaN or infinite values for this query")
+    return line, e_q
+
+
+def observe(ctx: Context, query: str) -> None:
+    """Fold a task's query into the policy's running statistics without recalling.
+
+    For a reader that does not go through :func:`recall_for`: a read-time curator that scans
+    the resident set with its own retriever (JitMem's BM25 over task descriptions) still
+    tells the policy what the working tasks are (CURATOR's query sketch q̄ and working-task
+    centroid, Sec. III-A; a local helpfulness baseline's pending query). Nothing is read
+    or returned, so no energy is counted.
+
+    Raises
+    ------
+    InvalidInput
+        Empty query, one without a letter or digit of any script, or one the embedder maps
+        to NaN or infinite values (nothing is changed).
+    """
+    _, e_q = query_vector(ctx.embedder, query)
+    ctx.sync_usable()
+    ctx.policy.observe_query(e_q)
+
+
+class RecallOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`recall_for` (and :meth:`memcurator.Memory.recall`)."""
+
+    where: Callable[[Entry], bool] | None
+    observe: bool
+    min_score: float | None
+    user: str | None
+
+
+def recall_for(
+    ctx: Context,
+    query: str,
+    k: int = 1,
+    *,
+    where: Callable[[Entry], bool] | None = None,
+    observe: bool = True,
+    min_score: float | None = None,
+    user: str | None = None,
+) -> RecallResult:
+    """Recall up to ``k`` entries for ``query`` (:func:`recall` on a context): counts the query
+    and the resident bytes scanned as energy, and guards ``where``.
+
+    Parameters
+    ----------
+    query : str
+    k : int, default 1
+        At most this many results; fewer when fewer entries are resident or pass ``where``,
+        or when the policy's rank caps what it injects (``tokenworth``: K_max = 1, the
+        paper's default; ``create_policy("tokenworth", k_max=3)`` raises it).
+    where : callable (Entry) -> bool, optional
+        A filter applied before ranking (it receives copies). It may read the memory but
+        not change it: a write, feedback, forget or update from inside it raises
+        :class:`~memcurator.errors.InvalidInput` (the recall then fails; nothing changed).
+    observe : bool, default True
+        Fold the query into the policy's running statistics (CURATOR's sketch).
+    min_score : float, optional
+        Drop candidates whose cosine with the query is below this (in [-1, 1]); a query
+        that matches nothing then returns nothing.
+    user : str, optional
+        The user recalling: entries written with ``user=`` are returned only to that
+        user; entries without one are shared by every user of the namespace.
+
+    Ranking: the policy's score plus ``lexical_weight`` times the candidate's BM25 score
+    over the pool's best; between versions of one request (cosine >= ``same_request``)
+    the newer first unless the older is proven better. This is the only way recency
+    enters recall (see :func:`recall`).
+
+    Returns
+    -------
+    RecallResult
+        ``ids`` (length ``k' <= k``), ``scores`` of shape (k',) descending, ``entries``
+        (copies), and the ``features`` and ``step`` that
+        :func:`~memcurator.lifecycle.feedback.feedback` learns from.
+
+    Raises
+    ------
+    InvalidInput
+        Empty query or one without a letter or digit of any script, a query the embedder
+        maps to NaN or infinite values, ``k`` not a positive integer, or ``min_score``
+        that is not a finite number.
+    """
+    query, e_q = query_vector(ctx.embedder, query)  # validates the query first
+    if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
+        raise InvalidInput(f"k must be a positive integer, got {k!r}")
+    if min_score is not None and (
+        not isinstance(min_score, int | float) or not math.isfinite(min_score)
+    ):
+        raise InvalidInput(f"min_score must be a finite number or None, got {min_score!r}")
+    ctx.sync_usable()
+    ctx.energy.add(len(query.encode("utf-8")) + ctx.res.used)
+    if observe:
+        ctx.policy.observe_query(e_q)
+    guarded = None
+    if where is not None:
+        user_where = where
+
+        def guarded(e: Entry) -> bool:
+            ctx.in_where = True
+            try:
+                return bool(user_where(e))
+            finally:
+                ctx.in_where = False
+
+    return recall(
+        ctx.res,
+        ctx.policy,
+        query,
+        e_q,
+        int(k),
+        candidates=ctx.candidates,
+        step=ctx.step,
+        where=guarded,
+        min_score=min_score,
+        user=user,
+        lexical_weight=ctx.lexical_weight,
+        same_request=ctx.same_request,
+    )
+
+
+__all__ = ["RecallOptions", "as_ranking", "observe", "query_vector", "recall", "recall_for"]

@@ -1,7 +1,7 @@
 """The resident set: a namespace's entries in memory, their embedding matrix and byte account.
 
 It is a cache of the store, never a second source of truth: :meth:`ResidentSet.sync` reloads it
-whenever the store's version token changed (a commit or rollback from this handle, another handle
+whenever the store's change token changed (a commit or rollback from this handle, another handle
 on the same connection, or another process), so a failed transaction leaves no trace here.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from memcurator.retrieve import BM25Index
 from memcurator.retrieve.hybrid import recall_text
-from memcurator.store.sqlite import SQLiteStore
+from memcurator.store.base import Store
 from memcurator.types import Entry
 from memcurator.value.columns import EntryColumns
 
@@ -46,7 +46,7 @@ class ResidentSet:
 
     Parameters
     ----------
-    store : SQLiteStore
+    store : Store
     namespace : str
     dim : int
         Embedding dimension d.
@@ -62,12 +62,12 @@ class ResidentSet:
         ``sum(b(m))``, bytes.
     """
 
-    def __init__(self, store: SQLiteStore, namespace: str, dim: int, delta: float | None):
+    def __init__(self, store: Store, namespace: str, dim: int, delta: float | None):
         self.store = store
         self.namespace = namespace
         self.dim = dim
         self.delta = delta
-        self._version: Any = None
+        self._token: Any = None
         self.reload()
 
     # ------------------------------------------------------------------ cache
@@ -78,7 +78,7 @@ class ResidentSet:
         # on first use
         self._near: dict[str, dict[str, float]] | None = None if self.entries else {}
         self.changed()
-        self._version = self.store.version()
+        self._token = self.store.change_token()
         # ids added or given feedback since the last victims pass; None: look at everything
         self._changed_ids: set[str] | None = None
 
@@ -103,9 +103,13 @@ class ResidentSet:
                             self._near.setdefault(a, {})[b] = float(S[r, c])
         return self._near
 
+    def current(self) -> bool:
+        """True when nothing committed or rolled back since this set last looked."""
+        return bool(self.store.change_token() == self._token)
+
     def sync(self) -> bool:
         """Reload if anything committed or rolled back since we last looked; True if it did."""
-        if self.store.version() != self._version:
+        if not self.current():
             self.reload()
             return True
         return False
@@ -129,8 +133,8 @@ class ResidentSet:
         return [self.entries[self.index[i]] for i in ids if i in self.index]
 
     def mark_synced(self) -> None:
-        """This handle's own commit is already reflected here: remember the new version."""
-        self._version = self.store.version()
+        """This handle's own commit is already reflected here: remember the new change token."""
+        self._token = self.store.change_token()
 
     def changed(self) -> None:
         """Recompute the index and byte account; drop the matrix, BM25 and column caches."""

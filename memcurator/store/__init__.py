@@ -1,6 +1,8 @@
-"""Persistent stores. SQLite (stdlib) is the embedded default."""
+"""Persistent stores behind one protocol (:class:`~memcurator.store.base.Store`). SQLite
+(stdlib) is the embedded default."""
 
+from memcurator.store.base import NamespaceInfo, Store
 from memcurator.store.sizing import default_sizeof
-from memcurator.store.sqlite import NamespaceInfo, SQLiteStore
+from memcurator.store.sqlite import SQLiteStore
 
-__all__ = ["SQLiteStore", "NamespaceInfo", "default_sizeof"]
+__all__ = ["NamespaceInfo", "SQLiteStore", "Store", "default_sizeof"]

@@ -26,7 +26,7 @@ import numpy as np
 
 from memcurator.errors import InvalidInput
 from memcurator.retrieve.hybrid import recall_text
-from memcurator.store.sqlite import REEMBED_PENDING, SQLiteStore
+from memcurator.store.base import REEMBED_PENDING, Store, VectorRow
 from memcurator.store.vectors import check_dtype, vector_nbytes
 
 #: Prefix of the embedder field of a namespace whose re-embedding has not finished.
@@ -56,7 +56,7 @@ def _target(identity: str, dtype: str, current: str) -> str:
 
 
 def reembed(
-    store: SQLiteStore,
+    store: Store,
     namespace: str,
     embed: Callable[[str], np.ndarray],
     identity: str,
@@ -70,7 +70,8 @@ def reembed(
 
     Parameters
     ----------
-    store : SQLiteStore
+    store : Store
+        Any store backend (:class:`~memcurator.store.base.Store`).
     namespace : str
     embed : callable (str) -> ndarray of shape (dim,)
         Applied to each entry's recall text (its ``Task:`` line, or the whole text).
@@ -122,40 +123,27 @@ def reembed(
     new_vec = vector_nbytes(dim, dtype)
     done = 0
     batches = 0
-    conn = store._conn
 
-    def convert(rows: list[tuple[int, str, str, int, bytes]]) -> None:
-        for _rowid, eid, text, nbytes, old in rows:
-            e = np.asarray(embed(recall_text(text)), dtype=np.float32)
+    def convert(rows: list[VectorRow]) -> None:
+        for r in rows:
+            e = np.asarray(embed(recall_text(r.text)), dtype=np.float32)
             if e.shape != (dim,) or not np.all(np.isfinite(e)):
-                raise InvalidInput(f"embedder gave shape {e.shape} or NaN for entry {eid!r}")
-            nb = int(nbytes) - len(old) + new_vec
-            store.set_embedding(namespace, eid, e, max(nb, 1), dtype)
+                raise InvalidInput(f"embedder gave shape {e.shape} or NaN for entry {r.id!r}")
+            nb = r.bytes - r.vector_bytes + new_vec
+            store.set_embedding(namespace, r.id, e, max(nb, 1), dtype)
 
     while max_batches is None or batches < max_batches:
         with store.transaction():
-            rows = conn.execute(
-                "SELECT rowid, id, text, bytes, embedding FROM entries WHERE namespace=? AND "
-                "rowid>? ORDER BY rowid LIMIT ?",
-                (namespace, after, int(batch)),
-            ).fetchall()
+            rows = store.vector_rows(namespace, after=after, limit=int(batch))
             convert(rows)
-            if rows:
-                after = int(rows[-1][0])
             done += len(rows)
             if rows:
-                conn.execute(
-                    "UPDATE namespaces SET embedder=? WHERE name=?",
-                    (_mark(want, after), namespace),
-                )
+                after = rows[-1].pos
+                store.set_embedder(namespace, _mark(want, after), info.dim)
             else:
                 # rows rewritten behind the mark in another precision (a handle of an older
                 # memcurator that does not refuse writes during a conversion) are converted too
-                stragglers = conn.execute(
-                    f"SELECT rowid, id, text, bytes, embedding FROM entries WHERE namespace=? "
-                    f"AND ({store._vec} != ? OR length(embedding) != ?)",
-                    (namespace, dtype, new_vec),
-                ).fetchall()
+                stragglers = store.vector_rows(namespace, other_than=(dtype, new_vec))
                 convert(stragglers)
                 done += len(stragglers)
                 st = store.load_state(namespace)

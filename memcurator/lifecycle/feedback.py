@@ -1,0 +1,101 @@
+"""Feedback: a task's outcome for the entries injected into it — counts, the policy's learning,
+quarantine evictions and peer reputation, in one transaction."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+
+from memcurator.errors import EntryNotFound, InvalidInput
+from memcurator.lifecycle.context import Context
+from memcurator.lifecycle.exchange import log_reputation
+from memcurator.lifecycle.keep import evict_victims
+from memcurator.lifecycle.resident import ResidentSet
+from memcurator.types import RecallResult
+
+
+def check_reward(reward: object) -> float:
+    """``reward`` as a float in [0, 1] (True/False count as 1/0).
+
+    Raises
+    ------
+    InvalidInput
+        NaN, infinite, non-numeric (a string such as ``"1"``) or out of range.
+
+    Examples
+    --------
+    >>> check_reward(True)
+    1.0
+    """
+    if not isinstance(reward, numbers.Real):
+        raise InvalidInput(f"reward must be a number in [0, 1], got {reward!r}")
+    r = float(reward)
+    if not math.isfinite(r) or not 0.0 <= r <= 1.0:
+        raise InvalidInput(f"reward must be a finite number in [0, 1], got {reward!r}")
+    return r
+
+
+def feedback(ctx: Context, used: Iterable[str] | RecallResult, reward: float) -> None:
+    """Report a task's outcome ``reward`` in [0, 1] for the entries that were injected.
+
+    ``used`` is the :class:`~memcurator.types.RecallResult` whose entries were injected
+    (learners then train on the features of that recall, whatever was recalled since) or a
+    list of ids. Ids that were entries of the namespace but are no longer resident (evicted or
+    forgotten since) are skipped; an id listed twice counts once (an entry is injected into a
+    task or not). Each injected entry's ``uses``, ``successes`` (reward >= 0.5) or
+    ``failures`` and ``last_used_step`` are updated, the policy learns from the copies
+    (:meth:`~memcurator.policy.base.Policy.feedback`) and its new statistics are stored; what
+    the policy then names regardless of the budget (feedback quarantine) is evicted, logged;
+    new peer quarantines and releases are logged.
+
+    Raises
+    ------
+    InvalidInput
+        NaN, infinite, non-numeric or out-of-range reward, or ``used`` given as one string.
+    EntryNotFound
+        An id that was never an entry of the namespace (a typo, another namespace's id).
+        Nothing is updated in either case.
+    """
+    features = None
+    if isinstance(used, RecallResult):
+        features, used = used.features, list(used.ids)
+    if isinstance(used, str):
+        raise InvalidInput(f"used must be a list of entry ids, not the string {used!r}")
+    r = check_reward(reward)
+    ids = list(dict.fromkeys(used))  # one outcome per entry, in first-seen order
+    ctx.sync()
+    gone = [i for i in ids if i not in ctx.res.index]
+    if gone:  # checked before the transaction: a rollback would reload the policy's state
+        unknown = sorted(set(gone) - ctx.store.known_ids(ctx.namespace, gone))
+        if unknown:
+            raise EntryNotFound(
+                f"no entry {unknown[0]!r} was ever in namespace {ctx.namespace!r}"
+                + (f" (and {len(unknown) - 1} more unknown ids)" if len(unknown) > 1 else "")
+                + "; pass the ids recall returned (evicted or forgotten ones are skipped)"
+            )
+    with ctx.transaction():
+        res = ctx.res
+        injected = [res.entries[res.index[i]] for i in ids if i in res.index]
+        for m in injected:
+            m.uses += 1
+            m.last_used_step = ctx.step
+            if r >= 0.5:
+                m.successes += 1
+            else:
+                m.failures += 1
+        updates = ctx.policy.feedback(
+            r, [ResidentSet.copy_of(m) for m in injected], ctx.step, features
+        )
+        for m in injected:
+            if m.id in updates:
+                m.stats = dict(updates[m.id])
+            ctx.store.update(m)
+        res.touch([m.id for m in injected])
+        # what must go regardless of the budget (feedback quarantine) goes now, logged
+        evict_victims(res, ctx.policy, ctx.step, ctx.log)
+        log_reputation(ctx)
+        ctx.save_state()
+
+
+__all__ = ["check_reward", "feedback"]

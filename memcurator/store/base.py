@@ -1,0 +1,243 @@
+"""The store protocol: what the lifecycle needs from a backend, and nothing backend-specific.
+
+:class:`~memcurator.store.sqlite.SQLiteStore` implements it; a PostgreSQL backend implements
+the same methods and the lifecycle, :class:`~memcurator.Memory` and re-embedding run on it
+unchanged. Every backend passes one contract suite (``tests/test_store_contract.py``): budget
+held across two handles of one namespace, hard delete, namespace isolation, crash safety.
+
+What a backend owes the lifecycle:
+
+- **Transactions** (:meth:`Store.transaction`) that yield nothing: nested calls join the outer
+  one; an exception inside rolls every change back and propagates.
+- **A change token** (:meth:`Store.change_token`): an opaque value that differs after any
+  commit or rollback, from this handle or any other connection or process. Callers compare it
+  for equality only (the resident set reloads when it changed).
+- **Secure delete** (:meth:`Store.delete` then :meth:`Store.secure_erase`): a deleted entry's
+  text leaves every read path at commit, and its bytes leave the persistent medium (pages,
+  journals) when :meth:`Store.secure_erase` returns True.
+- **Vector rows for re-embedding** (:meth:`Store.vector_rows`): entries in insertion order by an
+  increasing position, so a batch walk can resume after the last committed position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+import numpy as np
+
+from memcurator.store.vectors import DEFAULT_DTYPE
+from memcurator.types import Decision, Entry
+
+#: Sentinel for :meth:`Store.create_namespace`: keep the stored budget (or precision).
+KEEP: Any = type("_Keep", (), {"__repr__": lambda self: "KEEP"})()
+
+#: Prefix of a namespace's embedder field while ``memcurator reembed`` has not finished
+#: (:mod:`memcurator.store.reembed`).
+REEMBED_PENDING = "reembedding:"
+
+
+@dataclass(frozen=True)
+class NamespaceInfo:
+    """What a namespace records about itself: its embedder and dimension, its budget and the
+    precision its entries' vectors are stored in (:mod:`memcurator.store.vectors`)."""
+
+    name: str
+    embedder: str
+    dim: int
+    max_bytes: int | None
+    created_at: float
+    vector_dtype: str = DEFAULT_DTYPE
+
+
+class NamespaceStats(NamedTuple):
+    """One row of :meth:`Store.namespace_stats`."""
+
+    name: str
+    entries: int
+    used_bytes: int
+    max_bytes: int | None
+    embedder: str
+    dim: int
+    decisions: int
+    policy: str | None
+    vector_dtype: str = DEFAULT_DTYPE
+
+
+class VectorRow(NamedTuple):
+    """One entry as re-embedding reads it (:meth:`Store.vector_rows`).
+
+    Attributes
+    ----------
+    pos : int
+        Position in insertion order (increasing; a batch walk resumes after it).
+    id : str
+    text : str
+    bytes : int
+        The entry's accounted bytes ``b(m)``.
+    vector_bytes : int
+        Bytes of its stored vector (in the precision its row records).
+    """
+
+    pos: int
+    id: str
+    text: str
+    bytes: int
+    vector_bytes: int
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A persistent entry store: namespaces, entries, policy state and the decision log.
+
+    The store owns the truth and decides nothing; the lifecycle
+    (:mod:`memcurator.lifecycle`) asks the policy and applies its answers here, inside
+    :meth:`transaction`. Errors are memcurator's: :class:`~memcurator.errors.StoreError`
+    (locked past the timeout, corrupt or closed), :class:`~memcurator.errors.EntryNotFound`,
+    :class:`~memcurator.errors.NamespaceNotFound`, :class:`~memcurator.errors.InvalidInput`,
+    :class:`~memcurator.errors.DimensionMismatch`.
+
+    Examples
+    --------
+    >>> from memcurator.store.sqlite import SQLiteStore
+    >>> isinstance(SQLiteStore(":memory:"), Store)
+    True
+    """
+
+    path: str
+
+    # --- transactions and change detection ------------------------------------------
+    def transaction(self) -> AbstractContextManager[None]:
+        """One write transaction; nested calls join the outer one; an exception rolls back."""
+        ...
+
+    def change_token(self) -> Hashable:
+        """Opaque; differs after any commit or rollback by any handle or process."""
+        ...
+
+    def secure_erase(self) -> bool:
+        """Make deleted bytes leave the persistent medium; False when it could not complete
+        (inside a transaction, or another reader holds a snapshot that still needs them)."""
+        ...
+
+    def close(self) -> None: ...
+
+    # --- namespaces -----------------------------------------------------------------
+    def create_namespace(
+        self, name: str, *, embedder: str, dim: int, max_bytes: Any = ..., vector_dtype: Any = ...
+    ) -> None: ...
+
+    def namespace(self, name: str) -> NamespaceInfo: ...
+
+    def namespaces(self) -> list[str]: ...
+
+    def namespace_stats(self) -> list[NamespaceStats]: ...
+
+    def delete_namespace(self, name: str, *, reason: str = ...) -> int: ...
+
+    # --- entries --------------------------------------------------------------------
+    def insert(self, entry: Entry) -> None: ...
+
+    def get(self, namespace: str, entry_id: str) -> Entry: ...
+
+    def entries(self, namespace: str) -> list[Entry]: ...
+
+    def update(self, entry: Entry) -> None: ...
+
+    def delete(self, namespace: str, entry_id: str) -> int:
+        """Hard-delete one entry; its freed bytes. The text leaves every read path at commit
+        and the persistent medium at :meth:`secure_erase`."""
+        ...
+
+    def used_bytes(self, namespace: str) -> int: ...
+
+    def count(self, namespace: str) -> int: ...
+
+    def known_ids(self, namespace: str, ids: list[str]) -> set[str]:
+        """Those of ``ids`` that are or were entries of ``namespace`` (resident, or named in
+        its decision log); every id when the log was compacted and cannot tell."""
+        ...
+
+    # --- policy state ---------------------------------------------------------------
+    def save_state(self, namespace: str, policy: str, step: int, state: dict[str, Any]) -> None: ...
+
+    def load_state(self, namespace: str) -> tuple[str, int, dict[str, Any]] | None: ...
+
+    # --- decision log ---------------------------------------------------------------
+    def log(
+        self,
+        namespace: str,
+        *,
+        step: int,
+        action: str,
+        entry_id: str,
+        score: float = ...,
+        reason: str = ...,
+        policy: str = ...,
+        nbytes: int = ...,
+    ) -> None: ...
+
+    def last_seq(self) -> int: ...
+
+    def decisions(
+        self, namespace: str, *, since: int = ..., action: str | None = ...
+    ) -> list[Decision]: ...
+
+    def decision_count(self, namespace: str) -> int: ...
+
+    def compact_log(
+        self,
+        namespace: str,
+        *,
+        keep: int | None = ...,
+        max_age_s: float | None = ...,
+        step: int = ...,
+    ) -> int: ...
+
+    # --- peers ----------------------------------------------------------------------
+    def mark_shared(self, namespace: str, entry_id: str, peer: str) -> None: ...
+
+    def mark_forgotten(self, namespace: str, entry_id: str) -> int: ...
+
+    def pending_notices(self, namespace: str, peer: str) -> list[str]: ...
+
+    def notice_sent(self, namespace: str, entry_id: str, peer: str) -> None: ...
+
+    # --- re-embedding ---------------------------------------------------------------
+    def vector_rows(
+        self,
+        namespace: str,
+        *,
+        after: int = ...,
+        limit: int | None = ...,
+        other_than: tuple[str, int] | None = ...,
+    ) -> list[VectorRow]:
+        """Entries after position ``after`` in insertion order, at most ``limit``; with
+        ``other_than=(dtype, nbytes)`` only those whose stored vector is in another precision
+        or of another size."""
+        ...
+
+    def set_embedder(
+        self, namespace: str, embedder: str, dim: int, vector_dtype: str | None = ...
+    ) -> None: ...
+
+    def set_embedding(
+        self,
+        namespace: str,
+        entry_id: str,
+        embedding: np.ndarray,
+        nbytes: int,
+        vector_dtype: str | None = ...,
+    ) -> None: ...
+
+
+__all__ = [
+    "KEEP",
+    "REEMBED_PENDING",
+    "NamespaceInfo",
+    "NamespaceStats",
+    "Store",
+    "VectorRow",
+]

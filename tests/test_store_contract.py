@@ -1,0 +1,207 @@
+"""One contract every store backend passes (STYLE.md rule 5): budget held across two handles of
+one namespace, hard delete, namespace isolation, crash safety, change detection.
+
+A backend is one entry of :data:`BACKENDS`: a factory that, given a temporary folder, returns how
+to open a new handle on one database (``connect``) and, where it can, the bytes its persistent
+medium holds (``persisted``, for the physical-erase check). A PostgreSQL backend is one more
+entry (a DSN and a fresh schema per test); nothing below names SQLite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memcurator import Memory
+from memcurator.embed import HashingEmbedder
+from memcurator.errors import EntryNotFound, NamespaceNotFound
+from memcurator.store.base import Store
+from memcurator.store.sqlite import SQLiteStore
+from memcurator.types import Entry
+
+
+@dataclass
+class Backend:
+    """How the contract reaches one store implementation."""
+
+    name: str
+    connect: Callable[[], Store]
+    persisted: Callable[[], bytes] | None = None
+
+
+def _sqlite(tmp: Path) -> Backend:
+    path = tmp / "contract.sqlite"
+
+    def persisted() -> bytes:  # the database file and its WAL / journal
+        return b"".join(p.read_bytes() for p in sorted(tmp.glob("contract.sqlite*")))
+
+    return Backend("sqlite", lambda: SQLiteStore(path), persisted)
+
+
+#: Store factories: name -> (temporary folder -> Backend). Add a backend here.
+BACKENDS: dict[str, Callable[[Path], Backend]] = {"sqlite": _sqlite}
+
+DIM = 64
+EMB = HashingEmbedder(dim=DIM)
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    return BACKENDS[request.param](tmp_path)
+
+
+def _memory(store: Store, namespace: str = "a", **kw: object) -> Memory:
+    kw.setdefault("policy", "lru")
+    return Memory(store=store, namespace=namespace, embedder=EMB, **kw)  # type: ignore[arg-type]
+
+
+def _text(i: int, tag: str = "") -> str:
+    return (
+        f"Task: count the orders of customer {i}{tag}\nAction: SELECT COUNT(*) FROM o WHERE c={i};"
+    )
+
+
+def test_implements_the_protocol(backend: Backend) -> None:
+    assert isinstance(backend.connect(), Store)
+
+
+def test_budget_held_across_two_handles(backend: Backend) -> None:
+    budget = 6_000
+    a = _memory(backend.connect(), max_bytes=budget)
+    b = _memory(backend.connect())  # the namespace's stored budget
+    assert b.max_bytes == budget
+    for i in range(24):
+        (a if i % 2 else b).write(_text(i))
+        for m in (a, b):
+            assert m.used_bytes <= budget
+        assert backend.connect().used_bytes("a") <= budget
+    assert {e.id for e in a.entries()} == {e.id for e in b.entries()}
+    assert len(a.decisions(action="evict")) > 0  # the budget bound: entries were evicted
+    assert a.step == b.step
+
+
+def test_hard_delete_leaves_no_read_path_and_no_bytes(backend: Backend) -> None:
+    secret = "Task: the vault code of user 7 is zebra-4417-quartz\nAction: SELECT 1;"
+    mem = _memory(backend.connect(), max_bytes=None)
+    other = _memory(backend.connect())  # a second handle on the namespace
+    keep = mem.write(_text(1)).id
+    gone = mem.write(secret).id
+    assert gone is not None and keep is not None
+    assert other.get(gone).text == secret
+    r = mem.forget(gone)
+    assert r.ids == [gone] and r.freed > 0
+    for m in (mem, other):
+        with pytest.raises(EntryNotFound):
+            m.get(gone)
+        assert gone not in {e.id for e in m.entries()}
+        assert gone not in m.recall("vault code of user 7 zebra quartz", k=5).ids
+    s = backend.connect()
+    with pytest.raises(EntryNotFound):
+        s.get("a", gone)
+    assert all(e.text != secret for e in s.entries("a"))
+    assert gone not in {row.id for row in s.vector_rows("a")}
+    assert [d.entry_id for d in s.decisions("a", action="forget")] == [gone]
+    assert all("zebra" not in d.reason for d in s.decisions("a"))
+    if backend.persisted is not None:
+        assert r.erased
+        assert b"zebra-4417-quartz" not in backend.persisted()
+        assert b"customer 1" in backend.persisted()  # the check can see text at all
+    assert keep in {e.id for e in mem.entries()}
+
+
+def test_forget_all_is_all_or_nothing_per_namespace(backend: Backend) -> None:
+    store = backend.connect()
+    a, b = _memory(store, "a"), _memory(store, "b")
+    for i in range(3):
+        a.write(_text(i))
+        b.write(_text(i))
+    with pytest.raises(EntryNotFound):  # one unknown id: nothing is deleted
+        a.forget("deadbeef")
+    assert len(a) == 3
+    freed = a.forget_all()
+    assert freed > 0 and len(a) == 0 and store.used_bytes("a") == 0
+    assert len(b) == 3 and store.count("b") == 3
+
+
+def test_namespace_isolation(backend: Backend) -> None:
+    store = backend.connect()
+    a = _memory(store, "a", max_bytes=50_000)
+    b = _memory(backend.connect(), "b", max_bytes=5_000)
+    ra = a.write(_text(1))
+    b.write(_text(1))
+    assert [e.namespace for e in store.entries("a")] == ["a"]
+    assert store.namespace("b").max_bytes == 5_000 and store.namespace("a").max_bytes == 50_000
+    with pytest.raises(EntryNotFound):
+        store.get("a", "not-there")
+    with pytest.raises(NamespaceNotFound):
+        store.entries("c")
+    assert [d.namespace for d in store.decisions("b")] == ["b"]
+    for i in range(2, 12):
+        b.write(_text(i))
+    assert b.used_bytes <= 5_000 and len(a) == 1  # b's evictions never reach a
+    b.forget_all()
+    assert len(a) == 1 and a.recall("orders of customer 1", k=1).ids == [ra.id]
+
+
+def test_a_transaction_that_raises_leaves_nothing(backend: Backend) -> None:
+    store = backend.connect()
+    store.create_namespace("a", embedder="e", dim=4)
+    token = store.change_token()
+    e = np.ones(4, dtype=np.float32) / 2
+    with pytest.raises(RuntimeError, match="crash"):
+        with store.transaction():
+            store.insert(Entry("x1", "a", "insight", "half-written", 10, 10, e))
+            store.log("a", step=0, action="admit", entry_id="x1", nbytes=10)
+            with store.transaction():  # a nested one joins the outer
+                store.save_state("a", "lru", 3, {"k": 1})
+            raise RuntimeError("crash")
+    assert store.change_token() != token  # a rollback is a change readers must see
+    for s in (store, backend.connect()):
+        assert s.count("a") == 0 and s.decisions("a") == [] and s.load_state("a") is None
+
+
+def test_a_failed_write_leaves_nothing(backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    mem = _memory(backend.connect(), max_bytes=None)
+    mem.write(_text(1))
+    before = (mem.used_bytes, len(mem.decisions()))
+
+    def boom(*a: object, **k: object) -> list[tuple[str, float, str]]:
+        raise RuntimeError("keep pass crashed")
+
+    monkeypatch.setattr(mem.policy, "victims", boom)
+    with pytest.raises(RuntimeError, match="crashed"):
+        mem.write(_text(2))  # inserted and logged, then the Keep pass raises
+    assert (mem.used_bytes, len(mem.decisions())) == before
+    assert backend.connect().count("a") == 1
+
+
+def test_change_token_sees_another_handle(backend: Backend) -> None:
+    a, b = backend.connect(), backend.connect()
+    a.create_namespace("a", embedder="e", dim=4)
+    t = a.change_token()
+    assert a.change_token() == t  # stable while nothing changes
+    b.log("a", step=0, action="admit", entry_id="x")
+    assert a.change_token() != t
+
+
+def test_vector_rows_walk_resumes_by_position(backend: Backend) -> None:
+    mem = _memory(backend.connect(), max_bytes=None)
+    ids = [mem.write(_text(i)).id for i in range(5)]
+    s = backend.connect()
+    first = s.vector_rows("a", limit=2)
+    rest = s.vector_rows("a", after=first[-1].pos)
+    assert [r.id for r in first + rest] == ids
+    assert all(r.vector_bytes > 0 and r.bytes > r.vector_bytes for r in first + rest)
+    assert s.vector_rows("a", other_than=("float32", 4 * DIM)) == []
+
+
+def test_known_ids_remembers_what_left(backend: Backend) -> None:
+    mem = _memory(backend.connect(), max_bytes=None)
+    a, b = mem.write(_text(1)).id, mem.write(_text(2)).id
+    assert a is not None and b is not None
+    mem.forget(a)
+    assert backend.connect().known_ids("a", [a, b, "deadbeef"]) == {a, b}
