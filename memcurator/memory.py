@@ -266,9 +266,9 @@ class Memory:
         """Hard-delete one entry, a tombstone logged: :func:`.forget.forget`."""
         return forget.forget(self._ctx, [entry_id], reason=reason)
 
-    def forget_all(self, *, reason: str = "forget_all requested") -> int:
-        """Hard-delete every entry of this namespace; the bytes freed: :func:`.forget.forget`."""
-        return forget.forget(self._ctx, None, reason=reason).freed
+    def forget_all(self, *, reason: str = "forget_all requested") -> ForgetResult:
+        """Hard-delete every entry of this namespace: :func:`.forget.forget`."""
+        return forget.forget(self._ctx, None, reason=reason)
 
     def update(self, entry_id: str, text: str | bytes, *, reason: str = "") -> WriteResult:
         """Replace one entry's text, atomically: :func:`.update.update`."""

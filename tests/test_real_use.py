@@ -338,7 +338,7 @@ def test_forget_all_touches_only_its_namespace() -> None:
     for i in range(4):
         a.write(ORDERS.format(c=i))
         b.write(ORDERS.format(c=i))
-    freed = a.forget_all()
+    freed = a.forget_all().freed
     assert len(a) == 0 and freed > 0 and len(b) == 4
     assert len(a.decisions(action="forget")) == 4 and not b.decisions(action="forget")
     assert a.recall("count the orders of customer 1").ids == []

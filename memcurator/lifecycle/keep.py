@@ -224,7 +224,9 @@ def distill_entry(
     n_embedded = len(text.encode("utf-8"))
     meta = dict(m.meta)
     meta["text_sha1"] = text_hash(text)
-    b = int(sizeof(text, meta, e))
+    # the origin detail and written statistics the raw entry counted stay counted
+    extra = max(m.bytes - int(sizeof(m.text, m.meta, m.embedding)), 0)
+    b = int(sizeof(text, meta, e)) + extra
     if b >= m.bytes:
         return False, n_embedded
     old = m.bytes

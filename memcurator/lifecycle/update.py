@@ -50,7 +50,10 @@ def update(ctx: Context, entry_id: str, text: str | bytes, *, reason: str = "") 
         new = ResidentSet.copy_of(cur)
         new.meta["text_sha1"] = key
         e = ctx.sizing.stored(e0)
-        b = ctx.sizing.entry_bytes(new_text, new.meta, e) + len(cur.origin_detail.encode("utf-8"))
+        # what the entry counts besides its text, meta and vector (origin detail, written
+        # statistics) stays counted: b(m) of the new version keeps the old one's extra bytes
+        extra = cur.bytes - ctx.sizing.entry_bytes(cur.text, cur.meta, cur.embedding)
+        b = ctx.sizing.entry_bytes(new_text, new.meta, e) + max(extra, 0)
         if ctx.max_bytes is not None and b > ctx.max_bytes:
             # logged and committed, raised outside the transaction (as in write)
             msg = f"new version of {b} bytes can never fit max_bytes={ctx.max_bytes}"

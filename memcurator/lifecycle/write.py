@@ -20,6 +20,7 @@ from memcurator.lifecycle.checks import (
 )
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.keep import keep_pass
+from memcurator.store.sizing import stats_bytes
 from memcurator.trust.auth import Claim, Signature
 from memcurator.types import KINDS, ORIGINS, Entry
 
@@ -171,9 +172,11 @@ def write(
             )
             return WriteResult(existing.id, True, "reinforced an identical resident entry")
         ctx.energy.add(len(text.encode("utf-8")))
-        # every stored field counts: text, meta and embedding (sizeof) and the origin detail
-        b = ctx.sizing.entry_bytes(text, meta, e) + len(detail.encode("utf-8"))
-        b0 = ctx.sizing.entry_bytes(raw_text, meta, e) if raw_text else b
+        # every stored field counts: text, meta and embedding (sizeof), the origin detail and
+        # the statistics the caller wrote
+        extra = len(detail.encode("utf-8")) + stats_bytes(stats)
+        b = ctx.sizing.entry_bytes(text, meta, e) + extra
+        b0 = ctx.sizing.entry_bytes(raw_text, meta, e) + extra if raw_text else b
         if raw_bytes is not None:
             b0 = int(raw_bytes)
         eid = ctx.new_id(text)

@@ -123,6 +123,11 @@ def reembed(
     new_vec = vector_nbytes(dim, dtype)
     done = 0
     batches = 0
+    # Learned state in the old embedding space (CURATOR's query sketch, TokenWorth's features)
+    # cannot be carried into another space: it restarts, in the first batch's transaction,
+    # logged; the step clock and every entry's own statistics (uses, outcomes, q) stay. A
+    # change of precision only keeps the space and the state.
+    space_changed = not pending and (info.embedder != identity or info.dim != dim)
 
     def convert(rows: list[VectorRow]) -> None:
         for r in rows:
@@ -134,6 +139,9 @@ def reembed(
 
     while max_batches is None or batches < max_batches:
         with store.transaction():
+            if space_changed:
+                _restart_state(store, namespace, f"{info.embedder} (dim {info.dim})")
+                space_changed = False
             rows = store.vector_rows(namespace, after=after, limit=int(batch))
             convert(rows)
             done += len(rows)
@@ -165,6 +173,23 @@ def reembed(
                 return ReembedResult(done, store.count(namespace), True, over)
         batches += 1
     return ReembedResult(done, store.count(namespace), False)
+
+
+def _restart_state(store: Store, namespace: str, old_space: str) -> None:
+    """Drop the namespace's saved policy state (keeping its step), logged: it was learned in
+    ``old_space`` and a handle with the new embedder could not load it."""
+    st = store.load_state(namespace)
+    if st is None or not st[2]:
+        return
+    store.save_state(namespace, "", st[1], {})
+    store.log(
+        namespace,
+        step=st[1],
+        action="update",
+        entry_id="",
+        reason=f"re-embedding: policy {st[0]!r}'s learned state was learned in the embedding "
+        f"space of {old_space} and restarts; the step and every entry's statistics stay",
+    )
 
 
 __all__ = ["PENDING", "ReembedResult", "reembed"]

@@ -37,3 +37,17 @@ def default_sizeof(
         + len(json.dumps(meta, sort_keys=True))
         + vector_nbytes(int(np.asarray(embedding).size), vector_dtype)
     )
+
+
+def stats_bytes(stats: dict[str, float]) -> int:
+    """Bytes of an entry's per-method statistics as written: their JSON, 0 when empty.
+
+    Counted in ``b(m)`` with the origin detail (``write(stats=...)``: every byte the caller
+    stores counts against the budget).
+
+    Examples
+    --------
+    >>> stats_bytes({}), stats_bytes({"q_adv": 0.5})
+    (0, 14)
+    """
+    return len(json.dumps(stats, sort_keys=True)) if stats else 0
