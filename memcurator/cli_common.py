@@ -40,7 +40,7 @@ def fail(e: Exception | str) -> NoReturn:
         Always, with code :data:`EXIT_ERROR`.
     """
     # plain text: a message may hold brackets ("[1, 2]") that rich would read as markup
-    console.print(Text.assemble(("error:", "red"), " ", str(e)), highlight=False)
+    console.print(Text.assemble(("error:", "red"), " ", str(e)), highlight=False, soft_wrap=True)
     raise typer.Exit(code=EXIT_ERROR)
 
 

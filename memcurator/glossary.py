@@ -148,7 +148,7 @@ GLOSSARY: tuple[Term, ...] = (
         "When the local model fails a task, the task goes to an expert (a stronger, priced "
         "model; in the offline benchmark it replays the dataset's reference SQL). 'escal.' "
         "counts escalated tasks per run; 'cost $' is their price (--expert-cost per call).",
-        ("escal.", "escalations", "escalated", "expert", "cost", "cost $"),
+        ("escal.", "escalations", "escalated", "cost_usd", "expert", "cost", "cost $"),
     ),
     Term(
         "tokens",
@@ -194,7 +194,7 @@ GLOSSARY: tuple[Term, ...] = (
         "MP",
         "Memory precision (EDM): the fraction of retrieved entries whose PEI is at least 0.8, "
         "i.e. how much of what recall brings back is an entry of proven quality.",
-        ("mp", "memory precision"),
+        ("mp", "edm_mp", "memory precision"),
     ),
     Term(
         "MRS",
@@ -235,7 +235,14 @@ GLOSSARY: tuple[Term, ...] = (
         "executions a learning curator ran to score candidate payloads (JitMem's group-relative "
         "reward, MemPilot's prefix probes); like MemPilot App. A.1, probes are excluded from "
         "cost and latency.",
-        ("cur calls/task", "cur tok/task", "curator_calls", "probes/task", "probe_calls"),
+        (
+            "cur calls/task",
+            "cur tok/task",
+            "curator_calls",
+            "curator_tokens",
+            "probes/task",
+            "probe_calls",
+        ),
     ),
     Term(
         "cost per task",
@@ -250,7 +257,7 @@ GLOSSARY: tuple[Term, ...] = (
         "n_out seconds with the model's profile from the pool; calls in one stage count their "
         "maximum, stages add up. lat s/task is the measured wall-clock of the same calls (a "
         "completion-cache hit replays the measured value).",
-        ("proxy s/task", "lat s/task", "latency_proxy_s", "latency"),
+        ("proxy s/task", "lat s/task", "latency_proxy_s", "latency_task_s", "latency"),
     ),
     Term(
         "preference",

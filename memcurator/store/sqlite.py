@@ -787,11 +787,14 @@ class SQLiteStore:
         nan = float("nan")
         return [
             Decision(
-                *r[:2],
+                int(r[0]),
+                r[1],
                 int(r[2]),
-                *r[3:5],
+                r[3],
+                r[4],
                 nan if r[5] is None else float(r[5]),
-                *r[6:8],
+                r[6],
+                r[7],
                 int(r[8]),
                 float(r[9]),
             )
