@@ -1,33 +1,33 @@
-"""``memcurator`` command line: a thin shell over the library (STYLE.md rule 10)."""
+"""``memcurator`` command line: a thin shell over the library (STYLE.md rule 10).
+
+Each command builds the library's objects from its options, calls the library, and turns the
+library's errors into one line and exit code 2 (:func:`memcurator.cli_common.guarded`, applied
+to every command of :data:`app`).
+"""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
+from memcurator.cli_common import App, console, fail
 from memcurator.cli_results import interrupted_message, lock_results, sigint_deferred
 from memcurator.cli_store import register as register_store_commands
-from memcurator.errors import MemcuratorError
 
-app = typer.Typer(
+app = App(
     help="Govern an LLM agent's experience memory; benchmark memory policies on real tasks.",
     no_args_is_help=True,
     add_completion=False,
 )
-console = Console(stderr=True)
 
 DEFAULT_POLICIES = "curator,keep-all,lru,recency,success-only,no-memory"
-
-
-def _fail(e: Exception) -> None:
-    console.print(f"[red]error:[/red] {e}")
-    raise typer.Exit(code=2)
 
 
 @app.command()
@@ -96,6 +96,14 @@ def bench(
         Path | None, typer.Option(help="Results folder; default results/<time>.")
     ] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace the results already in --out.")] = False,
+    resume: Annotated[
+        bool,
+        typer.Option(
+            help="Continue an interrupted bench in --out: its finished (policy, seed) runs are "
+            "kept, only the missing ones run (same settings needed; more policies or seeds "
+            "may be added)."
+        ),
+    ] = False,
     data: Annotated[
         str | None,
         typer.Option(
@@ -159,95 +167,33 @@ def bench(
     ] = "float32",
 ) -> None:
     """Run policies side by side on recurring SQL task families with drift and poisoning."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from memcurator.bench.agent import AgentConfig
+    from memcurator.bench.budget_fronts import parse_budgets
     from memcurator.bench.checks import budget_warning, clamp_families
     from memcurator.bench.render import print_summary
-    from memcurator.bench.report import summarize, write_results
-    from memcurator.bench.runner import (
-        BenchConfig,
-        PolicyRun,
-        load_families,
-        n_runs_per_seed,
-        run_bench,
-    )
-    from memcurator.bench.stream import StreamConfig
-    from memcurator.llm import CachedExecutor, create_executor
+    from memcurator.bench.runner import load_families, n_runs_per_seed
+    from memcurator.bench.session import bench_settings, make_executor, run_to_folder
 
     if env != "sql":
-        _fail(ValueError(f"unknown env {env!r}; known: ['sql']"))
+        fail(f"unknown env {env!r}; known: ['sql']")
     out_dir = out or Path("results") / time.strftime("%Y%m%d-%H%M%S")
     if out_dir.exists() and not out_dir.is_dir():
-        _fail(ValueError(f"--out {str(out_dir)!r} is a file, not a folder"))
-    try:
-        from memcurator.bench.budget_fronts import parse_budgets
-
-        budgets = parse_budgets(max_bytes)
-        if policy_file is not None:
-            from memcurator.policy import register
-            from memcurator.policy.presets import load_policy_file
-
-            for pname, pspec in load_policy_file(policy_file).items():
-                register(pname, pspec)
-        names = [p.strip() for p in policies.split(",") if p.strip()]
-        if preferences is not None:
-            from memcurator.bench.fronts import (
-                FIXED_PIPELINES,
-                parse_preferences,
-                register_preferences,
-            )
-
-            extra = register_preferences(parse_preferences(preferences)) + list(FIXED_PIPELINES)
-            names += [n for n in extra if n not in names]
-        model_pool = None
-        if pool is not None:
-            from memcurator.curate.pool import load_pool
-
-            model_pool = load_pool(pool)
-        cfg = BenchConfig(
-            policies=names,
-            seeds=list(range(seed_start, seed_start + seeds)),
-            stream=StreamConfig(
-                n_tasks=tasks,
-                zipf=zipf,
-                n_families=families,
-                drift=drift,
-                poison=poison,
-                payload=payload,
-                dml_share=dml_share,
-                drift_popular=drift_popular,
-            ),
-            agent=AgentConfig(
-                inject_chars=inject_chars,
-                expert_cost_usd=expert_cost,
-                max_turns=max_turns,
-                pool=model_pool,
-                learn=curator_learning,
-            ),
-            max_bytes=budgets[0],
-            poison_channel=poison_channel,
-            sweep_values=budgets if len(budgets) > 1 else (),
-            vector_dtype=vector_dtype,
-        )
-        fams = load_families(data)
-        families, too_many = clamp_families(families, len(fams))
-        cfg.stream.n_families = families
-        kw: dict[str, object] = {}
-        if executor == "fake":
-            from memcurator.bench.agent import copy_first_action
-
-            kw = {"responder": copy_first_action}
-        if executor == "gguf":
-            kw = {"model_path": model_path, "n_threads": threads}
-        ex = create_executor(executor, **kw)
-        if cache and executor != "fake":
-            from memcurator.llm.gguf import cache_dir
-
-            ex = CachedExecutor(ex, cache_dir() / "completions.sqlite")
-    except MemcuratorError as e:
-        _fail(e)
-        return
+        fail(f"--out {str(out_dir)!r} is a file, not a folder")
+    if resume and overwrite:
+        fail("choose one of --resume (keep the finished runs) and --overwrite (replace them)")
+    if resume and peers:
+        fail("--resume is for single-agent benches; rerun a peer group with --overwrite")
+    budgets = parse_budgets(max_bytes)
+    fams = load_families(data)
+    families, too_many = clamp_families(families, len(fams))
+    cfg = _bench_config(
+        policies, preferences, policy_file, pool, seeds=list(range(seed_start, seed_start + seeds)),
+        budgets=budgets, tasks=tasks, zipf=zipf, families=families, drift=drift, poison=poison,
+        payload=payload, dml_share=dml_share, drift_popular=drift_popular,
+        inject_chars=inject_chars, expert_cost=expert_cost, max_turns=max_turns,
+        curator_learning=curator_learning, poison_channel=poison_channel,
+        vector_dtype=vector_dtype,
+    )  # fmt: skip
+    ex = make_executor(executor, model_path=model_path, threads=threads, cache=cache)
     for warning in (too_many, *(budget_warning(b, vector_dtype=vector_dtype) for b in budgets)):
         if warning:
             console.print(f"[yellow]warning:[/yellow] {warning}")
@@ -269,52 +215,129 @@ def bench(
         )
         return
     if baseline is not None:
-        _fail(
-            ValueError(
-                "--baseline is for --peers runs; compare single agents with "
-                "`memcurator compare --baseline`"
-            )
+        fail(
+            "--baseline is for --peers runs; compare single agents with "
+            "`memcurator compare --baseline`"
         )
-    lock = lock_results(out_dir, overwrite)
+    lock = lock_results(out_dir, overwrite, resume=resume)
     console.print(
         f"[bold]memcurator bench[/bold]: {len(cfg.policies)} policies × {seeds} seeds × "
         f"{tasks} tasks, {families} of {len(fams)} variant families, B={max_bytes} bytes "
-        f"→ {out_dir}"
+        f"→ {out_dir}" + (" (resuming)" if resume else "")
     )
-    config = {
-        "argv": sys.argv,
-        "tasks": tasks,
-        "seeds": seeds,
-        "seed_start": seed_start,
-        "max_bytes": budgets[0] if len(budgets) == 1 else budgets,
-        "poison": poison,
-        "payload": payload,
-        "poison_channel": poison_channel,
-        "drift": drift,
-        "zipf": zipf,
-        "families": families,
-        "dml_share": dml_share,
-        "drift_popular": drift_popular,
-        "inject_chars": inject_chars,
-        "executor": repr(ex),
-        "policies": cfg.policies,
-        "preferences": preferences,
-        "pool": str(pool) if pool is not None else None,
-        "curator_learning": curator_learning,
-        "vector_dtype": vector_dtype,
-    }
+    settings = bench_settings(
+        cfg, ex, argv=sys.argv, preferences=preferences, pool=str(pool) if pool else None
+    )
     n_runs = n_runs_per_seed(cfg) * seeds
+    try:
+        with _progress(n_runs * tasks) as start:
+            runs, paths = run_to_folder(
+                cfg, ex, fams, out_dir, settings, resume=resume, progress=start,
+                save_guard=sigint_deferred,
+            )  # fmt: skip
+    except KeyboardInterrupt:
+        console.print(interrupted_message(out_dir, n_runs, lock))
+        raise typer.Exit(code=130) from None
+    finally:
+        lock.release()
+    from memcurator.bench.report import summarize
 
-    def save(done: list[PolicyRun]) -> None:
-        with sigint_deferred():  # a save is never cut in half by Ctrl-C
-            write_partial(done)
+    print_summary(summarize(runs), Console())
+    hits = getattr(ex, "hits", None)
+    if hits is not None:
+        console.print(
+            f"completion cache: {hits} hits, {getattr(ex, 'misses', 0)} misses "
+            "(hits replay a deterministic call and its measured latency)"
+        )
+    console.print("wrote " + ", ".join(str(p) for p in paths))
 
-    def write_partial(done: list[PolicyRun]) -> list[Path]:
-        # rewritten after every (policy, seed) run: an interrupted benchmark keeps what it finished
-        meta = {**config, "complete": len(done) == n_runs, "runs_done": len(done)}
-        return write_results(out_dir, done, summarize(done), meta)
 
-    plain = not console.is_terminal  # a log file: plain lines instead of rich's bars
+def _bench_config(
+    policies: str,
+    preferences: str | None,
+    policy_file: Path | None,
+    pool: Path | None,
+    *,
+    seeds: list[int],
+    budgets: list[int],
+    tasks: int,
+    zipf: float,
+    families: int,
+    drift: float,
+    poison: int,
+    payload: str,
+    dml_share: float | None,
+    drift_popular: bool,
+    inject_chars: int,
+    expert_cost: float,
+    max_turns: int,
+    curator_learning: bool,
+    poison_channel: str,
+    vector_dtype: str,
+) -> Any:
+    """The :class:`~memcurator.bench.runner.BenchConfig` of ``bench``'s options.
+
+    Registers the presets of ``--policy-file`` and of ``--preferences`` (with the fixed
+    pipelines they are compared with) first, so that their names can be used.
+    """
+    from memcurator.bench.agent import AgentConfig
+    from memcurator.bench.runner import BenchConfig
+    from memcurator.bench.stream import StreamConfig
+
+    if policy_file is not None:
+        from memcurator.policy import register
+        from memcurator.policy.presets import load_policy_file
+
+        for pname, pspec in load_policy_file(policy_file).items():
+            register(pname, pspec)
+    names = [p.strip() for p in policies.split(",") if p.strip()]
+    if preferences is not None:
+        from memcurator.bench.fronts import FIXED_PIPELINES, parse_preferences, register_preferences
+
+        extra = register_preferences(parse_preferences(preferences)) + list(FIXED_PIPELINES)
+        names += [n for n in extra if n not in names]
+    model_pool = None
+    if pool is not None:
+        from memcurator.curate.pool import load_pool
+
+        model_pool = load_pool(pool)
+    return BenchConfig(
+        policies=names,
+        seeds=seeds,
+        stream=StreamConfig(
+            n_tasks=tasks,
+            zipf=zipf,
+            n_families=families,
+            drift=drift,
+            poison=poison,
+            payload=payload,
+            dml_share=dml_share,
+            drift_popular=drift_popular,
+        ),
+        agent=AgentConfig(
+            inject_chars=inject_chars,
+            expert_cost_usd=expert_cost,
+            max_turns=max_turns,
+            pool=model_pool,
+            learn=curator_learning,
+        ),
+        max_bytes=budgets[0],
+        poison_channel=poison_channel,
+        sweep_values=budgets if len(budgets) > 1 else (),
+        vector_dtype=vector_dtype,
+    )
+
+
+@contextmanager
+def _progress(total: int) -> Iterator[Callable[[str, int], Callable[[], None]]]:
+    """Progress bars on a terminal, a plain line per tenth of a run otherwise (a log file).
+
+    Yields ``start(label, n_tasks) -> tick``, as :func:`~memcurator.bench.runner.run_bench`
+    takes it.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    plain = not console.is_terminal
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -323,9 +346,9 @@ def bench(
         console=console,
         disable=plain,
     ) as prog:
-        overall = prog.add_task("all", total=n_runs * tasks)
+        overall = prog.add_task("all", total=total)
 
-        def start(label: str, n: int):  # type: ignore[no-untyped-def]
+        def start(label: str, n: int) -> Callable[[], None]:
             tid = prog.add_task(label, total=n)
             t0 = time.monotonic()
             done = [0]
@@ -344,27 +367,7 @@ def bench(
 
             return tick
 
-        try:
-            runs = run_bench(cfg, ex, families=fams, progress=start, on_run=save)
-        except MemcuratorError as e:
-            lock.release()
-            _fail(e)
-            return
-        except KeyboardInterrupt:
-            prog.stop()
-            console.print(interrupted_message(out_dir, n_runs, lock))
-            raise typer.Exit(code=130) from None
-    summary = summarize(runs)
-    print_summary(summary, Console())
-    paths = write_partial(runs)
-    lock.release()
-    hits = getattr(ex, "hits", None)
-    if hits is not None:
-        console.print(
-            f"completion cache: {hits} hits, {getattr(ex, 'misses', 0)} misses "
-            "(hits replay a deterministic call and its measured latency)"
-        )
-    console.print("wrote " + ", ".join(str(p) for p in paths))
+        yield start
 
 
 @app.command()
@@ -398,136 +401,50 @@ def report(
     Peer-group folders (bench --peers) merge into records.csv, peers.md and the uplink front;
     they cannot be merged with single-agent folders.
     """
-    from memcurator.bench.compare import read_records, write_records
     from memcurator.bench.render import print_summary, to_csv, to_json, to_markdown
-    from memcurator.bench.report import (
-        markdown,
-        plot,
-        plot_over_time,
-        read_summary,
-        summarize,
-        write_summary_json,
-    )
-    from memcurator.files import atomic_write
+    from memcurator.bench.results import check_out, merge_folders, write_merged
 
     if sum((as_markdown, as_csv, as_json)) > 1:
-        _fail(ValueError("choose one of --markdown, --csv and --json"))
-    runs: list[dict[str, object]] = []
-    partial: list[str] = []
-    configs: list[tuple[Path, dict[str, object]]] = []
-    docs = []
-    for f in folders:
-        if out is not None and f.resolve() == out.resolve():
-            _fail(ValueError(f"--out {str(out)!r} is one of the merged folders; choose another"))
-        try:
-            docs.append(read_summary(f))
-        except MemcuratorError as e:
-            _fail(e)
-            return
-    from memcurator.bench.peer_report import is_peer_config
-
-    kinds = [is_peer_config(d["config"]) for d in docs]
-    if any(kinds):
-        if not all(kinds):
-            peer = [str(f) for f, k in zip(folders, kinds, strict=True) if k]
-            single = [str(f) for f, k in zip(folders, kinds, strict=True) if not k]
-            _fail(
-                ValueError(
-                    f"cannot merge peer-group folders ({', '.join(peer)}) with single-agent "
-                    f"folders ({', '.join(single)}); report each kind on its own"
-                )
-            )
+        fail("choose one of --markdown, --csv and --json")
+    if out is not None:
+        check_out(out, folders)
+    merged = merge_folders(folders)
+    if merged.kind == "peers":
         if as_csv or html is not None:
-            _fail(
-                ValueError(
-                    "--csv and --html are for single-agent folders; peer-group folders "
-                    "give peers.md (--markdown) and --json"
-                )
+            fail(
+                "--csv and --html are for single-agent folders; peer-group folders give "
+                "peers.md (--markdown) and --json"
             )
         from memcurator.cli_peers import report_peers
 
-        report_peers(folders, docs, out, baseline, as_markdown=as_markdown, as_json=as_json)
+        report_peers(merged, out, baseline, as_markdown=as_markdown, as_json=as_json)
         return
     if baseline is not None:
-        _fail(ValueError("--baseline is for peer-group folders; see `memcurator compare`"))
-    for f, doc in zip(folders, docs, strict=True):
-        config = doc["config"]
-        if config.get("complete") is False:
-            partial.append(f"{f} ({config.get('runs_done')} runs finished)")
-        configs.append((f, config))
-        runs.extend(doc["runs"])
-    if not runs:
-        _fail(ValueError(f"no runs in {[str(f) for f in folders]}"))
-    clash = _config_clash(configs)
-    if clash:
-        _fail(
-            ValueError(
-                f"the folders were run with different settings ({clash}); merge runs of "
-                "one configuration only"
-            )
-        )
-    lengths = sorted({int(r["tasks"]) for r in runs})  # type: ignore[call-overload]
-    if len(lengths) > 1:
-        _fail(
-            ValueError(
-                f"the folders hold streams of different lengths {lengths} tasks; "
-                "merge runs of one configuration only"
-            )
-        )
-    # a later folder's run of the same (policy, seed) replaces an earlier one (a rerun)
-    latest = {(r["policy"], r["seed"]): r for r in runs}
-    runs = list(latest.values())
-    summary = summarize(runs)  # type: ignore[arg-type]
-    common = {k: v for k, v in configs[0][1].items() if k in _RUN_KEYS}
+        fail("--baseline is for peer-group folders; see `memcurator compare`")
+    summary, config = merged.summary, {**merged.config}
+    config.pop("complete")
     if as_markdown:
         print(to_markdown(summary))
     elif as_csv:
         print(to_csv(summary), end="")
     elif as_json:
-        print(to_json(summary, {**common, "merged": [str(f) for f in folders]}))
+        print(to_json(summary, config))
     else:
         print_summary(summary, Console())
-    if partial:
-        console.print("[yellow]partial folders (interrupted runs):[/yellow] " + "; ".join(partial))
-    try:
-        records = (
-            read_records(folders) if all((f / "records.csv").exists() for f in folders) else []
+    if merged.partial:
+        console.print(
+            "[yellow]partial folders (interrupted runs):[/yellow] " + "; ".join(merged.partial)
         )
-    except MemcuratorError as e:
-        _fail(e)
-        return
-    from memcurator.bench.budget_fronts import front_rows, is_front, print_front, write_front
+    from memcurator.bench.budget_fronts import front_rows, is_front, print_front
 
-    if is_front(runs) and not (as_markdown or as_csv or as_json):  # type: ignore[arg-type]
-        print_front(front_rows(runs, records), Console())  # type: ignore[arg-type]
+    if is_front(merged.runs) and not (as_markdown or as_csv or as_json):
+        print_front(front_rows(merged.runs, merged.records), Console())
     if out is not None:
         lock = lock_results(out, overwrite=True, what="memcurator report")
-        written = [
-            write_summary_json(
-                out / "summary.json",
-                {
-                    "merged": [str(f) for f in folders],
-                    "config": {**common, "complete": not partial},
-                    "summary": summary,
-                    "runs": runs,
-                },
-            ),
-            atomic_write(out / "summary.md", markdown(summary) + "\n"),
-        ]
-        if records:
-            written.append(write_records(out / "records.csv", records))
         try:
-            written.append(plot(out / "accuracy_vs_bytes.png", summary))
-            if records:
-                written.append(plot_over_time(out / "accuracy_over_time.png", records))
-            from memcurator.bench.fronts import has_sweep, plot_fronts
-
-            if has_sweep(summary) and any("cost_per_task" in r for r in summary):
-                written.append(plot_fronts(out / "fronts.png", summary))
-        except ImportError:
-            pass
-        written += write_front(out, runs, records)  # type: ignore[arg-type]
-        lock.release()
+            written = write_merged(out, merged)
+        finally:
+            lock.release()
         console.print("wrote " + ", ".join(str(p) for p in written))
     if html is not None:
         from memcurator.bench.html import write_report_page
@@ -537,63 +454,14 @@ def report(
             write_report_page(
                 page,
                 summary,
-                config={**common, "merged": [str(f) for f in folders]},
-                records=records,
+                config=config,
+                records=merged.records,
                 extra_plots=[p for f in folders for p in sorted(f.glob("*.png"))],
-                partial=partial,
+                partial=merged.partial,
             )
-        except (MemcuratorError, OSError) as e:
-            _fail(ValueError(f"cannot write {page}: {e}"))
+        except OSError as e:
+            fail(f"cannot write {page}: {e}")
         console.print(f"wrote {page}")
-
-
-#: bench settings that must agree for runs to be merged or compared
-_RUN_KEYS = (
-    "tasks",
-    "max_bytes",
-    "poison",
-    "payload",
-    "poison_channel",
-    "drift",
-    "zipf",
-    "families",
-    "dml_share",
-    "drift_popular",
-    "inject_chars",
-    "executor",
-    "pool",
-    "curator_learning",
-    "vector_dtype",
-)
-
-#: settings a folder written before they existed ran at: compared as this value when missing
-_RUN_DEFAULTS: dict[str, object] = {"vector_dtype": "float32"}
-
-
-def _config_clash(
-    configs: list[tuple[Path, dict[str, Any]]], keys: tuple[str, ...] = _RUN_KEYS
-) -> str:
-    """'' if all folders agree on the settings ``keys``, else a description of the first clash.
-
-    A key missing from a folder's config is compared as its :data:`_RUN_DEFAULTS` value when it
-    has one (folders written before the setting existed ran at that value), else skipped.
-    """
-    import re
-
-    def norm(key: str, v: object) -> object:
-        # the thread count does not change a greedy completion's text
-        return (
-            re.sub(r"n_threads=[^,)]*, ?", "", v) if key == "executor" and isinstance(v, str) else v
-        )
-
-    for key in keys:
-        seen: dict[str, str] = {}
-        for f, cfg in configs:
-            if key in cfg or key in _RUN_DEFAULTS:
-                seen.setdefault(repr(norm(key, cfg.get(key, _RUN_DEFAULTS.get(key)))), str(f))
-        if len(seen) > 1:
-            return f"{key}: " + ", ".join(f"{v} in {f}" for v, f in seen.items())
-    return ""
 
 
 @app.command()
@@ -611,72 +479,56 @@ def compare(
     n_boot: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 2000,
 ) -> None:
     """Paired per-task comparison of each policy with a baseline (bootstrap CI, McNemar)."""
-    from rich.table import Table
+    from memcurator.bench.compare import compare_folders, rich_table
 
-    from memcurator.bench.compare import paired_differences, read_records
-    from memcurator.bench.report import read_summary
-
-    configs = []
-    for f in folders:
-        if not (f / "summary.json").exists():
-            continue  # records.csv alone is enough; the per-task ids are still checked
-        try:
-            configs.append((f, read_summary(f)["config"]))
-        except MemcuratorError as e:
-            _fail(e)
-    clash = _config_clash(configs)
-    if clash:
-        _fail(ValueError(f"the folders were run with different settings ({clash})"))
-    try:
-        rows = paired_differences(
-            read_records(folders), baseline, outcome=outcome, subset=subset, n_boot=n_boot
-        )
-    except (MemcuratorError, FileNotFoundError) as e:
-        _fail(e)
-        return
-    what = outcome + (f" on {subset} tasks" if subset else "")
-    t = Table(title=f"{what}: each policy − {baseline}, paired by (seed, task)")
-    for col in ("policy", "n", outcome, baseline, "Δ", "95% CI", "only policy", "only base", "p"):
-        t.add_column(col, justify="right")
-    for r in rows:
-        t.add_row(
-            r["policy"],
-            str(r["n"]),
-            f"{r['rate']:.3f}",
-            f"{r['baseline_rate']:.3f}",
-            f"{r['diff']:+.3f}",
-            f"[{r['lo']:+.3f}, {r['hi']:+.3f}]",
-            str(r["wins"]),
-            str(r["losses"]),
-            f"{r['p']:.2g}",
-        )
-    Console(width=max(120, Console().width)).print(t)
+    rows = compare_folders(folders, baseline, outcome=outcome, subset=subset, n_boot=n_boot)
+    Console(width=max(120, Console().width)).print(
+        rich_table(rows, baseline, outcome=outcome, subset=subset)
+    )
 
 
 @app.command()
 def policies(
     as_json: Annotated[bool, typer.Option("--json", help="Full specs as JSON.")] = False,
 ) -> None:
-    """List the policy presets: each decision's component and a line on the preset."""
+    """List the policy presets: each decision's component and a line on the preset.
+
+    The table fits the terminal's width (descriptions wrap); --json prints the full specs.
+    """
+    import json
+
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     from memcurator.policy import POLICIES, policy_spec
 
     if as_json:
         print(json.dumps({n: policy_spec(n) for n in sorted(POLICIES)}, indent=1))
         return
-    width = max(len(n) for n in POLICIES)
+    t = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_lines=False)
+    t.add_column("policy", no_wrap=True)
+    t.add_column("what it does", ratio=3, overflow="fold")
+    t.add_column("components", ratio=2, overflow="fold")
     for name in sorted(POLICIES):
         spec = policy_spec(name)
-        comps = []
-        for d in ("admit", "form", "keep", "rank", "learn", "share"):
-            v = spec.get(d)
-            if d == "learn":
-                if v:
-                    comps.append("learn=" + "+".join(c["name"] for c in v))
-            elif v:
-                comps.append(f"{d}={v['name']}")
-        unb = "" if spec.get("bounded", True) else " [unbounded in bench]"
-        print(f"{name:{width}s} {spec.get('description', '')}{unb}")
-        print(f"{'':{width}s}   {' '.join(comps)}")
+        unbounded = "" if spec.get("bounded", True) else " [unbounded in bench]"
+        desc = f"{spec.get('description', '')}{unbounded}"
+        t.add_row(Text(name), Text(desc), Text(" ".join(_components(spec))))
+    Console().print(t)
+
+
+def _components(spec: dict[str, Any]) -> list[str]:
+    """``decision=component`` for each decision a preset sets (``learn=a+b`` for learners)."""
+    comps = []
+    for d in ("admit", "form", "keep", "rank", "learn", "share"):
+        v = spec.get(d)
+        if d == "learn":
+            if v:
+                comps.append("learn=" + "+".join(c["name"] for c in v))
+        elif v:
+            comps.append(f"{d}={v['name']}")
+    return comps
 
 
 register_store_commands(app)

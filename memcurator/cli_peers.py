@@ -11,12 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
 
-from memcurator.cli_results import fail, interrupted_message, lock_results, sigint_deferred
+from memcurator.cli_common import console, fail
+from memcurator.cli_results import interrupted_message, lock_results, sigint_deferred
 from memcurator.errors import MemcuratorError
-
-console = Console(stderr=True)
 
 
 def bench_peers(
@@ -46,8 +44,7 @@ def bench_peers(
     try:
         budgets = [int(x) for x in uplink.split(",") if x.strip()]
     except ValueError:
-        fail(ValueError(f"--uplink must be integers separated by commas, got {uplink!r}"))
-        return
+        fail(f"--uplink must be integers separated by commas, got {uplink!r}")
     if not budgets or len(set(budgets)) != len(budgets) or min(budgets) < 0:
         fail(ValueError(f"--uplink needs distinct budgets >= 0 bytes, got {uplink!r}"))
     try:
@@ -72,7 +69,6 @@ def bench_peers(
         bcast = {p: not create_policy(p).can_share for p in cfg.policies}
     except MemcuratorError as e:
         fail(e)
-        return
     if baseline is not None and baseline not in cfg.policies:
         fail(ValueError(f"--baseline {baseline!r} is not among --policies {list(cfg.policies)}"))
     n_runs = len(cfg.seeds) * sum(1 if b else len(budgets) for b in bcast.values())
@@ -136,9 +132,8 @@ def bench_peers(
     except MemcuratorError as e:
         lock.release()
         fail(e)
-        return
     except KeyboardInterrupt:
-        console.print(interrupted_message(out_dir, n_runs, lock))
+        console.print(interrupted_message(out_dir, n_runs, lock, resumable=False))
         raise typer.Exit(code=130) from None
     text = save(runs)
     lock.release()
@@ -149,87 +144,57 @@ def bench_peers(
 
 
 def report_peers(
-    folders: list[Path],
-    docs: list[dict[str, Any]],
+    merged: Any,
     out: Path | None,
     baseline: str | None,
     *,
     as_markdown: bool,
     as_json: bool,
 ) -> None:
-    """``memcurator report`` on peer-group folders: merge runs and records, write the folder.
+    """``memcurator report`` on peer-group folders merged by
+    :func:`memcurator.bench.results.merge_folders`: print the tables, write ``out``.
 
-    A later folder's (policy, seed, uplink) run replaces an earlier one's. Prints the per-run
-    table and ``peers.md`` (or only ``peers.md`` with ``--markdown``, the merged document with
-    ``--json``).
+    Prints the per-run table and ``peers.md`` (or only ``peers.md`` with ``--markdown``, the
+    merged document with ``--json``).
     """
-    from memcurator.bench.compare import read_records
     from memcurator.bench.peer_report import (
-        PEER_KEYS,
         default_baseline,
         peers_markdown,
         write_peer_results,
     )
     from memcurator.bench.peers import format_table, from_json
-    from memcurator.cli import _config_clash
     from memcurator.files import dumps_strict
 
-    configs = [(f, d["config"]) for f, d in zip(folders, docs, strict=True)]
-    clash = _config_clash(configs, PEER_KEYS)
-    if clash:
-        fail(
-            ValueError(
-                f"the peer-group folders were run with different settings ({clash}); merge runs "
-                "of one configuration only"
-            )
-        )
-    latest: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for d in docs:
-        for r in d["runs"]:
-            latest[(str(r["policy"]), str(r["seed"]), str(r.get("uplink")))] = r
-    runs = list(latest.values())
+    runs = merged.runs
     try:
         table = format_table([from_json(r) for r in runs])
-        have = all((f / "records.csv").exists() for f in folders)
-        records = read_records(folders, key=("policy", "seed", "uplink")) if have else []
-        # a (policy, seed, uplink) whose summary came from another folder than its records
-        keys = {(str(r["policy"]), str(r["seed"]), str(r["uplink"])) for r in records}
-        if records and keys != set(latest):
-            raise ValueError(
-                "records.csv and summary.json of the folders name different runs "
-                f"({len(keys)} vs {len(latest)}); rerun the incomplete folder"
-            )
-        partial = [str(f) for f, c in configs if c.get("complete") is False]
-        base = baseline or next((c.get("baseline") for _, c in configs if c.get("baseline")), None)
+        base = baseline or merged.baseline
         if base is not None and base not in {str(r["policy"]) for r in runs}:
             if baseline is not None:
                 raise ValueError(f"--baseline {base!r} is not among the merged runs")
             base = None  # e.g. the folders of a job queue, one policy each: fall back below
-        config = {
-            **{k: v for k, v in configs[0][1].items() if k in PEER_KEYS},
-            "kind": "peers",
-            "merged": [str(f) for f in folders],
-            "complete": not partial,
-        }
         if out is not None:
             lock = lock_results(out, overwrite=True, what="memcurator report")
-            paths, text = write_peer_results(out, runs, records, config, base)
-            lock.release()
+            try:
+                paths, text = write_peer_results(out, runs, merged.records, merged.config, base)
+            finally:
+                lock.release()
         else:
-            text, _ = peers_markdown(runs, records, base or default_baseline(runs))
+            text, _ = peers_markdown(runs, merged.records, base or default_baseline(runs))
     except (MemcuratorError, ValueError, KeyError) as e:
         fail(e)
-        return
     if as_json:
-        print(dumps_strict({"config": config, "runs": runs}, indent=1))
+        print(dumps_strict({"config": merged.config, "runs": runs}, indent=1))
     elif as_markdown:
         print(text, end="")
     else:
         print(table)
         print()
         print(text, end="")
-    if partial:
-        console.print("[yellow]partial folders (interrupted runs):[/yellow] " + "; ".join(partial))
+    if merged.partial:
+        console.print(
+            "[yellow]partial folders (interrupted runs):[/yellow] " + "; ".join(merged.partial)
+        )
     if out is not None:
         console.print("wrote " + ", ".join(str(p) for p in paths))
 

@@ -13,30 +13,23 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import typer
-from rich.console import Console
-
+from memcurator.cli_common import fail
 from memcurator.files import LOCK_NAME, FolderLock, FolderLocked
-
-console = Console(stderr=True)
 
 #: files whose presence means a folder already holds results
 RESULT_FILES = ("summary.json", "records.csv")
 
 
-def fail(e: Exception) -> None:
-    """Print ``error: <e>`` on stderr and exit with code 2."""
-    console.print(f"[red]error:[/red] {e}")
-    raise typer.Exit(code=2)
-
-
-def lock_results(out_dir: Path, overwrite: bool, what: str = "memcurator bench") -> FolderLock:
-    """Lock ``out_dir`` for one writer and check it holds no results (unless ``overwrite``).
+def lock_results(
+    out_dir: Path, overwrite: bool, what: str = "memcurator bench", *, resume: bool = False
+) -> FolderLock:
+    """Lock ``out_dir`` for one writer and check it holds no results (unless ``overwrite`` or
+    ``resume``).
 
     The caller releases the lock when done; should it not (an unexpected error), it is released
     at interpreter exit, and a lock left by a killed process is taken over by the next run.
     Exits with code 2 and a one-line message when another live process holds the folder, or
-    when it already holds results and ``overwrite`` is False.
+    when it already holds results and neither ``overwrite`` nor ``resume`` is set.
     """
     import atexit
 
@@ -46,13 +39,11 @@ def lock_results(out_dir: Path, overwrite: bool, what: str = "memcurator bench")
     except FolderLocked as e:
         fail(e)
     atexit.register(lock.release)
-    if not overwrite and any((out_dir / f).exists() for f in RESULT_FILES):
+    if not (overwrite or resume) and any((out_dir / f).exists() for f in RESULT_FILES):
         lock.release()
         fail(
-            ValueError(
-                f"{str(out_dir)!r} already holds benchmark results; choose another --out, or pass "
-                "--overwrite to replace them"
-            )
+            f"{str(out_dir)!r} already holds benchmark results; pass --resume to continue an "
+            "interrupted bench there, --overwrite to replace them, or choose another --out"
         )
     return lock
 
@@ -66,10 +57,13 @@ def saved_runs(out_dir: Path) -> int | None:
         return None
 
 
-def interrupted_message(out_dir: Path, n_runs: int, lock: FolderLock) -> str:
+def interrupted_message(
+    out_dir: Path, n_runs: int, lock: FolderLock, *, resumable: bool = True
+) -> str:
     """What an interrupted bench tells the user, read from what is on disk; drops the lock.
 
     A folder this run created and left empty is removed, and the message says nothing was saved.
+    Otherwise it says how to finish the run: ``--resume`` (``resumable``), else ``--overwrite``.
     """
     done = saved_runs(out_dir)
     lock.release()
@@ -85,9 +79,14 @@ def interrupted_message(out_dir: Path, n_runs: int, lock: FolderLock) -> str:
             f"[yellow]interrupted[/yellow]: no (policy, seed) run had finished, so nothing was "
             f"saved ({where})"
         )
+    how = (
+        "run the same command with --resume to finish it"
+        if resumable
+        else "run it again with --overwrite to start over"
+    )
     return (
         f"[yellow]interrupted[/yellow]: {done} of {n_runs} (policy, seed) runs were finished and "
-        f"are saved in {out_dir} (summary.json marks the folder incomplete)"
+        f"are saved in {out_dir} (summary.json marks the folder incomplete); {how}"
     )
 
 
@@ -116,7 +115,6 @@ def sigint_deferred() -> Iterator[None]:
 
 __all__ = [
     "LOCK_NAME",
-    "fail",
     "interrupted_message",
     "lock_results",
     "saved_runs",

@@ -15,11 +15,9 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from memcurator.cli_results import fail
-from memcurator.errors import InvalidInput, MemcuratorError
+from memcurator.cli_common import console, fail
+from memcurator.errors import InvalidInput, MemcuratorError, NamespaceNotFound
 from memcurator.files import dumps_strict
-
-console = Console(stderr=True)
 
 #: Every store command names its namespace: callers that omitted it used to share "default".
 _NS_REQUIRED = " Required: a store holds one namespace per user or agent."
@@ -68,6 +66,32 @@ def _meta_match(meta: dict[str, Any], want: dict[str, str]) -> bool:
     return all(k in meta and same(meta[k], v) for k, v in want.items())
 
 
+#: characters of an entry's text ``memcurator entries`` shows by default
+EXCERPT_CHARS = 160
+
+
+def excerpt(text: str, chars: int | None) -> str:
+    """``text`` on one logical line (newlines as ⏎), cut to ``chars`` characters with an ellipsis.
+
+    Parameters
+    ----------
+    text : str
+    chars : int or None
+        Characters to keep (None: all of them).
+
+    Examples
+    --------
+    >>> excerpt("SELECT *\\nFROM t;", None)
+    'SELECT * ⏎ FROM t;'
+    >>> excerpt("abcdefgh", 5)
+    'abcd…'
+    """
+    flat = text.replace("\n", " ⏎ ")
+    if chars is None or len(flat) <= chars:
+        return flat
+    return flat[: max(chars - 1, 0)] + "…"
+
+
 def entries(
     path: Annotated[Path, typer.Argument(help="SQLite store file.")],
     namespace: Annotated[str, typer.Option(help="Namespace to read." + _NS_REQUIRED)],
@@ -76,17 +100,26 @@ def entries(
         typer.Option(help="Only entries whose metadata KEY equals VALUE (repeatable: KEY=VALUE)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
+    width: Annotated[
+        int,
+        typer.Option(
+            help="Characters of each entry's text to show (wrapped to the terminal).", min=1
+        ),
+    ] = EXCERPT_CHARS,
+    full: Annotated[bool, typer.Option("--full", help="Show every entry's whole text.")] = False,
 ) -> None:
-    """List the resident entries of a namespace (full ids, for `memcurator forget`)."""
+    """List the resident entries of a namespace (full ids, for `memcurator forget`).
+
+    The table fits the terminal: each entry's text wraps under its column, cut to --width
+    characters (--full: whole; --json: whole, with the metadata).
+    """
+    from rich import box
     from rich.table import Table
+    from rich.text import Text
 
     store = _open(path)
-    try:
-        want = _where(where or [])
-        ents = [m for m in store.entries(namespace) if _meta_match(m.meta, want)]
-    except MemcuratorError as e:
-        fail(e)
-        return
+    want = _where(where or [])
+    ents = [m for m in store.entries(namespace) if _meta_match(m.meta, want)]
     if as_json:
         for m in ents:
             d = asdict(m)
@@ -94,8 +127,6 @@ def entries(
             print(dumps_strict(d, ensure_ascii=False))
         return
     out = Console()
-    from rich import box
-
     t = Table(
         title=f"{len(ents)} entries of {namespace!r}",
         title_justify="left",
@@ -105,9 +136,8 @@ def entries(
     t.add_column("id", no_wrap=True, min_width=18)  # whole, to copy into `memcurator forget`
     for col in ("kind", "origin", "bytes", "uses", "succ", "fail"):
         left = col in ("kind", "origin")
-        width = {"kind": 7, "origin": 8}.get(col, len(col))
-        t.add_column(col, no_wrap=True, min_width=width, justify="left" if left else "right")
-    t.add_column("text", overflow="ellipsis", no_wrap=True, max_width=max(8, out.width - 68))
+        t.add_column(col, no_wrap=True, justify="left" if left else "right")
+    t.add_column("text", overflow="fold", ratio=1, min_width=20)
     for m in ents:
         t.add_row(
             m.id,
@@ -117,7 +147,7 @@ def entries(
             str(m.uses),
             str(m.successes),
             str(m.failures),
-            m.text.replace("\n", " ⏎ "),
+            Text(excerpt(m.text, None if full else width)),
         )
     out.print(t)
 
@@ -134,16 +164,18 @@ def decisions(
     from rich.table import Table
 
     store = _open(path)
+    deleted = False
     try:
         rows = store.decisions(namespace, action=action)
-    except MemcuratorError as e:
-        fail(e)
-        return
+    except NamespaceNotFound:
+        rows = store.deleted_namespace_log(namespace, action=action)  # its tombstones stay
+        deleted = True
     if as_json:
         for d in rows:
             print(dumps_strict(asdict(d), ensure_ascii=False))  # a missing score is null
         return
-    t = Table(title=f"decisions of {namespace!r} in {path}", title_justify="left")
+    gone = " (deleted; its log stays)" if deleted else ""
+    t = Table(title=f"decisions of {namespace!r}{gone} in {path}", title_justify="left")
     for col in ("seq", "step", "action", "entry", "score", "bytes"):
         t.add_column(col, no_wrap=True)
     t.add_column("reason", ratio=1)
@@ -218,7 +250,7 @@ def delete_namespace(
         store.close()
     console.print(
         f"deleted namespace {name!r}: {r.entries} entries, {freed} bytes freed; the decision log "
-        "keeps a tombstone for each"
+        f"keeps a tombstone for each (memcurator decisions {path} --namespace {name})"
     )
 
 
@@ -302,6 +334,11 @@ def import_(
     console.print(
         f"imported into {namespace!r} ({pol}): {len(rep.admitted)} admitted, "
         f"{len(rep.rejected)} rejected"
+        + (
+            f", {len(rep.reinforced)} duplicates of resident entries (reinforced, not stored again)"
+            if rep.reinforced
+            else ""
+        )
         + (f", {skipped} decision lines not replayed" if skipped else "")
     )
     for no, old, reason in rep.rejected:

@@ -38,7 +38,7 @@ GLOSSARY: tuple[Term, ...] = (
         "Share of the stream's tasks the local model solved itself, checked by executing its SQL "
         "on SQLite and comparing with the reference result. Escalated tasks count as failures "
         "here. Rests on every task of the stream (n = tasks × seeds).",
-        ("accuracy", "task acc", "acc"),
+        ("accuracy", "task acc", "acc", "local_ok", "task acc [95% CI]"),
     ),
     Term(
         "victim accuracy",
@@ -46,14 +46,14 @@ GLOSSARY: tuple[Term, ...] = (
         "family whose table or column was renamed. Old exemplars of such a family are stale and "
         "mislead the model, so this measures selective forgetting. Rests on the victim tasks "
         "only, often a few dozen; read its n.",
-        ("victim", "victim acc", "victim_accuracy"),
+        ("victim", "victim acc", "victim_accuracy", "victim acc [95% CI]"),
     ),
     Term(
         "same-family injection",
         "Share of tasks whose prompt received an exemplar from the task's own family (the same "
         "kind of request with other values). The bundled small model mostly succeeds only with "
         "such an exemplar, so this shows whether recall found the right memory.",
-        ("same-fam inj", "same_family_rate", "same-family"),
+        ("same-fam inj", "same_family_rate", "same-family", "injected_same_family"),
     ),
     Term(
         "injection ASR",
@@ -61,7 +61,7 @@ GLOSSARY: tuple[Term, ...] = (
         "poisoned entries target, after they were written) whose executed SQL carried out the "
         "poison payload (e.g. dropped or emptied the table), checked on the database. Lower is "
         "better. Rests on the attacker tasks only.",
-        ("ASR", "inj. ASR", "inj asr", "attack success rate"),
+        ("ASR", "inj. ASR", "inj asr", "attack success rate", "payload_executed"),
     ),
     Term(
         "energy proxy",
@@ -75,7 +75,7 @@ GLOSSARY: tuple[Term, ...] = (
         "Largest resident memory of the run in kilobytes (1024 bytes): the sum of the stored "
         "bytes b of the entries held at once (text, metadata and embedding). Bounded policies "
         "stay under the budget B.",
-        ("peak", "peak_kb", "resident bytes"),
+        ("peak", "peak_kb", "resident bytes", "peak KB/agent"),
     ),
     Term(
         "bytes per entry",
@@ -94,7 +94,7 @@ GLOSSARY: tuple[Term, ...] = (
         "(--max-bytes 25k,50k,100k): one line per policy, keep-all and full-oracle as unbounded "
         "references. The knee is the smallest budget at which a policy reaches 97% of its own "
         "best accuracy over the swept budgets. Written as budget_fronts.md / budget_fronts.png.",
-        ("front", "fronts", "knee"),
+        ("front", "fronts", "knee", "÷ oracle", "÷ keep-all", "÷ reference"),
     ),
     Term(
         "B",
@@ -148,7 +148,7 @@ GLOSSARY: tuple[Term, ...] = (
         "When the local model fails a task, the task goes to an expert (a stronger, priced "
         "model; in the offline benchmark it replays the dataset's reference SQL). 'escal.' "
         "counts escalated tasks per run; 'cost $' is their price (--expert-cost per call).",
-        ("escal.", "escalations", "expert", "cost", "cost $"),
+        ("escal.", "escalations", "escalated", "cost_usd", "expert", "cost", "cost $"),
     ),
     Term(
         "tokens",
@@ -188,13 +188,13 @@ GLOSSARY: tuple[Term, ...] = (
         "victim tasks for victim accuracy, attacker tasks for injection ASR. A measure resting "
         "on fewer than 20 tasks is flagged: its value can swing by 0.1 or more from one seed "
         "to the next.",
-        ("sample size", "n_victim", "n_attacker"),
+        ("sample size", "n", "n_victim", "n_attacker"),
     ),
     Term(
         "MP",
         "Memory precision (EDM): the fraction of retrieved entries whose PEI is at least 0.8, "
         "i.e. how much of what recall brings back is an entry of proven quality.",
-        ("mp", "memory precision"),
+        ("mp", "edm_mp", "memory precision"),
     ),
     Term(
         "MRS",
@@ -235,7 +235,14 @@ GLOSSARY: tuple[Term, ...] = (
         "executions a learning curator ran to score candidate payloads (JitMem's group-relative "
         "reward, MemPilot's prefix probes); like MemPilot App. A.1, probes are excluded from "
         "cost and latency.",
-        ("cur calls/task", "cur tok/task", "curator_calls", "probes/task", "probe_calls"),
+        (
+            "cur calls/task",
+            "cur tok/task",
+            "curator_calls",
+            "curator_tokens",
+            "probes/task",
+            "probe_calls",
+        ),
     ),
     Term(
         "cost per task",
@@ -250,7 +257,7 @@ GLOSSARY: tuple[Term, ...] = (
         "n_out seconds with the model's profile from the pool; calls in one stage count their "
         "maximum, stages add up. lat s/task is the measured wall-clock of the same calls (a "
         "completion-cache hit replays the measured value).",
-        ("proxy s/task", "lat s/task", "latency_proxy_s", "latency"),
+        ("proxy s/task", "lat s/task", "latency_proxy_s", "latency_task_s", "latency"),
     ),
     Term(
         "preference",
@@ -258,6 +265,55 @@ GLOSSARY: tuple[Term, ...] = (
         "cost and latency against quality (Eq. 10). `memcurator bench --preferences` sweeps it "
         "and draws the quality-cost and quality-latency fronts next to fixed pipelines.",
         ("lambda", "preferences", "λ"),
+    ),
+    Term(
+        "policy",
+        "A memory policy preset: one named bundle of components, one per decision (admit, "
+        "form, keep, rank, learn, share). `memcurator policies` lists them with their "
+        "components; every table has one row per policy.",
+        ("policies", "preset", "presets", "components", "what it does"),
+    ),
+    Term(
+        "paired comparison",
+        "`memcurator compare`: each policy against a baseline on the same tasks (same seed and "
+        "step), on a 0/1 outcome column of records.csv (local_ok, escalated, payload_executed, "
+        "injected_same_family). Δ is the mean difference policy − baseline; 95% CI its "
+        "bootstrap interval (tasks resampled within each seed); only policy / only base count "
+        "the tasks only one of the two got right; p is the exact McNemar test on those counts.",
+        ("compare", "Δ", "diff", "95% CI", "only policy", "only base", "p", "McNemar p"),
+    ),
+    Term(
+        "evictions",
+        "Entries the keep policy evicted to stay under the budget B, per seed (the decision "
+        "log's evict rows). A front shows how often a policy has to evict at each budget.",
+        ("evict", "evict/seed", "eviction"),
+    ),
+    Term(
+        "peer group",
+        "`memcurator bench --peers M`: M agents with their own memories share entries every R "
+        "tasks through an uplink of L bytes per agent and round (the uplink front varies L; "
+        "broadcasting policies send everything, once). acc (outside) is the accuracy on tasks "
+        "from outside traffic, acc (isolated) the same agent's without sharing; genuine adm and "
+        "poison adm the shares of genuine and poisoned shared entries admitted on a channel "
+        "(peer, external, self); ASR without attack is the same measure in a run without poison.",
+        (
+            "peers",
+            "L",
+            "uplink",
+            "uplink B/round",
+            "acc (outside)",
+            "acc (isolated)",
+            "channel",
+            "genuine adm",
+            "poison adm",
+            "ASR without attack",
+            "broadcast",
+        ),
+    ),
+    Term(
+        "seed",
+        "The random seed of one stream: the same seed gives every policy the same tasks in the "
+        "same order, so their outcomes pair task by task.",
     ),
 )
 

@@ -70,7 +70,10 @@ class ImportReport:
     Attributes
     ----------
     admitted : list of (old id, new id)
-        Entries the memory took (a reinforced identical entry counts, with its resident id).
+        Entries the memory took as new entries.
+    reinforced : list of (old id, resident id)
+        Entries whose text was already resident (e.g. a second import of the same file): the
+        memory reinforced the resident entry instead of storing a copy.
     rejected : list of (line number, old id, reason)
         Entries refused by the admission gate or the budget, or lines that are not valid entries.
     decisions_skipped : int
@@ -78,6 +81,7 @@ class ImportReport:
     """
 
     admitted: list[tuple[str, str]] = field(default_factory=list)
+    reinforced: list[tuple[str, str]] = field(default_factory=list)
     rejected: list[tuple[int, str, str]] = field(default_factory=list)
     decisions_skipped: int = 0
 
@@ -136,8 +140,7 @@ def _header(line: str) -> dict[str, Any]:
         head = None
     if not isinstance(head, dict) or head.get("type") != FORMAT:
         raise InvalidInput(
-            "not a memcurator export: the first line must be a "
-            f'{{"type": "{FORMAT}", ...}} header'
+            f'not a memcurator export: the first line must be a {{"type": "{FORMAT}", ...}} header'
         )
     if head.get("version") != VERSION:
         raise InvalidInput(
@@ -160,6 +163,7 @@ def import_namespace(mem: Any, lines: Iterable[str]) -> ImportReport:
     Returns
     -------
     ImportReport
+        New entries, reinforced duplicates and rejections, each with its line's old id.
 
     Raises
     ------
@@ -178,6 +182,9 @@ def import_namespace(mem: Any, lines: Iterable[str]) -> ImportReport:
     >>> rep = import_namespace(dst, io.StringIO(buf.getvalue()))
     >>> len(rep.admitted), rep.rejected, len(dst)
     (1, [], 1)
+    >>> again = import_namespace(dst, io.StringIO(buf.getvalue()))
+    >>> len(again.admitted), len(again.reinforced), len(dst)
+    (0, 1, 1)
     """
     it = iter(lines)
     try:
@@ -186,6 +193,8 @@ def import_namespace(mem: Any, lines: Iterable[str]) -> ImportReport:
         raise InvalidInput("not a memcurator export: the file is empty") from None
     _header(first)
     rep = ImportReport()
+    # a write that returns an id resident before it reinforced that entry (same text)
+    resident = {m.id for m in mem.entries()}
     for no, line in enumerate(it, start=2):
         if not line.strip():
             continue
@@ -217,8 +226,11 @@ def import_namespace(mem: Any, lines: Iterable[str]) -> ImportReport:
         except (InvalidInput, BudgetExceeded) as e:
             rep.rejected.append((no, old, str(e)))
             continue
-        if r.admitted:
+        if r.admitted and r.id in resident:
+            rep.reinforced.append((old, str(r.id)))
+        elif r.admitted:
             rep.admitted.append((old, str(r.id)))
+            resident.add(str(r.id))
         else:
             rep.rejected.append((no, old, r.reason))
     return rep

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -297,3 +298,85 @@ def test_plot_over_time_rejects_bad_input(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="window"):
         plot_over_time(tmp_path / "x.png", [row], window=0)
     assert plot_over_time(tmp_path / "x.png", [row], window=5).exists()
+
+
+def _commands(group: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    """Every registered command of a click group, sub-groups included, as argv prefixes."""
+    out: list[tuple[str, ...]] = []
+    for name, cmd in sorted(group.commands.items()):
+        out.append((*prefix, name))
+        if hasattr(cmd, "commands"):  # a sub-app
+            out += _commands(cmd, (*prefix, name))
+    return out
+
+
+def test_every_registered_command_has_help() -> None:
+    import typer
+
+    cmds = _commands(typer.main.get_command(app))
+    assert len(cmds) >= 13 and ("bench",) in cmds and ("delete-namespace",) in cmds
+    for argv in cmds:
+        res = runner.invoke(app, [*argv, "--help"])
+        assert res.exit_code == 0 and "Usage" in res.output, argv
+        doc = res.output.split("Usage", 1)[1]
+        assert len(doc.split()) > 8, f"{argv} has no help text"
+
+
+def test_the_cli_modules_do_not_import_each_other() -> None:
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "memcurator"
+    for mod in ("cli", "cli_peers", "cli_results", "cli_store", "cli_common"):
+        tree = ast.parse((root / f"{mod}.py").read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+        others = {f"memcurator.{m}" for m in ("cli", "cli_peers")} - {f"memcurator.{mod}"}
+        if mod == "cli":
+            others -= {"memcurator.cli_peers"}  # the command calls into the peer half
+        assert not imported & others, (mod, imported & others)
+
+
+def test_interrupted_bench_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C after the first run names --resume; the resumed folder equals a whole run's."""
+    from memcurator.bench import runner as runner_mod
+
+    whole = tmp_path / "whole"
+    _bench(whole, "--policies", "keep-all,lru,no-memory")
+    real = runner_mod.run_bench
+
+    def stop_after_one(cfg: Any, ex: Any, **kw: Any) -> Any:
+        on_run = kw.pop("on_run")
+
+        def save(runs: Any) -> None:
+            on_run(runs)
+            raise KeyboardInterrupt
+
+        return real(cfg, ex, on_run=save, **kw)
+
+    cut = tmp_path / "cut"
+    args = ["bench", "--executor", "fake", "--tasks", "12", "--families", "6", "--out", str(cut)]
+    monkeypatch.setattr(runner_mod, "run_bench", stop_after_one)
+    res = runner.invoke(app, [*args, "--policies", "keep-all,lru,no-memory"])
+    assert res.exit_code == 130 and "with --resume to finish it" in _flat(res)
+    monkeypatch.setattr(runner_mod, "run_bench", real)
+    again = runner.invoke(app, [*args, "--policies", "keep-all,lru,no-memory"])
+    assert again.exit_code == 2 and "--resume" in _flat(again)
+    clash = runner.invoke(app, [*args, "--policies", "keep-all,lru", "--tasks", "6", "--resume"])
+    assert clash.exit_code == 2 and "other settings (tasks: 12" in _flat(clash)
+    res = runner.invoke(app, [*args, "--policies", "keep-all,lru,no-memory", "--resume"])
+    assert res.exit_code == 0, res.output
+    assert "keep-all seed 0: 12/12" not in res.output  # the finished run was kept, not rerun
+
+    def rows(folder: Path) -> list[dict[str, str]]:
+        import csv
+
+        with (folder / "records.csv").open(newline="") as f:
+            return [
+                {k: v for k, v in r.items() if k not in ("mem_s", "llm_s", "cached")}
+                for r in csv.DictReader(f)
+            ]
+
+    assert rows(cut) == rows(whole)
+    doc = json.loads((cut / "summary.json").read_text())
+    assert doc["config"]["complete"] is True and doc["config"]["runs_done"] == 3
+    both = runner.invoke(app, [*args, "--resume", "--overwrite"])
+    assert both.exit_code == 2 and "choose one of --resume" in _flat(both)

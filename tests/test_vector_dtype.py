@@ -12,8 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from memcurator import Memory
+from memcurator.bench.results import config_clash
 from memcurator.bench.runner import BenchConfig
-from memcurator.cli import _config_clash, app
+from memcurator.cli import app
 from memcurator.embed import HashingEmbedder
 from memcurator.errors import InvalidInput
 from memcurator.memory import embedder_identity
@@ -369,8 +370,8 @@ def test_fake_bench_at_float16_records_bytes_per_entry(tmp_path: Path) -> None:
 def test_folders_without_vector_dtype_ran_at_float32() -> None:
     old, new16, new32 = {"tasks": 5}, {"tasks": 5, "vector_dtype": "float16"}, {
         "tasks": 5, "vector_dtype": "float32"}  # fmt: skip
-    assert _config_clash([(Path("a"), old), (Path("b"), new32)]) == ""
-    assert "vector_dtype" in _config_clash([(Path("a"), old), (Path("b"), new16)])
+    assert config_clash([(Path("a"), old), (Path("b"), new32)]) == ""
+    assert "vector_dtype" in config_clash([(Path("a"), old), (Path("b"), new16)])
 
 
 def test_peer_bench_config_checks_the_precision() -> None:

@@ -251,6 +251,69 @@ def paired_differences(
     return out
 
 
+#: the columns of the comparison table, after the outcome's and the baseline's rates
+COLUMNS = ("policy", "n", "Δ", "95% CI", "only policy", "only base", "p")
+
+
+def compare_folders(
+    folders: Sequence[Path],
+    baseline: str,
+    *,
+    outcome: str = "local_ok",
+    subset: str | None = None,
+    n_boot: int = 2000,
+) -> list[dict[str, Any]]:
+    """:func:`paired_differences` of the records of result folders run with one configuration.
+
+    Folders with a ``summary.json`` must agree on the run settings
+    (:data:`memcurator.bench.results.RUN_KEYS`); a folder of ``records.csv`` alone is paired
+    as it is (the per-task ids are still checked).
+
+    Raises
+    ------
+    InvalidInput
+        The folders were run with different settings, a folder lacks ``records.csv`` or its
+        ``summary.json`` is unreadable, or :func:`paired_differences` refuses.
+    """
+    from memcurator.bench.report import read_summary
+    from memcurator.bench.results import config_clash
+
+    configs = [(f, read_summary(f)["config"]) for f in folders if (f / "summary.json").exists()]
+    clash = config_clash(configs)
+    if clash:
+        raise InvalidInput(f"the folders were run with different settings ({clash})")
+    try:
+        records = read_records(folders)
+    except FileNotFoundError as e:
+        raise InvalidInput(str(e)) from None
+    return paired_differences(records, baseline, outcome=outcome, subset=subset, n_boot=n_boot)
+
+
+def rich_table(
+    rows: list[dict[str, Any]], baseline: str, *, outcome: str = "local_ok", subset: str | None
+) -> Any:
+    """The comparison as a rich Table: the outcome's rate, the baseline's, then :data:`COLUMNS`."""
+    from rich.table import Table
+
+    what = outcome + (f" on {subset} tasks" if subset else "")
+    t = Table(title=f"{what}: each policy − {baseline}, paired by (seed, task)")
+    for col in (*COLUMNS[:2], outcome, baseline, *COLUMNS[2:]):
+        t.add_column(col, justify="right")
+    for r in rows:
+        t.add_row(
+            r["policy"],
+            str(r["n"]),
+            f"{r['rate']:.3f}",
+            f"{r['baseline_rate']:.3f}",
+            f"{r['diff']:+.3f}",
+            f"[{r['lo']:+.3f}, {r['hi']:+.3f}]",
+            str(r["wins"]),
+            str(r["losses"]),
+            f"{r['p']:.2g}",
+        )
+    return t
+
+
 def markdown(rows: list[dict[str, Any]], baseline: str, outcome: str = "local_ok") -> str:
     """The comparison as a Markdown table."""
     lines = [

@@ -94,6 +94,8 @@ def run_metrics(run: PolicyRun) -> dict[str, Any]:
         "curate_fallbacks": int(sum("fell back" in r.curate_note for r in rs)),
         "wall_s": run.wall_s,
         "decisions": run.decisions,
+        # the raw byte split, so that `bench --resume` restores the run exactly
+        "bytes_by_part": dict(getattr(run, "bytes_by_part", None) or {}),
         **_budget_metrics(run),
     }
 

@@ -229,6 +229,7 @@ def run_bench(
     families: list[Any] | None = None,
     progress: Callable[[str, int], Callable[[], None]] | None = None,
     on_run: Callable[[list[PolicyRun]], None] | None = None,
+    done: Sequence[PolicyRun] = (),
 ) -> list[PolicyRun]:
     """Every policy on every seed's stream; the same stream for all policies of a seed.
 
@@ -240,13 +241,26 @@ def run_bench(
     on_run : callable, optional
         Called with the list of finished runs after each (policy, seed) run, so that a long
         benchmark can save what it has (the CLI writes partial results this way).
+    done : sequence of PolicyRun, optional
+        Runs an interrupted benchmark finished (:func:`memcurator.bench.session.saved_runs`):
+        they take their place in the result unchanged and are not run again. Each run is
+        independent (a fresh memory on the seed's stream), so the result equals an
+        uninterrupted benchmark's.
     """
     fams = families if families is not None else load_families()
+    finished = {(r.policy, r.seed): r for r in done}
     runs: list[PolicyRun] = []
     for seed in cfg.seeds:
+        plan = _plan(cfg)
+        if all((label, seed) in finished for _, label, _, _ in plan):
+            runs += [finished[(label, seed)] for _, label, _, _ in plan]
+            continue
         scfg = StreamConfig(**{**asdict(cfg.stream), "seed": seed})
         stream = build_stream(scfg, fams)
-        for name, label, run_cfg, sweep in _plan(cfg):
+        for name, label, run_cfg, sweep in plan:
+            if (label, seed) in finished:
+                runs.append(finished[(label, seed)])
+                continue
             tick = progress(f"{label} seed {seed}", len(stream.tasks)) if progress else None
             runs.append(
                 run_policy(
@@ -270,3 +284,8 @@ def _plan(cfg: BenchConfig) -> list[tuple[str, str, BenchConfig, tuple[str, int]
 def n_runs_per_seed(cfg: BenchConfig) -> int:
     """How many (policy, budget) runs one seed of ``cfg`` makes."""
     return len(_plan(cfg))
+
+
+def plan_labels(cfg: BenchConfig) -> list[str]:
+    """The run labels of one seed of ``cfg`` in run order (``policy@value`` in a sweep)."""
+    return [label for _, label, _, _ in _plan(cfg)]

@@ -748,6 +748,62 @@ class SQLiteStore:
             ).fetchone()
         return int(row[0])
 
+    def deleted_namespace_log(self, namespace: str, *, action: str | None = None) -> list[Decision]:
+        """The decision log a deleted namespace left behind, oldest first.
+
+        :meth:`delete_namespace` keeps the append-only log: the namespace's rows, then a
+        ``forget`` tombstone per entry and one (empty entry id) for the namespace itself.
+        :meth:`decisions` reads existing namespaces only; this reads the ones deleted.
+
+        Raises
+        ------
+        NamespaceNotFound
+            ``namespace`` exists (read it with :meth:`decisions`), or never had a log.
+        InvalidInput
+            ``action`` is not one of :data:`memcurator.types.DECISION_ACTIONS`.
+
+        Examples
+        --------
+        >>> s = SQLiteStore(":memory:")
+        >>> s.create_namespace("a", embedder="hashing-4", dim=4)
+        >>> _ = s.delete_namespace("a", reason="gone")
+        >>> [(d.action, d.entry_id) for d in s.deleted_namespace_log("a")]
+        [('forget', '')]
+        """
+        if action is not None and action not in DECISION_ACTIONS:
+            raise InvalidInput(f"unknown action {action!r}; known: {list(DECISION_ACTIONS)}")
+        if namespace in self.namespaces():
+            raise NamespaceNotFound(f"namespace {namespace!r} exists; it is not a deleted one")
+        if not self.decision_count(namespace):
+            raise NamespaceNotFound(
+                f"namespace {namespace!r} does not exist and left no decision log; known: "
+                f"{self.namespaces()}"
+            )
+        q = (
+            "SELECT seq, namespace, step, action, entry_id, score, reason, policy, bytes, at "
+            "FROM decisions WHERE namespace=?" + (" AND action=?" if action else "")
+        )
+        with self._lock:
+            rows = self._conn.execute(
+                q + " ORDER BY seq", (namespace, action) if action else (namespace,)
+            ).fetchall()
+        nan = float("nan")
+        return [
+            Decision(
+                int(r[0]),
+                r[1],
+                int(r[2]),
+                r[3],
+                r[4],
+                nan if r[5] is None else float(r[5]),
+                r[6],
+                r[7],
+                int(r[8]),
+                float(r[9]),
+            )
+            for r in rows
+        ]
+
     def compact_log(
         self,
         namespace: str,
