@@ -187,6 +187,10 @@ class Store(Protocol):
 
     def decision_count(self, namespace: str) -> int: ...
 
+    def deleted_namespace_log(
+        self, namespace: str, *, action: str | None = ...
+    ) -> list[Decision]: ...
+
     def compact_log(
         self,
         namespace: str,
