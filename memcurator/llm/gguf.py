@@ -198,6 +198,16 @@ class LlamaCppExecutor:
             f"temperature={self.temperature!r}, chat={self.chat!r})"
         )
 
+    def load(self) -> None:
+        """Load the model now instead of on the first call (to time calls without the load).
+
+        Raises
+        ------
+        LLMError
+            llama-cpp-python missing, or the model file missing or unloadable.
+        """
+        self._load()
+
     def _load(self) -> Any:
         if self._llama is not None:
             return self._llama
@@ -205,7 +215,7 @@ class LlamaCppExecutor:
             import llama_cpp
         except ImportError as e:
             raise LLMError(
-                "the gguf executor needs llama-cpp-python (pip install llama-cpp-python)"
+                "the gguf executor needs llama-cpp-python (python scripts/install.py)"
             ) from e
         path = Path(self.model_path) if self.model_path is not None else default_model_path()
         if not path.is_file():

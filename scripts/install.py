@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Install memcurator with a portable llama.cpp runtime (any x86-64 CPU with AVX2).
+
+Usage (inside the virtualenv, from the checkout)::
+
+    python scripts/install.py            # pip install -e '.[dev]'
+    python scripts/install.py bench,dev  # pip install -e '.[bench,dev]'
+    python scripts/install.py --wheel-only
+    python scripts/install.py --quiet dev  # pip -q (CI)
+
+Why a script: ``pip install llama-cpp-python`` builds llama.cpp from its sdist with
+``GGML_NATIVE=ON`` (``-march=native``), so a wheel built on a CPU with AVX-512/AMX dies with
+SIGILL on a CPU without them, and pip's wheel cache, whose key is the sdist's URL and not the
+build settings (pypa/pip#11164), hands that wheel to every later install on the machine. This
+script therefore
+
+1. builds llama-cpp-python once from its sdist with the CMake settings below, never reading or
+   writing pip's cache (``--no-cache-dir``; ``CMAKE_ARGS`` and friends from the caller's
+   environment are dropped), into a wheelhouse whose folder name is a hash of the version and the
+   settings (``~/.cache/memcurator/wheels/<hash>/``, reused by every later install on the machine);
+2. installs the project with ``--only-binary llama-cpp-python --find-links <wheelhouse>`` and a
+   constraint pinning the version, so pip can take llama-cpp-python from that wheelhouse only:
+   neither an sdist build nor a wheel from pip's cache can come in.
+
+Exit status: pip's status when a pip step fails, 2 on bad arguments, 0 on success.
+See docs/install.md for the choice of settings and how portability was checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONSTRAINTS = ROOT / "requirements" / "llama-runtime.txt"
+
+#: llama-cpp-python release built here; keep in step with requirements/llama-runtime.txt.
+LLAMA_CPP_PYTHON = "0.3.36"
+
+#: CMake definitions of the portable build (see docs/install.md for the choice). GGML_NATIVE=OFF
+#: drops -march=native; the CPU backend is then compiled for AVX2 with FMA, F16C (and BMI2),
+#: which every x86-64 CPU since Intel Haswell (2013) and AMD Excavator has.
+CMAKE_DEFINES: dict[str, str] = {
+    "GGML_NATIVE": "OFF",
+    "GGML_AVX": "ON",
+    "GGML_AVX2": "ON",
+    "GGML_FMA": "ON",
+    "GGML_F16C": "ON",
+}
+
+#: Environment variables through which a caller's shell could change the build.
+_BUILD_ENV_DROP = ("CMAKE_ARGS", "FORCE_CMAKE", "SKBUILD_CMAKE_ARGS", "SKBUILD_CMAKE_DEFINE")
+
+
+def wheelhouse() -> Path:
+    """Folder of the portable wheel: ``$MEMCURATOR_WHEELHOUSE`` or a settings-keyed cache folder."""
+    env = os.environ.get("MEMCURATOR_WHEELHOUSE")
+    if env:
+        return Path(env)
+    key = repr((LLAMA_CPP_PYTHON, sorted(CMAKE_DEFINES.items())))
+    tag = hashlib.sha256(key.encode()).hexdigest()[:12]
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "memcurator" / "wheels" / f"llama-cpp-python-{LLAMA_CPP_PYTHON}-{tag}"
+
+
+def _wheel(folder: Path) -> Path | None:
+    found = sorted(folder.glob(f"llama_cpp_python-{LLAMA_CPP_PYTHON}-*.whl"))
+    return found[0] if found else None
+
+
+QUIET: list[str] = []  # ["-q"] with --quiet
+
+
+def _pip(*args: str, env: dict[str, str] | None = None) -> None:
+    cmd = [sys.executable, "-m", "pip", *args, *QUIET]
+    print("+", " ".join(cmd), flush=True)
+    rc = subprocess.call(cmd, env=env)
+    if rc != 0:
+        raise SystemExit(rc)
+
+
+def build_wheel(folder: Path) -> Path:
+    """Build the portable llama-cpp-python wheel into ``folder`` unless it is there already."""
+    have = _wheel(folder)
+    if have is not None:
+        print(f"portable llama-cpp-python wheel: {have} (reused)", flush=True)
+        return have
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k not in _BUILD_ENV_DROP}
+    settings = [f"--config-settings=cmake.define.{k}={v}" for k, v in CMAKE_DEFINES.items()]
+    print(
+        f"building llama-cpp-python {LLAMA_CPP_PYTHON} for any x86-64 CPU "
+        "(once per machine; about 4-10 minutes on 2 cores) ...",
+        flush=True,
+    )
+    with tempfile.TemporaryDirectory(prefix=".build-", dir=folder.parent) as tmp:
+        _pip(
+            "wheel",
+            "--no-cache-dir",
+            "--no-deps",
+            "--no-binary=llama-cpp-python",
+            *settings,
+            "--wheel-dir",
+            tmp,
+            f"llama-cpp-python=={LLAMA_CPP_PYTHON}",
+            env=env,
+        )
+        built = _wheel(Path(tmp))
+        if built is None:
+            raise SystemExit(f"pip wheel made no llama-cpp-python wheel in {tmp}")
+        folder.mkdir(exist_ok=True)
+        target = folder / built.name
+        os.replace(built, target)  # same file system: the wheel appears whole or not at all
+    print(f"portable llama-cpp-python wheel: {target}", flush=True)
+    return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("extras", nargs="?", default="dev", help="extras to install, e.g. dev")
+    parser.add_argument(
+        "--wheel-only", action="store_true", help="only build (or find) the runtime wheel"
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="pass -q to pip")
+    args = parser.parse_args(argv)
+    if args.quiet:
+        QUIET.append("-q")
+    folder = wheelhouse()
+    build_wheel(folder)
+    if args.wheel_only:
+        return 0
+    target = f"{ROOT}[{args.extras}]" if args.extras else str(ROOT)
+    _pip(
+        "install",
+        "--only-binary=llama-cpp-python",
+        "--find-links",
+        str(folder),
+        "--constraint",
+        str(CONSTRAINTS),
+        "-e",
+        target,
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
