@@ -27,7 +27,9 @@ app = App(
     add_completion=False,
 )
 
-DEFAULT_POLICIES = "curator,keep-all,lru,recency,success-only,no-memory"
+#: The main job: a budgeted, curated memory (CURATOR read through JitMem's extractive curator)
+#: against the naive bounded baseline at the same budget, the unbounded one, and no memory.
+DEFAULT_POLICIES = "curator/align,lru,keep-all,no-memory"
 
 
 @app.command()
@@ -39,12 +41,12 @@ def bench(
     tasks: Annotated[
         int,
         typer.Option(
-            help="Tasks per stream (N). The default run (6 policies x 50 tasks, bundled model) "
-            "took 7 min on 2 busy CPU cores without the completion cache. Victim accuracy "
-            "and ASR rest on 1-3 tasks there (flagged in the table); 20+ of each need ~600 "
+            help="Tasks per stream (N). The default run (4 policies x 100 tasks, bundled model) "
+            "takes about 10 min on 2 CPU cores without the completion cache. Victim accuracy "
+            "and ASR rest on a few tasks there (flagged in the table); 20+ of each need ~600 "
             "tasks."
         ),
-    ] = 50,
+    ] = 100,
     seeds: Annotated[int, typer.Option(help="Number of seeds.")] = 1,
     seed_start: Annotated[int, typer.Option(help="First seed (seeds run seed_start..+S-1).")] = 0,
     max_bytes: Annotated[
@@ -134,8 +136,9 @@ def bench(
     baseline: Annotated[
         str | None,
         typer.Option(
-            help="Peer group: policy the others are paired with for accuracy and uplink bytes "
-            "(default: the first broadcasting one, e.g. lru)."
+            help="Policy the others are paired with after the table (accuracy by task, 95% "
+            "bootstrap CI, McNemar; default keep-all when it ran, '' for none). Peer group: "
+            "for accuracy and uplink bytes (default: the first broadcasting one, e.g. lru)."
         ),
     ] = None,
     preferences: Annotated[
@@ -214,11 +217,11 @@ def bench(
             baseline=baseline,
         )
         return
-    if baseline is not None:
-        fail(
-            "--baseline is for --peers runs; compare single agents with "
-            "`memcurator compare --baseline`"
-        )
+    pair_with = "keep-all" if baseline is None else baseline
+    if pair_with and pair_with not in cfg.policies:
+        if baseline is not None:
+            fail(f"--baseline {baseline!r} is not among --policies {','.join(cfg.policies)}")
+        pair_with = ""
     lock = lock_results(out_dir, overwrite, resume=resume)
     console.print(
         f"[bold]memcurator bench[/bold]: {len(cfg.policies)} policies × {seeds} seeds × "
@@ -243,6 +246,13 @@ def bench(
     from memcurator.bench.report import summarize
 
     print_summary(summarize(runs), Console())
+    if pair_with and len(cfg.policies) > 1:
+        from memcurator.bench.compare import compare_folders, rich_table
+
+        rows = compare_folders([out_dir], pair_with)
+        Console(width=max(100, Console().width)).print(
+            rich_table(rows, pair_with, outcome="local_ok", subset=None)
+        )
     hits = getattr(ex, "hits", None)
     if hits is not None:
         console.print(

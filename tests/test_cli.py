@@ -380,3 +380,25 @@ def test_interrupted_bench_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert doc["config"]["complete"] is True and doc["config"]["runs_done"] == 3
     both = runner.invoke(app, [*args, "--resume", "--overwrite"])
     assert both.exit_code == 2 and "choose one of --resume" in _flat(both)
+
+
+def test_bench_pairs_each_policy_with_keep_all_after_the_table(tmp_path: Path) -> None:
+    out = _bench(tmp_path / "pair", "--tasks", "10")
+    assert "each policy − keep-all, paired by (seed, task)" in out
+    assert "no-memory" in out.split("paired by (seed, task)")[1]
+    # another baseline among the policies, or none
+    out = _bench(tmp_path / "pair2", "--tasks", "10", "--baseline", "no-memory")
+    assert "each policy − no-memory" in out
+    out = _bench(tmp_path / "pair3", "--tasks", "10", "--baseline", "")
+    assert "paired by" not in out
+
+
+def test_bench_refuses_a_baseline_that_does_not_run(tmp_path: Path) -> None:
+    res = runner.invoke(
+        app,
+        ["bench", "--executor", "fake", "--tasks", "5", "--policies", "lru,no-memory",
+         "--baseline", "keep-all", "--out", str(tmp_path / "x")],
+    )  # fmt: skip
+    assert res.exit_code != 0
+    assert "not among --policies" in res.output
+    assert not (tmp_path / "x" / "records.csv").exists()
