@@ -57,7 +57,7 @@ def why_same_request(a: str, b: str, cosine: float, threshold: float | None) -> 
 
     Examples
     --------
-    >>> why_same_request("Task: Get user 18\nAction: x", "Task: get  USER 18", 0.97, 0.99)
+    >>> why_same_request("Task: Get user 18\\nAction: x", "Task: get  USER 18", 0.97, 0.99)
     'task line equal up to case and whitespace'
     >>> why_same_request("Task: email of user 18", "Task: email of user 19", 0.995, 0.99) is None
     True
