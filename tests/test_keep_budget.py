@@ -267,3 +267,13 @@ def test_an_outranked_raw_version_is_offered_to_the_distiller_first(distils: boo
     else:
         assert evicted == [old]
         assert m.decisions(action="evict")[0].reason.startswith("superseded")
+
+
+def test_keep_follows_the_memorys_same_request_threshold() -> None:
+    """``Memory(same_request=None)`` leaves only the equal-task-line rule in Keep too."""
+    a = _text("get the email of user 18", "SELECT email FROM users WHERE id = 18;")
+    b = _text("get the email of user 18?", "SELECT email FROM users WHERE id = 18 LIMIT 1;")
+    for same_request, linked in ((0.99, True), (None, False)):
+        m = Memory(policy="curator", same_request=same_request)
+        ia, ib = m.write(a).id, m.write(b).id
+        assert (ib in m._ctx.res.near.get(ia, {})) is linked
