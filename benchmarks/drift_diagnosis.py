@@ -118,15 +118,16 @@ def diagnose(name: str, cfg: BenchConfig, seed: int, ex: Any, fams: list[Any]) -
             rejects += 1
         if d.action != "evict" or fam not in stream.drifted or created < ds:
             continue
-        if d.reason.startswith("redundant"):
-            dup = d.reason.rsplit(" ", 1)[-1]
+        if d.reason.startswith(("redundant", "superseded")):
+            # "... same request as newer|older resident <id> (...)" (lifecycle.keep)
+            dup = d.reason.split(" resident ", 1)[-1].split(" ", 1)[0]
             dfam, dcreated = known.get(dup, ("?", -1))
             what = (
                 "same family, stale"
                 if dfam == fam and dcreated < ds
                 else ("same family, current" if dfam == fam else "other family")
             )
-            gone[f"redundant with {what}"] += 1
+            gone[f"{d.reason.split(':', 1)[0]} by {what}"] += 1
         elif d.step == created and d.reason.startswith("lowest"):
             # ranked last the moment it was written: its q starts near 0 and a positive harm
             # term makes its net value negative (a hard family's new exemplar, seed 1)

@@ -268,37 +268,42 @@ def test_another_handles_commit_resets_the_caches(tmp_path):
     assert a.get(e.id).text.endswith("-- fixed by b")
 
 
-def test_partial_fill_visits_both_ends_of_a_one_sided_near_pair(monkeypatch):
-    """The near-duplicate graph built on first use takes cosines in blocks of 1024 rows, and a
-    blocked float32 product is not bitwise symmetric (S[i, j] != S[j, i] in the last bit), so
-    a pair at δ can be listed from one end only. The Keep pass must then still give the
-    decisions of the full loop (every resident visited in fill order)."""
+def test_version_graph_is_symmetric_and_the_partial_fill_matches_the_full_order(monkeypatch):
+    """The version graph built on first use takes cosines in blocks of 1024 rows, and a blocked
+    float32 product is not bitwise symmetric (S[i, j] != S[j, i] in the last bit): a pair seen
+    from either end is linked both ways, as the incremental path links it. The Keep pass, which
+    visits only the tail of the fill order (outranked versions last), then gives the decisions
+    of the full order."""
     words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
 
-    def build() -> tuple[Memory, str, str]:
+    def build(rebuild: bool) -> tuple[Memory, str, str]:
         m = Memory(policy="curator")
         old = m.write(_task(0)).id
         for k, w in enumerate(words):
             m.write(f"Task: {w} {words[(k * 5 + 3) % 9]} report {k * 7}\nAction: SELECT {w};")
-        new = m.write(_task(0).replace("day 0", "day 0.")).id
+        new = m.write(_task(0).replace("day 0", "day 0.")).id  # same literals: a version
         for _ in range(4):
-            m.feedback([old, new], 1.0)  # the pair ranks first: the fill does not reach it
-        assert m._ctx.res.near[old] == {new: m._ctx.res.near[new][old]}  # one near pair
+            m.feedback([old, new], 1.0)  # the pair ranks first
+        if rebuild:
+            m._ctx.res.reload()  # the graph is built on first use, by blocks
+        near = m._ctx.res.near
+        assert near[old] == {new: near[new][old]} and near[new] == {old: near[old][new]}
         return m, old, new
 
-    def full_order(pr, res, need, extra):
-        return np.lexsort((-np.arange(pr.shape[0]), -pr))
+    def full_order(pr, res, need, rows=None):
+        idx = np.arange(pr.shape[0]) if rows is None else np.asarray(rows)
+        return idx[np.lexsort((-idx, -pr[idx]))]
 
-    for keep_end in (0, 1):
+    for rebuild in (False, True):
         logs = []
         for reference in (False, True):
-            m, old, new = build()
-            lone, listed = (old, new) if keep_end else (new, old)
-            m._ctx.res.near[lone].pop(listed)  # listed -> lone only
+            m, old, new = build(rebuild)
             with monkeypatch.context() as mp:
                 if reference:
                     mp.setattr(keep_mod, "_fill_rows", full_order)
                 m.max_bytes = m.used_bytes - 3000
                 m.govern()
             logs.append([(d.action, d.entry_id, d.reason) for d in m.decisions()])
+            ev = {d.entry_id: d.reason for d in m.decisions(action="evict")}
+            assert ev[old].startswith("superseded") and new not in ev
         assert logs[0] == logs[1]

@@ -1,8 +1,8 @@
 """The Keep pass visits only the rows it must (issue 9, section 5), with the same outcome.
 
 ``lifecycle.keep.govern`` used to sort every resident and loop over all n of them on each write
-that overflowed the budget. It now visits the entries with a near-duplicate plus the tail of
-the fill order (``_fill_rows``). ``reference_govern`` below is the former loop, verbatim; the
+that overflowed the budget. It now visits only the tail of the fill order (``_fill_order``).
+``reference_govern`` below is the plain loop over all n; the
 same write, feedback and forget streams run through both must leave identical decision logs
 (every eviction, its score and its reason) and identical resident sets, for presets that
 distill, test redundancy, learn online or order by recency, at budgets from tight to loose.
@@ -37,21 +37,12 @@ def reference_govern(
     distill: Callable[[Entry, int, int | None], bool],
     scan: Callable[[int], None] = lambda n: None,
 ) -> GovernResult:
-    """Density/priority-ordered greedy fill of the budget (CURATOR Alg. 1 lines 7-12).
+    """The Keep pass as a plain loop over all n entries in fill order (no tail shortcut).
 
-    Entries are visited by descending policy priority; one that does not fit is first offered
-    to the distiller when the policy distills, and evicted if it still does not fit. While the
-    budget is exceeded, an entry whose cosine with a higher-ranked kept entry is at least the
-    policy's ``redundancy_delta`` is evicted as redundant, except that between two such
-    near-duplicates the newer stays unless the older is proven better
-    (:func:`memcurator.lifecycle.versions.proven_better`): a kept older one is then evicted as
-    superseded. NaN priorities rank last; equal priorities keep the newer entry first.
-
-    ``scan(n_bytes)`` is told the resident bytes a priority pass reads (the energy proxy).
-
-    Returns
-    -------
-    GovernResult
+    Fill order: entries that no other version of their request outranks, by descending
+    priority (ties to the newer), then the outranked ones, likewise. Each entry is kept if it
+    fits; one that does not is offered to the distiller (raw, distilling policy) and evicted if
+    it still does not fit.
     """
     evicted = evict_victims(res, policy, step, log)
     if max_bytes is None or res.used <= max_bytes:
@@ -59,54 +50,39 @@ def reference_govern(
     scan(res.used)
     pr = np.asarray(policy.priority(res.entries, res.matrix, step), dtype=np.float64)
     pr = np.where(np.isfinite(pr), pr, -np.inf)
-    # ties go to the newer entry (later in insertion order): writes within one step share
-    # created_step, and recency/LRU must not evict the entry just written before older ones
-    order = np.lexsort((-np.arange(len(pr)), -pr))
+    n = len(pr)
+    by: dict[int, tuple[str, float, bool]] = {}
+    if res.delta is not None:
+        for a_id, nbs in res.near.items():
+            ia = res.index[a_id]
+            for b_id, cos in nbs.items():
+                ib = res.index[b_id]
+                a, b = res.entries[ia], res.entries[ib]
+                if ia in by:
+                    break
+                if ib > ia and not proven_better(a, b):
+                    by[ia] = (b_id, cos, True)
+                elif ib < ia and proven_better(b, a):
+                    by[ia] = (b_id, cos, False)
+    last = np.array([i in by for i in range(n)], dtype=np.int64)
+    order = np.lexsort((-np.arange(n), -pr, last))
     used = 0
-    keep: set[str] = set()
     distilled: list[str] = []
-    delta = res.delta
     gone: list[str] = []
     for i in order:
         m = res.entries[i]
-        dup = None
-        if delta is not None:
-            for nb in [nb for nb in res.near.get(m.id, {}) if nb in keep]:
-                old_e = res.get(nb)
-                # between versions of one request the newer stays unless the older is proven
-                # better (versions.proven_better): the kept older one gives way
-                if old_e is not None and res.index[nb] < i and not proven_better(old_e, m):
-                    keep.discard(nb)
-                    used -= old_e.bytes
-                    res.store.delete(res.namespace, nb)
-                    log(
-                        step,
-                        "evict",
-                        nb,
-                        float(pr[res.index[nb]]),
-                        f"superseded: cosine {res.near[m.id][nb]:.3f} >= delta={delta:g} with "
-                        f"newer resident {m.id}, and not proven better",
-                        old_e.bytes,
-                    )
-                    gone.append(nb)
-                elif dup is None:
-                    dup = nb
-        if dup is None and used + m.bytes > max_bytes and policy.distills and m.kind == "raw":
+        if used + m.bytes > max_bytes and policy.distills and m.kind == "raw":
             if distill(m, step, int(i)):
                 distilled.append(m.id)
-        if dup is None and used + m.bytes <= max_bytes:
-            keep.add(m.id)
+        if used + m.bytes <= max_bytes:
             used += m.bytes
-        else:
-            reason = policy.evict_reason()
-            if dup is not None:
-                reason = (
-                    f"redundant: cosine {res.near[m.id][dup]:.3f} >= delta={delta:g} "
-                    f"with higher-ranked resident {dup}"
-                )
-            res.store.delete(res.namespace, m.id)
-            log(step, "evict", m.id, float(pr[i]), reason, m.bytes)
-            gone.append(m.id)
+            continue
+        reason = policy.evict_reason()
+        if int(i) in by:
+            reason = keep_mod._version_reason(res, m, *by[int(i)])
+        res.store.delete(res.namespace, m.id)
+        log(step, "evict", m.id, float(pr[i]), reason, m.bytes)
+        gone.append(m.id)
     evicted += gone
     if gone or distilled:
         res.remove(set(gone))
@@ -122,10 +98,12 @@ def _stream(seed: int, n: int) -> list[tuple[str, object]]:
         t = TABLES[int(rng.integers(len(TABLES)))]
         day = int(rng.integers(5))
         r = rng.random()
-        if r < 0.15:  # a near-duplicate of a recent request (the redundancy test)
+        if r < 0.15:  # another version of a recent request (the version rule)
+            t, day = TABLES[day % 2], day % 2  # few requests, so versions meet
+            task = f"total amount in {t} for day {day}"
             text = (
-                f"Task: total amount in {t} for day {day}\n"
-                f"Action: SELECT SUM(amount) FROM {t} WHERE day = {day};"
+                f"Task: {task.upper() if k % 2 else task}\n"
+                f"Action: SELECT SUM(amount) FROM {t} WHERE day = {day}; -- v{k % 3}"
             )
         elif r < 0.3:  # a long raw trajectory (distillation on fall-out)
             n_obs = int(rng.integers(20, 80))
@@ -219,6 +197,8 @@ def test_partial_fill_matches_the_full_loop(tmp_path, monkeypatch, policy, max_b
     assert _strip_ids(new[1]) == _strip_ids(old[1])
     evictions = [d for d in new[1] if d[1] == "evict"]
     assert len(evictions) >= 5  # the budget bound: the tail loop really ran
+    if policy.startswith("curator"):  # the version rule chose some of the victims
+        assert any(d[3].startswith(("superseded", "redundant")) for d in evictions)
 
 
 def test_fill_rows_is_the_tail_of_the_full_order():
@@ -236,15 +216,20 @@ def test_fill_rows_is_the_tail_of_the_full_order():
         res = _Res(sizes)
         need = int(rng.integers(1, int(sizes.sum()) + 1))
         order = np.lexsort((-np.arange(n), -pr))
-        rows = keep_mod._fill_rows(pr, res, need, [])  # type: ignore[arg-type]
+        rows = keep_mod._fill_rows(pr, res, need)  # type: ignore[arg-type]
         t = len(rows)
         assert list(rows) == list(order[n - t :])
         assert sizes[rows].sum() >= need
         assert t == n or sizes[rows[1:]].sum() < need  # the smallest such tail
-        extra = sorted(set(rng.integers(0, n, 5).tolist()))
-        rows2 = keep_mod._fill_rows(pr, res, need, extra)  # type: ignore[arg-type]
-        want = [int(i) for i in order if i in set(rows.tolist()) | set(extra)]
-        assert [int(i) for i in rows2] == want
+        # a subset of rows, and rows that go last whatever their priority
+        last = sorted(set(rng.integers(0, n, int(rng.integers(0, 6))).tolist()))
+        is_last = np.isin(np.arange(n), last).astype(np.int64)
+        full = np.lexsort((-np.arange(n), -pr, is_last))
+        rows2 = keep_mod._fill_order(pr, res, need, last)  # type: ignore[arg-type]
+        t2 = len(rows2)
+        assert list(rows2) == list(full[n - t2 :])
+        assert sizes[rows2].sum() >= need
+        assert t2 == n or sizes[rows2[1:]].sum() < need
 
 
 def test_compact_rows_keeps_the_order_of_live_rows():

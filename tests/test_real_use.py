@@ -240,14 +240,17 @@ def test_dedup_ignores_whitespace_and_case(variant: str) -> None:
 
 
 def test_keep_keeps_the_newer_near_duplicate_unless_the_older_is_proven_better() -> None:
+    # the printer entry leaves an excess that one wifi version covers: Keep evicts exactly one
+    # entry, and the version rule chooses which (with "p" * 3000 only evicting the printer
+    # entry itself brings the bytes under the budget, and then both versions fit)
     m = Memory(policy="curator", max_bytes=7000)
     old = m.write("Task: the office wifi password\nAction: tulip-42 on floor 3").id
     for _ in range(6):
         m.feedback([old], 1.0)
     new = m.write("Task: the office wifi password\nAction: orchid-77 since May").id
-    m.write("Task: where the printer is\nAction: room 204 " + "p" * 3000)
+    w = m.write("Task: where the printer is\nAction: room 204 " + "p" * 1500)
     ids = {e.id for e in m.entries()}
-    assert new in ids and old not in ids
+    assert new in ids and old not in ids and w.evicted == [old]
     ev = [d for d in m.decisions(action="evict") if d.entry_id == old]
     assert ev and ev[0].reason.startswith("superseded")
     # proven better: the newer was tried and failed, the older kept working
@@ -257,8 +260,10 @@ def test_keep_keeps_the_newer_near_duplicate_unless_the_older_is_proven_better()
     for _ in range(3):
         m2.feedback([o2], 1.0)
         m2.feedback([n2], 0.0)
-    m2.write("Task: where the printer is\nAction: room 204 " + "p" * 3000)
-    assert o2 in {e.id for e in m2.entries()}
+    w2 = m2.write("Task: where the printer is\nAction: room 204 " + "p" * 1500)
+    assert o2 in {e.id for e in m2.entries()} and w2.evicted == [n2]
+    ev2 = [d for d in m2.decisions(action="evict") if d.entry_id == n2]
+    assert ev2 and ev2[0].reason.startswith("redundant") and "proven better" in ev2[0].reason
 
 
 def test_an_old_store_is_detected_and_reembedded(tmp_path: Path) -> None:

@@ -288,6 +288,7 @@ class Context(Scope):
         # never draws an id it already used, while a fresh run stays reproducible
         self.rng = random.Random(f"{seed}:{namespace}:{store.last_seq()}")
         res = ResidentSet(store, namespace, embedder.dim, policy.redundancy_delta)
+        res.same_request = same_request  # Keep's versions follow the memory's same-request rule
         super().__init__(store, namespace, res, log, 0)
         self.load_shared()
 

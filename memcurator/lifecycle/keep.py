@@ -18,7 +18,7 @@ import numpy as np
 
 from memcurator.lifecycle.checks import dedup_key
 from memcurator.lifecycle.context import Context
-from memcurator.lifecycle.resident import ResidentSet
+from memcurator.lifecycle.resident import ResidentSet, why_same_request
 from memcurator.lifecycle.versions import proven_better
 from memcurator.policy.base import Policy
 from memcurator.types import Entry
@@ -67,19 +67,30 @@ def govern(
 ) -> GovernResult:
     """Density/priority-ordered greedy fill of the budget (CURATOR Alg. 1 lines 7-12).
 
-    Entries are visited by descending policy priority; one that does not fit is first offered
-    to the distiller when the policy distills, and evicted if it still does not fit. While the
-    budget is exceeded, an entry whose cosine with a higher-ranked kept entry is at least the
-    policy's ``redundancy_delta`` is evicted as redundant, except that between two such
-    near-duplicates the newer stays unless the older is proven better
-    (:func:`memcurator.lifecycle.versions.proven_better`): a kept older one is then evicted as
-    superseded. NaN priorities rank last; equal priorities keep the newer entry first.
+    Entries are visited by descending policy priority and kept while they fit; one that does
+    not fit is first offered to the distiller when the policy distills (Alg. 1 line 9), and
+    evicted if it still does not fit. So every evicted entry was needed: given the entries
+    kept, it would not fit back (the kept bytes only grow during the fill).
+
+    Versions of one request (:attr:`ResidentSet.near`: task lines equal up to case and
+    whitespace, or cosine >= the memory's same-request threshold with the same literals) only
+    choose the victim, never add one: an entry that another resident version of its request
+    outranks (the newer one, unless the older is proven better,
+    :func:`memcurator.lifecycle.versions.proven_better`) is visited after every other entry,
+    so it is the first to go when bytes must go, and stays when they need not. Distinct facts
+    ("user 17" and "user 18") are ranked by priority like any other entries. NaN priorities
+    rank last; equal priorities keep the newer entry first.
 
     ``scan(n_bytes)`` is told the resident bytes a priority pass reads (the energy proxy).
 
     Returns
     -------
     GovernResult
+
+    References
+    ----------
+    CURATOR, Alg. 1 lines 7-12. Its δ (line 15) is Share's redundancy test on the uplink; Keep
+    has none, and uses δ (``redundancy_delta``) only as the cosine floor of the version graph.
     """
     evicted = evict_victims(res, policy, step, log)
     if max_bytes is None or res.used <= max_bytes:
@@ -87,75 +98,106 @@ def govern(
     scan(res.used)
     pr = np.asarray(policy.priority(res.entries, res.matrix, step), dtype=np.float64)
     pr = np.where(np.isfinite(pr), pr, -np.inf)
-    delta = res.delta
-    # Only two kinds of entry need the loop below: those with a near-duplicate (the redundancy
-    # test) and the tail of the fill order that does not fit. Every other entry precedes the
-    # tail and is kept, so the loop visits just those, in fill order (_fill_rows), with the
-    # same outcome as visiting all n (tests/test_keep_partial.py).
-    # Both ends of every pair: the graph built on first use takes its cosines by blocks of a
-    # float32 product, which is not bitwise symmetric, so a pair at delta can be listed from
-    # one end only; the listed end looks for the other among the kept entries.
-    dup_rows = (
-        []
-        if delta is None
-        else sorted(
-            {res.index[x] for k, v in res.near.items() if v for x in (k, *v) if x in res.index}
-        )
-    )
-    order = _fill_rows(pr, res, res.used - max_bytes, dup_rows)
+    outranked = _outranked(res) if res.delta is not None else {}
+    # Only the tail of the fill order whose bytes reach the excess can lose an entry; every
+    # row before it fits whatever happens in the tail, so the loop visits just the tail, with
+    # the same outcome as visiting all n (tests/test_keep_partial.py).
+    order = _fill_order(pr, res, res.used - max_bytes, sorted(outranked))
     used = res.used - sum(res.entries[int(i)].bytes for i in order)
-    keep: set[str] = set()
     distilled: list[str] = []
     gone: list[str] = []
     for i in order:
         m = res.entries[i]
-        dup = None
-        if delta is not None:
-            for nb in [nb for nb in res.near.get(m.id, {}) if nb in keep]:
-                old_e = res.get(nb)
-                # between versions of one request the newer stays unless the older is proven
-                # better (versions.proven_better): the kept older one gives way
-                if old_e is not None and res.index[nb] < i and not proven_better(old_e, m):
-                    keep.discard(nb)
-                    used -= old_e.bytes
-                    res.store.delete(res.namespace, nb)
-                    log(
-                        step,
-                        "evict",
-                        nb,
-                        float(pr[res.index[nb]]),
-                        f"superseded: cosine {res.near[m.id][nb]:.3f} >= delta={delta:g} with "
-                        f"newer resident {m.id}, and not proven better",
-                        old_e.bytes,
-                    )
-                    gone.append(nb)
-                elif dup is None:
-                    dup = nb
-        if dup is None and used + m.bytes > max_bytes and policy.distills and m.kind == "raw":
+        if used + m.bytes > max_bytes and policy.distills and m.kind == "raw":
             if distill(m, step, int(i)):
                 distilled.append(m.id)
-        if dup is None and used + m.bytes <= max_bytes:
-            keep.add(m.id)
+        if used + m.bytes <= max_bytes:
             used += m.bytes
-        else:
-            reason = policy.evict_reason()
-            if dup is not None:
-                reason = (
-                    f"redundant: cosine {res.near[m.id][dup]:.3f} >= delta={delta:g} "
-                    f"with higher-ranked resident {dup}"
-                )
-            res.store.delete(res.namespace, m.id)
-            log(step, "evict", m.id, float(pr[i]), reason, m.bytes)
-            gone.append(m.id)
+            continue
+        by = outranked.get(int(i))
+        reason = policy.evict_reason() if by is None else _version_reason(res, m, *by)
+        res.store.delete(res.namespace, m.id)
+        log(step, "evict", m.id, float(pr[i]), reason, m.bytes)
+        gone.append(m.id)
     evicted += gone
     if gone or distilled:
         res.remove(set(gone))
     return GovernResult(evicted, distilled, res.used)
 
 
-def _fill_rows(pr: np.ndarray, res: ResidentSet, need: int, extra: list[int]) -> np.ndarray:
-    """Rows of the fill order's tail whose bytes reach ``need``, plus the rows ``extra``, in
-    fill order.
+def _outranked(res: ResidentSet) -> dict[int, tuple[str, float, bool]]:
+    """Rows that another resident version of their request outranks.
+
+    Between two versions the newer stays unless the older is proven better
+    (:func:`~memcurator.lifecycle.versions.proven_better`). Returns ``row -> (id of the
+    version that outranks it, their cosine, whether that version is the newer)``.
+    """
+    out: dict[int, tuple[str, float, bool]] = {}
+    for a_id, nbs in res.near.items():
+        ia = res.index.get(a_id)
+        if ia is None:
+            continue
+        a = res.entries[ia]
+        for b_id, cos in nbs.items():
+            ib = res.index.get(b_id)
+            if ib is None or ia in out:
+                continue
+            b = res.entries[ib]
+            if ib > ia and not proven_better(a, b):
+                out[ia] = (b_id, cos, True)
+            elif ib < ia and proven_better(b, a):
+                out[ia] = (b_id, cos, False)
+    return out
+
+
+def _version_reason(res: ResidentSet, m: Entry, by: str, cos: float, newer: bool) -> str:
+    """The decision-log reason for evicting ``m``, which version ``by`` outranks."""
+    other = res.get(by)
+    why = None if other is None else why_same_request(m.text, other.text, cos, res.same_request)
+    same = f"same request as {'newer' if newer else 'older'} resident {by} ({why})"
+    if newer:
+        return f"superseded: {same}, and not proven better, when the byte budget was full"
+    return f"redundant: {same}, which is proven better, when the byte budget was full"
+
+
+def _fill_order(pr: np.ndarray, res: ResidentSet, need: int, last: list[int]) -> np.ndarray:
+    """The tail of the fill order whose bytes reach ``need``, in fill order, where the rows
+    ``last`` follow every other row (each part by descending priority, ties to the newer).
+
+    Parameters
+    ----------
+    pr : ndarray of shape (n,)
+        Priorities, NaN already mapped to -inf.
+    res : ResidentSet
+    need : int
+        Bytes over the budget (> 0).
+    last : list of int
+        Rows that go after all others (outranked versions of a request).
+
+    Returns
+    -------
+    ndarray of int
+        Row indices, in fill order.
+    """
+    if not last:
+        return _fill_rows(pr, res, need)
+    low = np.asarray(last, dtype=np.int64)
+    low = low[np.lexsort((-low, -pr[low]))]
+    b = np.fromiter((res.entries[int(i)].bytes for i in low), dtype=np.int64, count=len(low))
+    tail_bytes = np.cumsum(b[::-1])
+    if tail_bytes[-1] >= need:
+        t = int(np.searchsorted(tail_bytes, need)) + 1
+        return low[len(low) - t :]
+    rest = np.ones(pr.shape[0], dtype=bool)
+    rest[low] = False
+    head = _fill_rows(pr, res, need - int(tail_bytes[-1]), np.flatnonzero(rest))
+    return np.concatenate([head, low])
+
+
+def _fill_rows(
+    pr: np.ndarray, res: ResidentSet, need: int, rows: np.ndarray | None = None
+) -> np.ndarray:
+    """Rows of the fill order's tail whose bytes reach ``need``, in fill order.
 
     The fill order is descending priority, ties to the newer entry (later in insertion order:
     writes within one step share created_step, and recency/LRU must not evict the entry just
@@ -170,35 +212,34 @@ def _fill_rows(pr: np.ndarray, res: ResidentSet, need: int, extra: list[int]) ->
     res : ResidentSet
     need : int
         Bytes over the budget (> 0).
-    extra : list of int
-        Rows the fill must visit wherever they rank (entries with a near-duplicate).
+    rows : ndarray of int, ascending, optional
+        Only these rows take part (default all n).
 
     Returns
     -------
     ndarray of int
         Row indices, in fill order.
     """
-    n = pr.shape[0]
-    idx = np.arange(n)
+    idx = np.arange(pr.shape[0]) if rows is None else np.asarray(rows, dtype=np.int64)
+    p = pr[idx]
+    n = p.shape[0]
+    pos = np.arange(n)
     k = 64
     while True:
         if k >= n - 1:
-            cand = idx
+            cand = pos
         else:
-            thr = pr[np.argpartition(pr, k)[k]]
-            cand = np.nonzero(pr <= thr)[0]  # the last len(cand) rows of the fill order
-        cand = cand[np.lexsort((-cand, -pr[cand]))]
-        b = np.fromiter((res.entries[int(i)].bytes for i in cand), dtype=np.int64, count=len(cand))
+            thr = p[np.argpartition(p, k)[k]]
+            cand = np.nonzero(p <= thr)[0]  # the last len(cand) rows of the fill order
+        cand = cand[np.lexsort((-cand, -p[cand]))]
+        b = np.fromiter(
+            (res.entries[int(idx[i])].bytes for i in cand), dtype=np.int64, count=len(cand)
+        )
         tail_bytes = np.cumsum(b[::-1])
         if tail_bytes[-1] >= need or len(cand) == n:
             t = min(int(np.searchsorted(tail_bytes, need)) + 1, len(cand))
-            tail = cand[len(cand) - t :]
-            break
+            return idx[cand[len(cand) - t :]]
         k *= 4
-    if not extra:
-        return tail
-    rows = np.union1d(tail, np.asarray(extra, dtype=np.int64))
-    return rows[np.lexsort((-rows, -pr[rows]))]
 
 
 def distill_entry(

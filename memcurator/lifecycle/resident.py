@@ -8,15 +8,68 @@ on the same connection, or another process), so a failed transaction leaves no t
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import numpy as np
 
 from memcurator.retrieve import BM25Index
 from memcurator.retrieve.hybrid import recall_text
+from memcurator.retrieve.literals import literal_values
 from memcurator.store.base import Store
 from memcurator.types import Entry
 from memcurator.value.columns import EntryColumns
+
+#: Cosine on recall text at or above which two entries with the same literals are versions of
+#: one request: ``Memory``'s ``same_request`` default, which Keep applies too.
+SAME_REQUEST = 0.99
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _request_key(line: str) -> tuple[str, tuple[str, ...]]:
+    """(recall text folded to one case and single spaces, its literals)."""
+    return " ".join(line.split()).casefold(), literal_values(line)
+
+
+def why_same_request(a: str, b: str, cosine: float, threshold: float | None) -> str | None:
+    """Why entries with texts ``a`` and ``b`` hold the same request, or None if they do not.
+
+    Two entries hold the same request when their recall texts (``Task:`` lines, see
+    :func:`~memcurator.retrieve.hybrid.recall_text`) are equal up to case and whitespace, or
+    when their cosine is at least ``threshold`` (the memory's same-request threshold) **and**
+    their literals are the same (:func:`~memcurator.retrieve.literals.literal_values`:
+    numbers, dates, quoted strings, identifiers). "user 17" and "user 18" differ in a literal:
+    they are different facts however close their embeddings are.
+
+    Parameters
+    ----------
+    a, b : str
+        The entries' texts.
+    cosine : float
+        Cosine of their embeddings (taken of the recall texts).
+    threshold : float or None
+        Same-request cosine; None leaves only the equal-task-line rule.
+
+    Returns
+    -------
+    str or None
+        A short reason for the decision log.
+
+    Examples
+    --------
+    >>> why_same_request("Task: Get user 18\\nAction: x", "Task: get  USER 18", 0.97, 0.99)
+    'task line equal up to case and whitespace'
+    >>> why_same_request("Task: email of user 18", "Task: email of user 19", 0.995, 0.99) is None
+    True
+    >>> why_same_request("Task: email of user 18!", "Task: email of user 18", 0.995, 0.99)
+    'cosine 0.995 >= same_request=0.99 and the same literals'
+    """
+    ka, kb = _request_key(recall_text(a)), _request_key(recall_text(b))
+    if ka[0] == kb[0]:
+        return "task line equal up to case and whitespace"
+    if threshold is not None and cosine >= threshold and ka[1] == kb[1]:
+        return f"cosine {cosine:.3f} >= same_request={threshold:g} and the same literals"
+    return None
 
 
 class ResidentEntries(list[Entry]):
@@ -51,11 +104,15 @@ class ResidentSet:
     dim : int
         Embedding dimension d.
     delta : float or None
-        Near-duplicate threshold δ on cosine (the keep component's ``redundancy_delta``); the
-        graph of near-duplicate pairs is maintained only when it is set.
+        Cosine floor δ of the near-duplicate graph (the keep component's
+        ``redundancy_delta``); the graph is maintained only when it is set.
 
     Attributes
     ----------
+    same_request : float or None
+        The memory's same-request cosine (default :data:`SAME_REQUEST`); the graph links two
+        entries only if :func:`why_same_request` says they hold one request. Set it before the
+        graph's first use (a Keep pass under pressure).
     entries : list of Entry
         In store order; the objects are private to this set (callers get copies).
     used : int
@@ -67,6 +124,7 @@ class ResidentSet:
         self.namespace = namespace
         self.dim = dim
         self.delta = delta
+        self.same_request: float | None = SAME_REQUEST
         self._token: Any = None
         self.reload()
 
@@ -84,7 +142,8 @@ class ResidentSet:
 
     @property
     def near(self) -> dict[str, dict[str, float]]:
-        """Near-duplicate pairs: ``near[a][b]`` is the cosine of a and b when it is >= δ.
+        """Versions of one request: ``near[a][b]`` is the cosine of a and b when it is >= δ and
+        :func:`why_same_request` says a and b hold the same request. Symmetric.
 
         Built on first use (a Keep pass with a redundancy test), O(n²·d) once, then kept up to
         date by every add, remove and edit; opening a store does not pay for it. Empty when δ
@@ -97,15 +156,22 @@ class ResidentSet:
                 for lo in range(0, len(self.entries), 1024):
                     S = M[lo : lo + 1024] @ M.T
                     for r, c in zip(*np.nonzero(S >= self.delta), strict=True):
-                        i = lo + int(r)
-                        if i != int(c):
-                            a, b = self.entries[i].id, self.entries[int(c)].id
-                            self._near.setdefault(a, {})[b] = float(S[r, c])
+                        i, j = sorted((lo + int(r), int(c)))
+                        # a pair listed from either end links both ends (a float32 block
+                        # product is not bitwise symmetric)
+                        if i != j:
+                            self._pair(self._near, self.entries[i], self.entries[j], float(S[r, c]))
         return self._near
 
     def current(self) -> bool:
         """True when nothing committed or rolled back since this set last looked."""
         return bool(self.store.change_token() == self._token)
+
+    def _pair(self, near: dict[str, dict[str, float]], a: Entry, b: Entry, cosine: float) -> None:
+        """Link a and b in ``near`` (both ways) if they hold the same request."""
+        if why_same_request(a.text, b.text, cosine, self.same_request) is not None:
+            near.setdefault(a.id, {})[b.id] = cosine
+            near.setdefault(b.id, {})[a.id] = cosine
 
     def sync(self) -> bool:
         """Reload if anything committed or rolled back since we last looked; True if it did."""
@@ -265,7 +331,7 @@ class ResidentSet:
         )
 
     def link(self, m: Entry, exclude: int | None = None) -> None:
-        """Record m's near-duplicates (cosine ≥ δ) among the residents."""
+        """Record m's versions of one request among the residents (see :attr:`near`)."""
         if self.delta is None or self._near is None:
             return  # not built yet: the first use builds it from every resident, m included
         for nb in self._near.pop(m.id, {}):
@@ -277,10 +343,7 @@ class ResidentSet:
             j = int(jj)
             if j == exclude or self.entries[j].id == m.id:
                 continue
-            other = self.entries[j].id
-            c = float(sims[j])
-            self._near.setdefault(m.id, {})[other] = c
-            self._near.setdefault(other, {})[m.id] = c
+            self._pair(self._near, m, self.entries[j], float(sims[j]))
 
 
 def _compact_rows(buf: np.ndarray, rows: list[int], n: int, chunk: int = 1024) -> None:
@@ -300,4 +363,4 @@ def _compact_rows(buf: np.ndarray, rows: list[int], n: int, chunk: int = 1024) -
             s += c
 
 
-__all__ = ["ResidentSet"]
+__all__ = ["SAME_REQUEST", "ResidentSet", "why_same_request"]

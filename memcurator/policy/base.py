@@ -91,8 +91,8 @@ class Policy(Params):
     distills : bool
         Whether an entry about to fall out is first offered to the distiller (CURATOR, Alg. 1).
     redundancy_delta : float or None
-        Keep evicts an entry whose cosine with a higher-ranked kept entry is ≥ δ while the
-        budget is exceeded; None switches the test off.
+        Cosine floor of Keep's version rule: under budget pressure an older version of the
+        same request goes first (it never adds an eviction); None switches the rule off.
     recall_all : bool
         Rerank every resident entry instead of the BM25/dense candidate pool (the oracle).
     can_share : bool

@@ -75,7 +75,8 @@ class KeepComponent(Protocol):
 
     ``priority`` returns shape (n,), higher stays first (NaN ranks last); ``victims`` returns
     ``(id, score, reason)`` triples; ``distills`` offers a raw entry about to fall out to the
-    distiller; ``redundancy_delta`` evicts near-duplicates of a higher-ranked kept entry.
+    distiller; ``redundancy_delta`` is the cosine floor of the rule that makes an outranked
+    version of the same request the first victim.
     """
 
     distills: bool

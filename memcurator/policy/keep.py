@@ -85,11 +85,15 @@ class RhoDensity(_Keep):
     distill : bool, default True
         Offer a raw entry about to fall out to the distiller first (Alg. 1, line 9).
     redundancy_delta : float or None, default 0.85
-        Share's redundancy test (Alg. 1 line 15, δ) applied in Keep too: while the budget is
-        exceeded, an entry whose cosine with a higher-ranked kept entry is ≥ δ is evicted as
-        redundant. Our extension; None switches it off. With the hashing embedder, same-family
-        SQL exemplars have cosine ≥ 0.86 (5th percentile) and different families ≤ 0.78 (max),
-        measured on 80 LifelongAgentBench families × 3 variants.
+        Cosine floor of Keep's version rule (our extension; None switches the rule off).
+        Two residents are versions of one request when their cosine is ≥ δ **and** their
+        task lines are equal up to case and whitespace, or their cosine reaches the memory's
+        same-request threshold (0.99) with the same literals
+        (:func:`memcurator.lifecycle.resident.why_same_request`). Under budget pressure the
+        outranked version (the older, unless proven better) is the first victim; the rule
+        never adds an eviction, and entries that differ in a literal ("user 17" / "user 18")
+        are distinct facts, ranked by ρ like any other. In CURATOR, δ is Share's redundancy
+        test on the uplink (Alg. 1 line 15), not a Keep rule.
     """
 
     needs = ("rho",)
