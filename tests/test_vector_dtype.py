@@ -21,7 +21,7 @@ from memcurator.memory import embedder_identity
 from memcurator.retrieve.hybrid import recall_text
 from memcurator.store import schema
 from memcurator.store.reembed import reembed
-from memcurator.store.sizing import default_sizeof
+from memcurator.store.sizing import default_sizeof, stats_bytes
 from memcurator.store.sqlite import SQLiteStore
 from memcurator.store.vectors import (
     VECTOR_DTYPES,
@@ -47,7 +47,7 @@ def _rows(path: Path, ns: str) -> list[tuple]:
     try:
         return con.execute(
             "SELECT length(embedding), length(CAST(text AS BLOB)), meta, origin_detail, bytes, "
-            "vec_dtype FROM entries WHERE namespace=?",
+            "vec_dtype, stats FROM entries WHERE namespace=?",
             (ns,),
         ).fetchall()
     finally:
@@ -55,13 +55,15 @@ def _rows(path: Path, ns: str) -> list[tuple]:
 
 
 def _assert_bytes_as_stored(path: Path, ns: str, dtype: str) -> None:
-    """Every entry's accounted bytes = its BLOB + UTF-8 text + meta JSON + origin detail."""
+    """Every entry's accounted bytes = its BLOB + UTF-8 text + meta JSON + origin detail + the
+    statistics it was written with (a received entry's advertised q)."""
     rows = _rows(path, ns)
     assert rows
-    for blob, text, meta, detail, nbytes, row_dtype in rows:
+    for blob, text, meta, detail, nbytes, row_dtype, stats in rows:
         assert row_dtype == dtype
         assert blob == vector_nbytes(512, dtype)
-        assert nbytes == blob + text + len(meta) + len(detail.encode("utf-8"))
+        extra = stats_bytes(json.loads(stats))
+        assert nbytes == blob + text + len(meta) + len(detail.encode("utf-8")) + extra
 
 
 # ---------------------------------------------------------------------------- encoding
