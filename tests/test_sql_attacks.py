@@ -14,7 +14,7 @@ from memcurator.envs.sql.attacks import (
     outside_traffic,
 )
 from memcurator.errors import InvalidInput
-from memcurator.trust.sql_risk import parse_entry
+from memcurator.envs.sql.risk import parse_entry
 
 
 def _specs(n: int = 20) -> list:
