@@ -482,7 +482,7 @@ def plot_front(
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    from memcurator.bench.report import _save_png
+    from memcurator.bench.plotting import save_png as _save_png
 
     fig, panels = plt.subplots(1, 2, figsize=(12, 4.8), sharex=True)
     pols = list(dict.fromkeys(r["policy"] for r in rows if r["budget"] is not None))

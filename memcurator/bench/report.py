@@ -14,6 +14,7 @@ from memcurator.bench.render import seeds_title, tables, to_markdown
 from memcurator.bench.runner import PolicyRun
 from memcurator.files import atomic_open, atomic_write, dumps_strict, json_safe
 from memcurator.bench.edm import memory_precision, retention_stability
+from memcurator.bench.plotting import save_png as _save_png
 
 __all__ = [
     "json_safe",
@@ -218,11 +219,6 @@ def write_results(
     doc = {"config": config, "summary": summary, "runs": per_run}
     paths.append(write_summary_json(out / "summary.json", doc))
     return paths
-
-
-def _save_png(fig: Any, path: Path) -> None:
-    with atomic_open(path, "wb") as f:
-        fig.savefig(f, format="png", dpi=120)
 
 
 def plot(path: Path, summary: list[dict[str, Any]]) -> Path:
