@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from memcurator.bench.edm import memory_precision, retention_stability
+from memcurator.bench.plotting import save_png as _save_png
 from memcurator.bench.render import seeds_title, tables, to_markdown
 from memcurator.bench.runner import PolicyRun
 from memcurator.files import atomic_open, atomic_write, dumps_strict, json_safe
-from memcurator.bench.edm import memory_precision, retention_stability
-from memcurator.bench.plotting import save_png as _save_png
 
 __all__ = [
     "json_safe",

@@ -20,9 +20,7 @@ from memcurator.value.columns import entry_columns
 from memcurator.value.helpfulness import MarginalUtility
 from memcurator.value.provenance import (
     DEFAULT_PROVENANCE_WEIGHTS,
-    instruction_likeness,
     provenance_risk,
-    specificity,
 )
 
 
