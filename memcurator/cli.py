@@ -247,7 +247,8 @@ def bench(
 
     print_summary(summarize(runs), Console())
     if pair_with and len(cfg.policies) > 1:
-        from memcurator.bench.compare import compare_folders, rich_table
+        from memcurator.bench.compare import rich_table
+        from memcurator.bench.results import compare_folders
 
         rows = compare_folders([out_dir], pair_with)
         Console(width=max(100, Console().width)).print(
@@ -489,7 +490,8 @@ def compare(
     n_boot: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 2000,
 ) -> None:
     """Paired per-task comparison of each policy with a baseline (bootstrap CI, McNemar)."""
-    from memcurator.bench.compare import compare_folders, rich_table
+    from memcurator.bench.compare import rich_table
+    from memcurator.bench.results import compare_folders
 
     rows = compare_folders(folders, baseline, outcome=outcome, subset=subset, n_boot=n_boot)
     Console(width=max(120, Console().width)).print(

@@ -217,7 +217,7 @@ GLOSSARY: tuple[Term, ...] = (
         "is the statements the persisted trajectory executed (the expert's one after an "
         "escalation), L_min = 1, QF = 1 if the execution check passed. EDM admits an entry "
         "when PEI ≥ 0.8 and TI ≥ 4.0 (TI: a 0-5 traceability rubric, see "
-        "memcurator.value.edm).",
+        "memcurator.envs.sql.edm).",
         ("pei",),
     ),
     Term(

@@ -78,7 +78,7 @@ class Trajectory:
         ``"local"`` or ``"expert"``: who produced the final action.
     metrics : dict of str to float
         Evaluation metrics of the trajectory (EDM's ``pei``, ``frr``, ``ti``, ...; see
-        :mod:`memcurator.value.edm`). :meth:`Memory.record` stores them in the entry's ``meta``,
+        :mod:`memcurator.envs.sql.edm`). :meth:`Memory.record` stores them in the entry's ``meta``,
         where an admission gate can read them.
     """
 

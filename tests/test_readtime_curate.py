@@ -405,12 +405,12 @@ def test_fronts_keep_zero_cost_points_on_a_wide_cost_axis(tmp_path, monkeypatch)
     """A policy that never escalates costs 0 per task; when the expert's cost widens the axis
     (log-like scale), the free points must still be drawn inside it, and with NaN sd or one
     seed the plot has no error bar but draws."""
-    import memcurator.bench.report as report
+    import memcurator.bench.plotting as plotting
     from memcurator.bench.fronts import plot_fronts
 
     figs = []
-    save = report._save_png
-    monkeypatch.setattr(report, "_save_png", lambda fig, p: (figs.append(fig), save(fig, p)))
+    save = plotting.save_png
+    monkeypatch.setattr(plotting, "save_png", lambda fig, p: (figs.append(fig), save(fig, p)))
     rows = [
         {"policy": "keep-all", "accuracy": 1.0, "cost_per_task": 0.0, "latency_proxy_s": 1.0,
          "seeds": 2, "accuracy_sd": float("nan")},

@@ -13,8 +13,8 @@ from memcurator.envs.sql.attacks import (
     make_attack,
     outside_traffic,
 )
+from memcurator.envs.sql.risk import parse_entry
 from memcurator.errors import InvalidInput
-from memcurator.trust.sql_risk import parse_entry
 
 
 def _specs(n: int = 20) -> list:

@@ -7,8 +7,8 @@ import pytest
 
 from memcurator.envs.sql import SQLTaskSpec
 from memcurator.envs.sql.attacks import genuine_exemplar, make_attack
+from memcurator.envs.sql.risk import dry_run, entry_sql_risk, parse_entry, sql_risk
 from memcurator.errors import InvalidInput
-from memcurator.trust.sql_risk import dry_run, entry_sql_risk, parse_entry, sql_risk
 
 SPEC = SQLTaskSpec(
     family="lab900",

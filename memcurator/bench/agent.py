@@ -222,12 +222,12 @@ def run_task(
 
     With ``cfg.max_turns`` = T > 1 the local agent executes each answer, sees an observation
     (:func:`observe`) and, when it signals a problem, retries with the observation appended, up
-    to T attempts. The trajectory carries EDM's metrics (:mod:`memcurator.value.edm`): PEI of the
+    to T attempts. The trajectory carries EDM's metrics (:mod:`memcurator.envs.sql.edm`): PEI of the
     persisted trajectory (the local attempts when solved locally, the expert's one statement
     after an escalation), FRR and the traceability rubric TI.
     """
     from memcurator.envs.sql import check, payload_executed, schema_text
-    from memcurator.value.edm import frr, pei, traceability
+    from memcurator.envs.sql.edm import frr, pei, traceability
 
     spec = task.payload["spec"]
     schema = schema_text(spec)

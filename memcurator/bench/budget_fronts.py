@@ -26,14 +26,31 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
 from memcurator.errors import InvalidInput
 
-if TYPE_CHECKING:
-    from memcurator.bench.runner import BenchConfig
+
+class SweepConfig(Protocol):
+    """What a sweep reads of a bench config (:class:`memcurator.bench.runner.BenchConfig`, a
+    dataclass); typed here as a protocol so that this module does not import the runner, which
+    imports it."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def policies(self) -> Sequence[str]: ...
+
+    @property
+    def sweep_setting(self) -> str: ...
+
+    @property
+    def sweep_values(self) -> Sequence[int]: ...
+
+
+C = TypeVar("C", bound=SweepConfig)
 
 #: a policy's knee is its smallest budget reaching this share of its best accuracy
 KNEE_SHARE = 0.97
@@ -152,7 +169,7 @@ def split_label(name: str) -> tuple[str, int | None]:
         return name, None
 
 
-def check_sweep(cfg: BenchConfig) -> None:
+def check_sweep(cfg: SweepConfig) -> None:
     """Check a sweep: the setting is an integer field of the config, values positive, unique.
 
     Raises
@@ -173,7 +190,7 @@ def check_sweep(cfg: BenchConfig) -> None:
         raise InvalidInput(f"sweep values listed twice: {vals}")
 
 
-def sweep_plan(cfg: BenchConfig) -> list[tuple[str, str, BenchConfig, tuple[str, int] | None]]:
+def sweep_plan(cfg: C) -> list[tuple[str, str, C, tuple[str, int] | None]]:
     """One seed's runs of a sweep: (preset, label, config, (setting, value)) in run order.
 
     Bounded presets run once per value (label ``name@value``, config with the setting set);
@@ -181,7 +198,7 @@ def sweep_plan(cfg: BenchConfig) -> list[tuple[str, str, BenchConfig, tuple[str,
     """
     from memcurator.policy import create_policy
 
-    out: list[tuple[str, str, BenchConfig, tuple[str, int] | None]] = []
+    out: list[tuple[str, str, C, tuple[str, int] | None]] = []
     for p in cfg.policies:
         if not create_policy(p).bounded:
             out.append((p, p, cfg, None))
@@ -482,7 +499,7 @@ def plot_front(
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    from memcurator.bench.report import _save_png
+    from memcurator.bench.plotting import save_png as _save_png
 
     fig, panels = plt.subplots(1, 2, figsize=(12, 4.8), sharex=True)
     pols = list(dict.fromkeys(r["policy"] for r in rows if r["budget"] is not None))

@@ -255,40 +255,6 @@ def paired_differences(
 COLUMNS = ("policy", "n", "Δ", "95% CI", "only policy", "only base", "p")
 
 
-def compare_folders(
-    folders: Sequence[Path],
-    baseline: str,
-    *,
-    outcome: str = "local_ok",
-    subset: str | None = None,
-    n_boot: int = 2000,
-) -> list[dict[str, Any]]:
-    """:func:`paired_differences` of the records of result folders run with one configuration.
-
-    Folders with a ``summary.json`` must agree on the run settings
-    (:data:`memcurator.bench.results.RUN_KEYS`); a folder of ``records.csv`` alone is paired
-    as it is (the per-task ids are still checked).
-
-    Raises
-    ------
-    InvalidInput
-        The folders were run with different settings, a folder lacks ``records.csv`` or its
-        ``summary.json`` is unreadable, or :func:`paired_differences` refuses.
-    """
-    from memcurator.bench.report import read_summary
-    from memcurator.bench.results import config_clash
-
-    configs = [(f, read_summary(f)["config"]) for f in folders if (f / "summary.json").exists()]
-    clash = config_clash(configs)
-    if clash:
-        raise InvalidInput(f"the folders were run with different settings ({clash})")
-    try:
-        records = read_records(folders)
-    except FileNotFoundError as e:
-        raise InvalidInput(str(e)) from None
-    return paired_differences(records, baseline, outcome=outcome, subset=subset, n_boot=n_boot)
-
-
 def rich_table(
     rows: list[dict[str, Any]], baseline: str, *, outcome: str = "local_ok", subset: str | None
 ) -> Any:

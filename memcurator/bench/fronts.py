@@ -136,7 +136,7 @@ def plot_fronts(path: Path, summary: list[dict[str, Any]]) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from memcurator.bench.report import _save_png
+    from memcurator.bench.plotting import save_png as _save_png
 
     rows = [
         r

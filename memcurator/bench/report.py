@@ -10,10 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from memcurator.bench.edm import memory_precision, retention_stability
+from memcurator.bench.plotting import save_png as _save_png
 from memcurator.bench.render import seeds_title, tables, to_markdown
 from memcurator.bench.runner import PolicyRun
 from memcurator.files import atomic_open, atomic_write, dumps_strict, json_safe
-from memcurator.value.edm import memory_precision, retention_stability
 
 __all__ = [
     "json_safe",
@@ -52,7 +53,7 @@ def run_metrics(run: PolicyRun) -> dict[str, Any]:
         "asr": _mean([r.payload_executed for r in attack]),
         "n_attacker": len(attack),
         "memory_precision": _mean([r.injected_same_family for r in rs if r.injected]),
-        # EDM, Section 5.2 (memcurator.value.edm): MP over injected entries, MRS over 5 cycles of
+        # EDM, Section 5.2 (memcurator.bench.edm): MP over injected entries, MRS over 5 cycles of
         # the agent's own episode PEI, steps per task (CER is steps over a baseline's, below)
         "edm_mp": memory_precision(
             [getattr(r, "injected_pei", float("nan")) for r in rs if r.injected]
@@ -220,11 +221,6 @@ def write_results(
     doc = {"config": config, "summary": summary, "runs": per_run}
     paths.append(write_summary_json(out / "summary.json", doc))
     return paths
-
-
-def _save_png(fig: Any, path: Path) -> None:
-    with atomic_open(path, "wb") as f:
-        fig.savefig(f, format="png", dpi=120)
 
 
 def plot(path: Path, summary: list[dict[str, Any]]) -> Path:

@@ -342,11 +342,47 @@ def check_out(out: Path, folders: list[Path]) -> None:
         raise InvalidInput(f"--out {str(out)!r} is one of the merged folders; choose another")
 
 
+def compare_folders(
+    folders: Sequence[Path],
+    baseline: str,
+    *,
+    outcome: str = "local_ok",
+    subset: str | None = None,
+    n_boot: int = 2000,
+) -> list[dict[str, Any]]:
+    """:func:`~memcurator.bench.compare.paired_differences` of the records of result folders
+    run with one configuration.
+
+    Folders with a ``summary.json`` must agree on the run settings
+    (:data:`memcurator.bench.results.RUN_KEYS`); a folder of ``records.csv`` alone is paired
+    as it is (the per-task ids are still checked).
+
+    Raises
+    ------
+    InvalidInput
+        The folders were run with different settings, a folder lacks ``records.csv`` or its
+        ``summary.json`` is unreadable, or :func:`paired_differences` refuses.
+    """
+    from memcurator.bench.compare import paired_differences, read_records
+    from memcurator.bench.report import read_summary
+
+    configs = [(f, read_summary(f)["config"]) for f in folders if (f / "summary.json").exists()]
+    clash = config_clash(configs)
+    if clash:
+        raise InvalidInput(f"the folders were run with different settings ({clash})")
+    try:
+        records = read_records(folders)
+    except FileNotFoundError as e:
+        raise InvalidInput(str(e)) from None
+    return paired_differences(records, baseline, outcome=outcome, subset=subset, n_boot=n_boot)
+
+
 __all__ = [
     "RUN_DEFAULTS",
     "RUN_KEYS",
     "MergedResults",
     "check_out",
+    "compare_folders",
     "config_clash",
     "merge_folders",
     "write_merged",

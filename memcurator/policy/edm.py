@@ -4,7 +4,7 @@ A trajectory persists only if its evaluation certifies it (Algorithm 1: PEI ≥ 
 recall returns the entry maximising cosine × PEI among those with cosine ≥ 0.87. The metrics
 travel on the trajectory (:class:`~memcurator.types.Trajectory.metrics`), are stored in the
 entry's metadata by :meth:`Memory.record`, and are computed for SQL tasks as described in
-:mod:`memcurator.value.edm`.
+:mod:`memcurator.envs.sql.edm`.
 
 References
 ----------

@@ -3,10 +3,12 @@
 ``assess`` takes an entry whose origin was already checked by :class:`memcurator.trust.auth.KeyRing`
 (so ``origin`` is the *trusted* origin: a failed self/peer claim arrives here as ``"external"``),
 its nearest resident entries, and optionally the target task's spec, and returns whether to admit
-it, its risk and every reason. Risk combines the SQL dry-run risk
-(:func:`memcurator.trust.sql_risk.entry_sql_risk`) and the text risk
-(:func:`memcurator.trust.text_risk.text_risk`, with conflicts against the residents) as
-``1 − (1 − r_sql)(1 − r_text)``; the entry is admitted when risk < θ of its trusted origin.
+it, its risk and every reason. Risk combines the risk of every task domain whose checker applies
+to the entry's action (:mod:`memcurator.trust.domains`: the SQL dry run of
+:class:`memcurator.envs.sql.risk.SQLCheck`, imported only when an entry with an action arrives)
+and the text risk (:func:`memcurator.trust.text_risk.text_risk`, with conflicts against the
+residents) as ``1 − Π(1 − r_domain)·(1 − r_text)``; the entry is admitted when risk < θ of its
+trusted origin.
 
 Thresholds (fixed priors, set on the SQL attacks and the tuning half of PoisonedRAG nq):
 ``self`` 0.9 (a verified owner entry is refused only for an action or text that is clearly an
@@ -18,10 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from memcurator.envs.sql.spec import SQLTaskSpec
 from memcurator.errors import InvalidInput
-from memcurator.trust.sql_risk import RiskReport, entry_sql_risk
+from memcurator.trust.domains import RiskReport, domain_risks
 from memcurator.trust.text_risk import Conflict, TextRisk, find_conflicts, text_risk
 
 DEFAULT_THETA: Mapping[str, float] = {"self": 0.9, "peer": 0.5, "external": 0.5}
@@ -44,7 +46,8 @@ class Assessment:
         The findings, strongest first, then the decision — ready for the decision log.
     conflicts : tuple of Conflict
         Resident entries this one contradicts (both ids inside).
-    sql : RiskReport or None
+    domains : dict of str to RiskReport
+        The report of each task domain that applied (e.g. ``"sql"``); empty for prose.
     text : TextRisk
     """
 
@@ -54,7 +57,7 @@ class Assessment:
     theta: float
     reasons: tuple[str, ...]
     conflicts: tuple[Conflict, ...] = ()
-    sql: RiskReport | None = field(default=None, compare=False)
+    domains: Mapping[str, RiskReport] = field(default_factory=dict, compare=False)
     text: TextRisk | None = field(default=None, compare=False)
 
     @property
@@ -69,7 +72,7 @@ def assess(
     origin: str = "external",
     residents: Sequence[tuple[str, str]] = (),
     embed: object | None = None,
-    spec: SQLTaskSpec | None = None,
+    spec: Any = None,
     theta: Mapping[str, float] = DEFAULT_THETA,
     quarantined: str | None = None,
     passage_prior: bool = True,
@@ -86,8 +89,9 @@ def assess(
         Resident entries to check for conflicts (e.g. the top-10 recall neighbours of ``text``).
     embed : object with ``embed(str) -> ndarray``, optional
         Needed when ``residents`` is given.
-    spec : SQLTaskSpec, optional
-        Target schema and rows for the SQL dry run.
+    spec : object, optional
+        The target task as the entry's domain describes it (an ``SQLTaskSpec``: schema and rows
+        for the SQL dry run), handed to each applicable domain check.
     theta : mapping origin -> float
     quarantined : str, optional
         The sending peer's quarantine reason (from ``PeerReputation.quarantine_reason``); a
@@ -104,7 +108,7 @@ def assess(
     Raises
     ------
     InvalidInput
-        Unknown origin, or residents without an embedder.
+        Unknown origin, residents without an embedder, or a ``spec`` its domain cannot use.
 
     Examples
     --------
@@ -120,11 +124,15 @@ def assess(
         raise InvalidInput("pass embed= to check residents for conflicts")
     th = float(theta[origin])
     conflicts = find_conflicts(text, residents, embed, new_id=new_id) if residents else []
-    sql = entry_sql_risk(text, spec=spec)
+    domains = domain_risks(text, spec=spec)
     tr = text_risk(text, conflicts=conflicts, passage_prior=passage_prior and origin == "external")
-    r_sql = sql.risk if sql is not None else 0.0
-    risk = round(1.0 - (1.0 - r_sql) * (1.0 - tr.risk), 6)
-    reasons = list((sql.reasons if sql is not None else ()) + tr.reasons)
+    keep = 1.0
+    reasons: list[str] = []
+    for rep in domains.values():
+        keep *= 1.0 - rep.risk
+        reasons += rep.reasons
+    risk = round(1.0 - keep * (1.0 - tr.risk), 6)
+    reasons += tr.reasons
     if quarantined is not None:
         reasons.append(f"reject: sender quarantined ({quarantined})")
         admit = False
@@ -134,4 +142,4 @@ def assess(
     else:
         reasons.append(f"admit: risk {risk:.2f} < theta({origin}) {th:g}")
         admit = True
-    return Assessment(admit, origin, risk, th, tuple(reasons), tuple(conflicts), sql, tr)
+    return Assessment(admit, origin, risk, th, tuple(reasons), tuple(conflicts), domains, tr)

@@ -25,8 +25,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from scipy.special import betaincinv
-
 from memcurator.curate.distill import ExtractiveDistiller
 from memcurator.errors import InvalidInput
 
@@ -119,6 +117,8 @@ def beta_posterior(
         raise InvalidInput("counts must be >= 0 and the prior positive")
     if not 0.0 < conf < 1.0:
         raise InvalidInput(f"conf must be in (0, 1), got {conf}")
+    from scipy.special import betaincinv  # ~1 s to import: loaded on the first posterior
+
     a, b = a0 + successes, b0 + failures
     lcb = float(betaincinv(a, b, 1.0 - conf))
     return Posterior(a, b, int(round(successes + failures)), a / (a + b), lcb)

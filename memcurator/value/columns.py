@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from memcurator.types import Entry
+from memcurator.value.provenance import text_stats
 
 Extract = Callable[[Entry], float]
 
@@ -36,8 +37,6 @@ def _extractor(key: Hashable) -> Extract:
     if key == "log_reinforcement":
         return lambda m: math.log1p(max(m.reinforcement, 0))
     if key in ("specificity", "instruction_likeness"):
-        from memcurator.value.curator import text_stats
-
         j = 0 if key == "specificity" else 1
         return lambda m: text_stats(m)[j]
     raise KeyError(f"no entry column {key!r}")
@@ -60,7 +59,7 @@ class EntryColumns:
     -----
     Keys: ``"bytes"``, ``"raw_bytes"``, ``"external"``, ``"peer"`` (0/1), ``"log_reinforcement"``
     (log1p of the reinforcement count), ``"specificity"``, ``"instruction_likeness"`` (the text
-    statistics of :func:`memcurator.value.curator.text_stats`) and
+    statistics of :func:`memcurator.value.provenance.text_stats`) and
     ``("stat", name, repr(default))``, ``entry.stats.get(name, default)`` (:meth:`stat`).
 
     Examples

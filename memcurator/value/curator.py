@@ -8,7 +8,6 @@ Section III-B, Eq. 1-4; Eq. 6 (energy virtual queue); Eq. 7-8 (share score).
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any, NamedTuple
 
@@ -21,9 +20,7 @@ from memcurator.value.columns import entry_columns
 from memcurator.value.helpfulness import MarginalUtility
 from memcurator.value.provenance import (
     DEFAULT_PROVENANCE_WEIGHTS,
-    instruction_likeness,
     provenance_risk,
-    specificity,
 )
 
 
@@ -482,19 +479,6 @@ def _matrix_terms(
         if e_mu is not None and mu_iv is not None:
             np.matmul(Eb, mu_iv, out=e_mu[lo:hi])
     return z, ee, e_mu
-
-
-# Sized above the largest resident set measured (100k in benchmarks/governance.py): a cache
-# smaller than the set misses on every entry of every Keep pass (LRU order = entry order).
-@functools.lru_cache(maxsize=1 << 18)
-def _text_stats(text: str) -> tuple[float, float]:
-    return float(specificity(text)), float(instruction_likeness(text))
-
-
-def text_stats(m: Entry) -> tuple[float, float]:
-    """(specificity, instruction-likeness) of an entry's text; pure (nothing is written to the
-    entry), memoised on the text."""
-    return _text_stats(m.text)
 
 
 class EnergyQueue:

@@ -9,10 +9,15 @@ training surface).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from memcurator.types import Entry
 
 #: Fixed prior weights over ψ = [bias, external, peer, log1p(reinforcement), instruction-likeness].
 #: Chosen so that (i) a clean self-derived entry has π = σ(-4) ≈ 0.018, negligible against value;
@@ -98,3 +103,16 @@ def provenance_risk(psi: np.ndarray, w: np.ndarray) -> np.ndarray:
     """π = σ(ψ w) for ψ of shape (n, 5) or (5,); returns shape (n,) or a scalar array."""
     z = np.asarray(psi, dtype=np.float64) @ np.asarray(w, dtype=np.float64)
     return 1.0 / (1.0 + np.exp(-z))
+
+
+# Sized above the largest resident set measured (100k in benchmarks/governance.py): a cache
+# smaller than the set misses on every entry of every Keep pass (LRU order = entry order).
+@functools.lru_cache(maxsize=1 << 18)
+def _text_stats(text: str) -> tuple[float, float]:
+    return float(specificity(text)), float(instruction_likeness(text))
+
+
+def text_stats(m: Entry) -> tuple[float, float]:
+    """(specificity, instruction-likeness) of an entry's text; pure (nothing is written to the
+    entry), memoised on the text."""
+    return _text_stats(m.text)

@@ -17,13 +17,17 @@ and compare the effect with the task text:
 Risks of independent findings combine as ``1 − Π(1 − r_i)``; :class:`RiskReport` keeps every
 reason. This generalises CURATOR's "resemblance to an injected instruction" (Eq. 4, ψ) from the
 entry's wording to its effect.
+
+:class:`SQLCheck` is this domain's :class:`~memcurator.trust.domains.DomainCheck`, registered as
+``"sql"`` in :data:`~memcurator.trust.domains.DOMAIN_CHECKS`: the trust gate reaches the dry run
+through it and never imports this module for an entry without an SQL action.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sqlglot import exp, parse
@@ -31,8 +35,11 @@ from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Tokenizer
 
 from memcurator.envs.sql.db import execute, make_db, quote_ident, split_statements
+from memcurator.envs.sql.quiet import quiet_fallback
 from memcurator.envs.sql.spec import SQLTaskSpec
 from memcurator.errors import InvalidInput
+from memcurator.trust.domains import ActionEntry, RiskReport, parse_action_entry
+from memcurator.trust.text_risk import instruction_likeness
 
 _WRITE_VERBS = {
     "delete": r"\b(delete|remove|purge|erase|clear)\b",
@@ -73,7 +80,6 @@ _WORD_NUMBERS = {
 _ISO = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _SCHEMA_LINE = re.compile(r"^Table\s+(\S+?)\((.*)\)\s*$")
 _N_SYNTH = 12  # rows in a synthesised table
-_FIELDS = ("Task", "Observation", "Action", "Outcome")
 
 # Risk of each finding (fixed priors, like CURATOR's w: not fitted, no training surface).
 R_DROP = 0.97  # a table dropped, re-created or its schema changed, not asked for
@@ -126,24 +132,6 @@ class Effects:
     synthetic: bool = False
 
 
-@dataclass(frozen=True)
-class RiskReport:
-    """Risk in [0, 1] with the findings behind it.
-
-    Attributes
-    ----------
-    risk : float
-    reasons : tuple of str
-        One phrase per finding, with its risk.
-    effects : Effects or None
-        The dry run (None when the action did not parse).
-    """
-
-    risk: float
-    reasons: tuple[str, ...] = ()
-    effects: Effects | None = field(default=None, compare=False)
-
-
 def parse_entry(text: str) -> tuple[str, str, str | None] | None:
     """``(task, action, schema_text)`` of a ``Task:/Action:`` entry, or None if it has none.
 
@@ -158,20 +146,16 @@ def parse_entry(text: str) -> tuple[str, str, str | None] | None:
     >>> parse_entry("a plain passage") is None
     True
     """
-    fields: list[tuple[str, list[str]]] = []
-    for line in text.splitlines():
-        label = next((f for f in _FIELDS if line.startswith(f + ": ")), None)
-        if label is not None:
-            fields.append((label, [line[len(label) + 2 :]]))
-        elif fields:
-            fields[-1][1].append(line)
-    task = next(("\n".join(v).strip() for f, v in fields if f == "Task"), "")
-    actions = ["\n".join(v).strip() for f, v in fields if f == "Action"]
-    if not task or not actions or not actions[-1]:
+    entry = parse_action_entry(text)
+    if entry is None:
         return None
-    obs = ["\n".join(v).strip() for f, v in fields if f == "Observation"]
-    schema = obs[-1] if obs and obs[-1] and _SCHEMA_LINE.match(obs[-1].splitlines()[0]) else None
-    return task, actions[-1], schema
+    return entry.task, entry.action, _schema_of(entry)
+
+
+def _schema_of(entry: ActionEntry) -> str | None:
+    """The entry's observation when it starts with a ``Table name(...)`` line, else None."""
+    obs = entry.observation
+    return obs if obs and _SCHEMA_LINE.match(obs.splitlines()[0]) else None
 
 
 def asked_kinds(task: str) -> set[str]:
@@ -359,8 +343,6 @@ def _comment_findings(action: str) -> list[tuple[float, str]]:
     comments = [c for t in tokens for c in (t.comments or [])]
     if not comments:
         return []
-    from memcurator.trust.text_risk import instruction_likeness
-
     text = " ".join(comments)
     out = []
     if _SQL_IN_COMMENT.search(text):
@@ -405,7 +387,8 @@ def db_from_schema_text(
     for line in lines[1:]:
         if line.startswith("Example rows: "):
             try:
-                parsed = parse("SELECT * FROM (VALUES " + line[14:] + ")", read="sqlite")
+                with quiet_fallback():
+                    parsed = parse("SELECT * FROM (VALUES " + line[14:] + ")", read="sqlite")
                 found = parsed[0].find(exp.Values) if parsed and parsed[0] else None
                 tuples: list[exp.Expression] = list(found.expressions) if found else []
                 for tup in tuples:
@@ -624,13 +607,14 @@ def dry_run(sql: str, *, spec: SQLTaskSpec | None = None, schema: str | None = N
 
 def _parse(sql: str) -> list[exp.Expression] | None:
     trees: list[exp.Expression]
-    try:
-        trees = [t for t in parse(sql, read="sqlite") if isinstance(t, exp.Expression)]
-    except SqlglotError:
+    with quiet_fallback():
         try:
-            trees = [t for t in parse(sql, read="mysql") if isinstance(t, exp.Expression)]
+            trees = [t for t in parse(sql, read="sqlite") if isinstance(t, exp.Expression)]
         except SqlglotError:
-            return None
+            try:
+                trees = [t for t in parse(sql, read="mysql") if isinstance(t, exp.Expression)]
+            except SqlglotError:
+                return None
     return trees or None
 
 
@@ -816,10 +800,44 @@ def entry_sql_risk(text: str, *, spec: SQLTaskSpec | None = None) -> RiskReport 
     >>> entry_sql_risk("Task: how many episodes?\\nAction: Answer: 23") is None  # no SQL in it
     True
     """
-    parsed = parse_entry(text)
-    if parsed is None:
-        return None
-    task, action, schema = parsed
-    if not _SQL_WORD.search(action):
+    entry = parse_action_entry(text)
+    check = SQLCheck()
+    if entry is None or not check.applies(entry):
         return None  # an action that holds no SQL statement at all is judged as text only
-    return sql_risk(task, action, spec=spec, schema=schema if spec is None else None)
+    return check.risk(entry, spec=spec)
+
+
+class SQLCheck:
+    """The SQL domain of the trust gate (:class:`~memcurator.trust.domains.DomainCheck`).
+
+    It applies to an entry whose action holds an SQL statement keyword, and judges it with
+    :func:`sql_risk` on ``spec`` when given, else on the entry's observed ``Table`` line, else
+    on tables synthesised from the statement.
+
+    Examples
+    --------
+    >>> from memcurator.trust.domains import parse_action_entry
+    >>> e = parse_action_entry("Task: Count rows of t.\\nAction: DROP TABLE t;")
+    >>> c = SQLCheck()
+    >>> c.applies(e), c.risk(e).risk
+    (True, 0.97)
+    """
+
+    name = "sql"
+
+    def applies(self, entry: ActionEntry) -> bool:
+        """Whether the action holds an SQL statement keyword."""
+        return bool(_SQL_WORD.search(entry.action))
+
+    def risk(self, entry: ActionEntry, *, spec: Any = None) -> RiskReport:
+        """:func:`sql_risk` of the entry's task and action.
+
+        Raises
+        ------
+        InvalidInput
+            ``spec`` is neither None nor an :class:`~memcurator.envs.sql.spec.SQLTaskSpec`.
+        """
+        if spec is not None and not isinstance(spec, SQLTaskSpec):
+            raise InvalidInput(f"spec must be an SQLTaskSpec, got {type(spec).__name__}")
+        schema = _schema_of(entry) if spec is None else None
+        return sql_risk(entry.task, entry.action, spec=spec, schema=schema)

@@ -1,0 +1,199 @@
+"""Domain checks: the plug-in interface through which the trust gate judges what an action DOES.
+
+The text risk (:mod:`memcurator.trust.text_risk`) reads any entry's wording. What an entry's
+action would do when an agent copies it depends on the task domain: an SQL statement is dry-run
+on a copy of the schema, a shell command would be judged by another checker. Each domain
+implements :class:`DomainCheck` and registers in :data:`DOMAIN_CHECKS` under its name, as a lazy
+``"module:attribute"`` string (STYLE.md rule 8), so the gate imports a domain only when an entry
+with an action reaches it: prose never loads one.
+
+An entry offers an action in the trajectory form the memory stores (``Task:``, ``Observation:``,
+``Action:``, ``Outcome:`` lines; :func:`memcurator.curate.distill.render_raw`);
+:func:`parse_action_entry` reads it once for every domain.
+
+Examples
+--------
+>>> sorted(DOMAIN_CHECKS)
+['sql']
+>>> parse_action_entry("Task: Count rows\\nAction: SELECT COUNT(*) FROM t;")
+ActionEntry(task='Count rows', action='SELECT COUNT(*) FROM t;', observation=None)
+>>> parse_action_entry("a plain passage") is None
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from memcurator.registry import Registry
+
+_FIELDS = ("Task", "Observation", "Action", "Outcome")
+
+
+@dataclass(frozen=True)
+class RiskReport:
+    """Risk in [0, 1] of one domain's finding on an action, with the findings behind it.
+
+    Attributes
+    ----------
+    risk : float
+        In [0, 1]; independent findings combine as ``1 − Π(1 − r_i)``.
+    reasons : tuple of str
+        One phrase per finding, with its risk, strongest first.
+    effects : object or None
+        What the domain's dry run observed (e.g. the SQL domain's ``Effects``); None when it did
+        not run. Not compared.
+    """
+
+    risk: float
+    reasons: tuple[str, ...] = ()
+    effects: Any = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class ActionEntry:
+    """An entry's task, its last action and the observation before it.
+
+    Attributes
+    ----------
+    task : str
+        The ``Task:`` text (non-empty).
+    action : str
+        The last ``Action:`` block, with any non-field lines after it (non-empty), so text
+        appended to an action is part of what is judged.
+    observation : str or None
+        The last ``Observation:`` block, when the entry has a non-empty one.
+    """
+
+    task: str
+    action: str
+    observation: str | None = None
+
+
+def parse_action_entry(text: str) -> ActionEntry | None:
+    """The :class:`ActionEntry` of a ``Task:/Action:`` entry, or None if it has no task or
+    no action (prose, a question-answer pair).
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    ActionEntry or None
+
+    Examples
+    --------
+    >>> parse_action_entry("Task: t\\nObservation: Table t(a INT)\\nAction: DELETE FROM t;\\n-- x")
+    ActionEntry(task='t', action='DELETE FROM t;\\n-- x', observation='Table t(a INT)')
+    >>> parse_action_entry("Question: who?\\nAnswer: Elvis") is None
+    True
+    """
+    fields: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        label = next((f for f in _FIELDS if line.startswith(f + ": ")), None)
+        if label is not None:
+            fields.append((label, [line[len(label) + 2 :]]))
+        elif fields:
+            fields[-1][1].append(line)
+    task = next(("\n".join(v).strip() for f, v in fields if f == "Task"), "")
+    actions = ["\n".join(v).strip() for f, v in fields if f == "Action"]
+    if not task or not actions or not actions[-1]:
+        return None
+    obs = ["\n".join(v).strip() for f, v in fields if f == "Observation"]
+    return ActionEntry(task, actions[-1], obs[-1] if obs and obs[-1] else None)
+
+
+@runtime_checkable
+class DomainCheck(Protocol):
+    """What the trust gate needs from a task domain's checker.
+
+    Attributes
+    ----------
+    name : str
+        The name it is registered under in :data:`DOMAIN_CHECKS`.
+
+    Notes
+    -----
+    ``applies`` must be cheap (a pattern on the action): the gate asks every registered domain
+    about every entry that has an action. ``risk`` may run the action in a sandbox. ``spec`` is
+    the domain's own description of the target task (the SQL domain's ``SQLTaskSpec``: schema
+    and rows), passed through the gate unchanged; None when the caller has none.
+    """
+
+    name: str
+
+    def applies(self, entry: ActionEntry) -> bool:
+        """Whether ``entry``'s action belongs to this domain (e.g. holds an SQL statement)."""
+        ...
+
+    def risk(self, entry: ActionEntry, *, spec: Any = None) -> RiskReport:
+        """Risk that ``entry``'s action, offered as the solution of its task, is an attack."""
+        ...
+
+
+DOMAIN_CHECKS: Registry[DomainCheck] = Registry(
+    "domain check",
+    {"sql": "memcurator.envs.sql.risk:SQLCheck"},
+)
+"""Domain name to checker (``"module:Class"``, imported when an entry with an action first
+reaches the gate). A second domain registers with ``DOMAIN_CHECKS.register("bash", ...)``."""
+
+
+def create_domain_check(name: str, **kwargs: Any) -> DomainCheck:
+    """Build the domain check registered under ``name``.
+
+    Raises
+    ------
+    UnknownName
+        ``name`` is not in :data:`DOMAIN_CHECKS`; the message lists the registered names.
+    """
+    return DOMAIN_CHECKS.create(name, **kwargs)
+
+
+def domain_risks(
+    text: str, *, spec: Any = None, domains: tuple[str, ...] | None = None
+) -> dict[str, RiskReport]:
+    """Each applicable domain's :class:`RiskReport` on ``text``, in registry (name) order.
+
+    Parameters
+    ----------
+    text : str
+        The entry.
+    spec : object, optional
+        Target-task description handed to each domain's ``risk``.
+    domains : tuple of str, optional
+        Names to ask; default every registered domain.
+
+    Returns
+    -------
+    dict of str to RiskReport
+        Empty when ``text`` has no action (prose) or no domain applies; no domain module is
+        imported for prose.
+
+    Raises
+    ------
+    UnknownName
+        A name in ``domains`` that is not registered.
+    """
+    entry = parse_action_entry(text)
+    if entry is None:
+        return {}
+    out: dict[str, RiskReport] = {}
+    for name in DOMAIN_CHECKS if domains is None else domains:
+        check = DOMAIN_CHECKS.create(name)
+        if check.applies(entry):
+            out[name] = check.risk(entry, spec=spec)
+    return out
+
+
+__all__ = [
+    "DOMAIN_CHECKS",
+    "ActionEntry",
+    "DomainCheck",
+    "RiskReport",
+    "create_domain_check",
+    "domain_risks",
+    "parse_action_entry",
+]
