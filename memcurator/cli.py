@@ -251,9 +251,7 @@ def bench(
         from memcurator.bench.results import compare_folders
 
         rows = compare_folders([out_dir], pair_with)
-        Console(width=max(100, Console().width)).print(
-            rich_table(rows, pair_with, outcome="local_ok", subset=None)
-        )
+        Console().print(rich_table(rows, pair_with, outcome="local_ok", subset=None))
     hits = getattr(ex, "hits", None)
     if hits is not None:
         console.print(

@@ -107,7 +107,7 @@ def test_machine_outputs(bench_dir: Path) -> None:
     assert md.startswith("| policy |") and "victim acc (n=" in md
     cs = runner.invoke(app, ["report", str(bench_dir), "--csv"]).stdout
     rows = list(csv.DictReader(io.StringIO(cs)))
-    assert {r["policy"] for r in rows} >= {"curator", "no-memory"}
+    assert {r["policy"] for r in rows} >= {"curator/align", "lru", "keep-all", "no-memory"}
     assert rows[0]["accuracy_n"] == "30"
     js = json.loads(runner.invoke(app, ["report", str(bench_dir), "--json"]).stdout)
     assert js["title"] == "one seed (no sd)" and js["rows"][0]["accuracy_n"] == 30
