@@ -183,7 +183,7 @@ def test_report_page_is_self_contained(bench_dir: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     text = page.read_text()
     assert text.count("data:image/png;base64,") == 2
-    assert "<td>curator</td>" in text and "Sample sizes" in text and "Glossary" in text
+    assert "<td>curator/align</td>" in text and "Sample sizes" in text and "Glossary" in text
     assert "Configuration" in text and "max_bytes" in text
     assert "http://" not in text and "https://" not in text  # nothing fetched from outside
     res = runner.invoke(app, ["report", str(bench_dir), "--html", str(tmp_path)])
