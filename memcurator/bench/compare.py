@@ -264,7 +264,7 @@ def rich_table(
     what = outcome + (f" on {subset} tasks" if subset else "")
     t = Table(title=f"{what}: each policy − {baseline}, paired by (seed, task)")
     for col in (*COLUMNS[:2], outcome, baseline, *COLUMNS[2:]):
-        t.add_column(col, justify="right")
+        t.add_column(col, justify="right", no_wrap=col == "policy")  # names stay whole
     for r in rows:
         t.add_row(
             r["policy"],
