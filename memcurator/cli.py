@@ -42,7 +42,7 @@ def bench(
         int,
         typer.Option(
             help="Tasks per stream (N). The default run (4 policies x 100 tasks, bundled model) "
-            "took 19 min on 2 shared CPU cores, 152 of 400 calls from the cache. Victim accuracy "
+            "took ~20 min on 2 shared CPU cores, 152 of 400 calls from the cache. Victim accuracy "
             "and ASR rest on a few tasks there (flagged in the table); 20+ of each need ~600 "
             "tasks."
         ),
