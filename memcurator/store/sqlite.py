@@ -714,6 +714,10 @@ class SQLiteStore:
         if action is not None and action not in DECISION_ACTIONS:
             raise InvalidInput(f"unknown action {action!r}; known: {list(DECISION_ACTIONS)}")
         self.namespace(namespace)
+        return self._decision_rows(namespace, since, action)
+
+    def _decision_rows(self, namespace: str, since: int, action: str | None) -> list[Decision]:
+        """The log rows of ``namespace`` with ``seq > since`` (and ``action``), oldest first."""
         q = (
             "SELECT seq, namespace, step, action, entry_id, score, reason, policy, bytes, at "
             "FROM decisions WHERE namespace=? AND seq>?"
@@ -779,30 +783,7 @@ class SQLiteStore:
                 f"namespace {namespace!r} does not exist and left no decision log; known: "
                 f"{self.namespaces()}"
             )
-        q = (
-            "SELECT seq, namespace, step, action, entry_id, score, reason, policy, bytes, at "
-            "FROM decisions WHERE namespace=?" + (" AND action=?" if action else "")
-        )
-        with self._lock:
-            rows = self._conn.execute(
-                q + " ORDER BY seq", (namespace, action) if action else (namespace,)
-            ).fetchall()
-        nan = float("nan")
-        return [
-            Decision(
-                int(r[0]),
-                r[1],
-                int(r[2]),
-                r[3],
-                r[4],
-                nan if r[5] is None else float(r[5]),
-                r[6],
-                r[7],
-                int(r[8]),
-                float(r[9]),
-            )
-            for r in rows
-        ]
+        return self._decision_rows(namespace, 0, action)
 
     def compact_log(
         self,
