@@ -1,0 +1,1 @@
+"""The OS-interaction environment: LifelongAgentBench bash tasks in a bubblewrap sandbox."""
