@@ -163,6 +163,9 @@ ETC_DENY = ("security/opasswd",)
 #: Ubuntu's image adds user and group 1000 (``ubuntu``) to Debian's base accounts.
 UBUNTU_USER = "ubuntu:x:1000:1000:Ubuntu:/home/ubuntu:/bin/bash"
 
+#: The output of a command run in (or ending) a sandbox whose processes were all killed.
+ENDED = "(the sandbox has ended: its processes were killed)"
+
 BASE_PASSWD = Path("/usr/share/base-passwd")
 
 
@@ -520,8 +523,14 @@ class Sandbox:
 
     @property
     def alive(self) -> bool:
-        """Whether the sandbox's first process still runs."""
-        return self._proc is not None and self._proc.poll() is None
+        """Whether the sandbox's first process still runs (a task can kill it: ``kill -9 -1``)."""
+        if self._proc is None or self._proc.poll() is not None:
+            return False
+        try:
+            stat = Path(f"/proc/{self._pid}/stat").read_text()
+        except OSError:
+            return False
+        return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
     def close(self) -> None:
         """Kill the sandbox; the kernel frees its namespaces and tmpfs. Safe to call twice."""
@@ -609,7 +618,7 @@ class Sandbox:
             if self._proc is None:
                 raise SandboxError("the sandbox is closed")
             if not self.alive:
-                return CommandResult(None, "(the sandbox has ended: its processes were killed)")
+                return CommandResult(None, ENDED)
             out = os.memfd_create("out", 0)
             t0 = time.monotonic()
             try:
@@ -643,8 +652,8 @@ class Sandbox:
         truncated = len(text) > self.config.max_output
         if truncated:
             text = text[: self.config.max_output]
-        if not self.alive and rc is not None and rc != 0 and not text:
-            text = "(the sandbox has ended: its processes were killed)"
+        if not self.alive and rc != 0:  # the command could not enter, or ended the sandbox
+            return CommandResult(None, ENDED, timed_out, False, seconds)
         return CommandResult(rc, text, timed_out, truncated, seconds)
 
 
