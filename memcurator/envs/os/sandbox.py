@@ -288,7 +288,10 @@ def _base_accounts() -> tuple[list[str], list[str]]:
         pw = (BASE_PASSWD / "passwd.master").read_text().splitlines()
         gr = (BASE_PASSWD / "group.master").read_text().splitlines()
     else:  # base-passwd is essential on Debian; elsewhere the minimum an image has
-        pw = ["root:*:0:0:root:/root:/bin/bash", "nobody:*:65534:65534:nobody:/nonexistent:/usr/sbin/nologin"]
+        pw = [
+            "root:*:0:0:root:/root:/bin/bash",
+            "nobody:*:65534:65534:nobody:/nonexistent:/usr/sbin/nologin",
+        ]
         gr = ["root:*:0:", "sudo:*:27:", "users:*:100:", "nogroup:*:65534:"]
     pw = [line for line in pw if line.strip()] + [UBUNTU_USER]
     gr = [line for line in gr if line.strip()] + ["ubuntu:x:1000:"]
