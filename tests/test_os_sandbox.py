@@ -163,6 +163,15 @@ def test_state_persists_across_commands(box: Sandbox) -> None:
     assert box.run("test -f /tmp/later").ok
 
 
+def test_the_root_is_one_file_system(box: Sandbox) -> None:
+    """Hard links and renames work between /var, /etc, /home, /root and / (tasks 118, 158)."""
+    r = box.run(
+        "touch /var/a /etc/b && mkdir -p /home/u && ln /var/a /a && ln /etc/b /root/b && "
+        "ln /a /home/u/a && mv /var /var2 && mv /var2 /var && stat -c %h /var/a"
+    )
+    assert r.ok and r.output.strip() == "3", r.output
+
+
 def test_timeout_kills_a_hung_command() -> None:
     with Sandbox(SandboxConfig(timeout_s=1.0)) as b:
         t0 = time.monotonic()

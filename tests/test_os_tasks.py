@@ -27,8 +27,9 @@ from memcurator.errors import InvalidInput
 from memcurator.trust.domains import ActionEntry, domain_risks
 
 #: one or more tasks of each kind (accounts, gpasswd family, chage, text, files, links,
-#: timing with a background job, exit-code scripts), all outside UNRUNNABLE
-SAMPLE = (0, 7, 21, 28, 40, 52, 95, 111, 141, 175, 187, 223, 240, 334, 417)
+#: timing with a background job, exit-code scripts, hard links from /var to / as in 118 and
+#: 158), all outside UNRUNNABLE
+SAMPLE = (0, 7, 21, 28, 40, 52, 95, 111, 118, 141, 158, 175, 187, 223, 240, 334, 417)
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -31,8 +31,8 @@ from memcurator.envs.os.sandbox import (
 
 _NET = "initialisation runs `apt-get install zsh`: the sandbox has no network and no dpkg database"
 _USR = (
-    "the reference writes into /usr/bin or /bin, which the sandbox binds read-only from the host "
-    "(upstream's container image lets root write there)"
+    "writes into /usr/bin or /bin (init of 33, 193, 302, 493; the reference of 11), which the "
+    "sandbox binds read-only from the host (upstream's container lets root write there)"
 )
 _RACE = "timing-dependent upstream"
 
@@ -48,8 +48,8 @@ UNRUNNABLE: dict[int, str] = {
     359: _RACE
     + ": the reference's `while [ -s f ]` loop depends on the `ls -t` order of files with "
     "equal mtimes",
-    282: _RACE + ": `ls *.txt > output.txt` may list output.txt itself",
-    183: _RACE + ": a background `sleep 3; touch` races a foreground `sleep 3`",
+    282: _RACE + ": `ls *.txt > output.txt` may list output.txt itself (passed here, flaky)",
+    183: _RACE + ": a background `sleep 3; touch` races a foreground `sleep 3` (passed here)",
 }
 
 

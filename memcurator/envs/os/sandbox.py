@@ -17,10 +17,11 @@ How it is built (``../shared/data/lifelongagentbench-os/README.md`` measured the
   for the sandbox's first process and as the bounding set of every command.
 * **Namespaces:** ``--unshare-all`` (user, mount, pid, network with loopback only, ipc, uts,
   cgroup), ``--die-with-parent``, ``--new-session``.
-* **Filesystem:** the root is bubblewrap's own tmpfs, inside the sandbox's mount namespace.
-  Host ``/usr`` is bound read-only (``/bin``, ``/lib*``, ``/sbin`` are links into it);
-  ``/usr/local``, ``/etc``, ``/var``, ``/tmp``, ``/home``, ``/root``, ``/opt``, ``/srv``,
-  ``/mnt``, ``/media`` and ``/run`` are empty tmpfs of ``tmpfs_mb`` each, and ``/etc`` is filled
+* **Filesystem:** the root is one tmpfs of ``tmpfs_mb`` inside the sandbox's mount namespace
+  (one file system, so hard links and renames work between ``/etc``, ``/var``, ``/tmp``,
+  ``/home``, ``/root``, ``/opt``, ``/srv`` and ``/``). Host ``/usr`` is bound read-only
+  (``/bin``, ``/lib*``, ``/sbin`` are links into it); ``/usr/local`` is a second empty tmpfs
+  of ``tmpfs_mb``. ``/etc`` is filled
   with a clean skeleton (:func:`clean_etc`): Debian's pristine ``passwd``/``group`` from
   ``base-passwd`` plus Ubuntu's user 1000, generated ``shadow``/``gshadow``, and the host's
   non-secret configuration (PAM, login.defs, skel, alternatives, the loader cache). No host
@@ -35,8 +36,8 @@ How it is built (``../shared/data/lifelongagentbench-os/README.md`` measured the
   to ``max_output`` characters; after ``timeout_s`` the command's process group is killed.
 
 What it does not guarantee: resource limits beyond a process-count limit and the tmpfs sizes
-(bubblewrap's root tmpfs itself is unsized, so ``/`` can grow to the host's tmpfs limit); the
-host kernel is shared (a kernel bug is an escape); a command that starts a new session escapes
+(no CPU or memory cgroup: a command can use the host's CPU and memory for its 20 s); the host
+kernel is shared (a kernel bug is an escape); a command that starts a new session escapes
 the timeout's process-group kill (it dies when the sandbox closes).
 
 Requires host root (to write the uid map and enter the namespaces), ``bwrap`` (Debian package
@@ -89,8 +90,8 @@ ENV = {
     "HOSTNAME": "sandbox",
 }
 
-#: Writable empty directories (each its own tmpfs) and their modes.
-TMPFS_DIRS = {
+#: Directories of the root (one tmpfs, so hard links and renames work across them) and modes.
+ROOT_DIRS = {
     "/etc": 0o755,
     "/var": 0o755,
     "/tmp": 0o1777,
@@ -101,10 +102,9 @@ TMPFS_DIRS = {
     "/mnt": 0o755,
     "/media": 0o755,
     "/run": 0o755,
-    "/usr/local": 0o755,
 }
 
-#: Directories created inside those tmpfs, as an image has them.
+#: Directories created inside those, as an image has them.
 SUBDIRS = (
     "/var/log",
     "/var/tmp",
@@ -224,8 +224,8 @@ class SandboxConfig:
         uid map ``0 uid_base 65536`` (sandbox root is an unprivileged host uid) or ``0 0 65536``.
     uid_base : int, default 1_200_000_000
         First host uid of the shifted map; far above any login uid or usual subuid range.
-    tmpfs_mb : int, default 256
-        Size of each writable tmpfs (``/etc``, ``/var``, ``/tmp``, ...), MiB.
+    tmpfs_mb : int, default 512
+        Size of the root tmpfs and of ``/usr/local``'s, MiB (memory, used only as written).
     max_procs : int, default 4096
         ``RLIMIT_NPROC`` of the sandbox's processes (counted per host uid).
     """
@@ -234,7 +234,7 @@ class SandboxConfig:
     max_output: int = 4000
     mode: str = "shifted"
     uid_base: int = 1_200_000_000
-    tmpfs_mb: int = 256
+    tmpfs_mb: int = 512
     max_procs: int = 4096
 
     def __post_init__(self) -> None:
@@ -411,6 +411,8 @@ class Sandbox:
         mb = self.config.tmpfs_mb * 1024 * 1024
         a = [self._tools["bwrap"], "--unshare-all", "--unshare-user", "--uid", "0", "--gid", "0"]
         a += ["--die-with-parent", "--new-session", "--hostname", "sandbox"]
+        # the whole root is one sized tmpfs; /usr/local a second one over the read-only /usr
+        a += ["--size", str(mb), "--tmpfs", "/"]
         a += ["--ro-bind", "/usr", "/usr"]
         for link, target in (("/bin", "usr/bin"), ("/sbin", "usr/sbin"), ("/lib", "usr/lib")):
             a += ["--symlink", target, link]
@@ -418,8 +420,9 @@ class Sandbox:
             if Path("/usr", lib).is_dir():
                 a += ["--symlink", f"usr/{lib}", f"/{lib}"]
         a += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
-        for d, mode in TMPFS_DIRS.items():
-            a += ["--size", str(mb), "--tmpfs", d, "--chmod", f"{mode:o}", d]
+        for d, mode in ROOT_DIRS.items():
+            a += ["--dir", d, "--chmod", f"{mode:o}", d]
+        a += ["--size", str(mb), "--tmpfs", "/usr/local"]
         for d in SUBDIRS:
             a += ["--dir", d]
         a += ["--chmod", "1777", "/var/tmp", "--chmod", "1777", "/run/lock"]
