@@ -79,9 +79,11 @@ def families(tasks: list[OSTask], cut: float = 0.6) -> list[list[int]]:
     x /= np.linalg.norm(x, axis=1, keepdims=True).clip(min=1e-12)
     dist = 1.0 - x @ x.T
     clusters: dict[int, list[int]] = {i: [i] for i in range(len(docs))}
-    d = {(i, j): float(dist[i, j]) for i in clusters for j in clusters if i < j}
-    while d:
-        (a, b), best = min(d.items(), key=lambda kv: kv[1])
+    link: dict[tuple[int, int], float] = {
+        (i, j): float(dist[i, j]) for i in clusters for j in clusters if i < j
+    }
+    while link:
+        (a, b), best = min(link.items(), key=lambda kv: kv[1])
         if best > cut:
             break
         na, nb = len(clusters[a]), len(clusters[b])
@@ -89,10 +91,10 @@ def families(tasks: list[OSTask], cut: float = 0.6) -> list[list[int]]:
         for k in list(clusters):
             if k == a:
                 continue
-            dak = d.pop((min(a, k), max(a, k)))
-            dbk = d.pop((min(b, k), max(b, k)))
-            d[(min(a, k), max(a, k))] = (na * dak + nb * dbk) / (na + nb)
-        d.pop((a, b), None)
+            dak = link.pop((min(a, k), max(a, k)))
+            dbk = link.pop((min(b, k), max(b, k)))
+            link[(min(a, k), max(a, k))] = (na * dak + nb * dbk) / (na + nb)
+        link.pop((a, b), None)
     out = [sorted(tasks[i].index for i in c) for c in clusters.values() if len(c) > 1]
     return sorted(out, key=lambda c: (-len(c), c))
 
