@@ -30,14 +30,28 @@ app = App(
 #: The main job: a budgeted, curated memory (CURATOR read through JitMem's extractive curator)
 #: against the naive bounded baseline at the same budget, the unbounded one, and no memory.
 DEFAULT_POLICIES = "curator/align,lru,keep-all,no-memory"
+#: --env os: the same comparison without a read-time curator (not run on OS tasks yet).
+OS_DEFAULT_POLICIES = "curator,lru,keep-all,no-memory"
+#: --env os: tokens per agent reply (a Think line and a bash block; SQL needs 96)
+OS_MAX_TOKENS = 384
 
 
 @app.command()
 def bench(
-    env: Annotated[str, typer.Option(help="Task environment; only 'sql' exists.")] = "sql",
+    env: Annotated[
+        str,
+        typer.Option(
+            help="Task environment: sql (LifelongAgentBench DB families) or os (its 500 bash "
+            "tasks, each in a fresh bubblewrap sandbox; needs root and bwrap; --drift 0)."
+        ),
+    ] = "sql",
     policies: Annotated[
-        str, typer.Option(help="Comma-separated policy presets.")
-    ] = DEFAULT_POLICIES,
+        str | None,
+        typer.Option(
+            help=f"Comma-separated policy presets (default {DEFAULT_POLICIES}; --env os: "
+            f"{OS_DEFAULT_POLICIES})."
+        ),
+    ] = None,
     tasks: Annotated[
         int,
         typer.Option(
@@ -58,11 +72,23 @@ def bench(
         ),
     ] = "100000",
     poison: Annotated[int, typer.Option(help="Attacker entries n_p (0 = no attack).")] = 4,
-    payload: Annotated[str, typer.Option(help="Poison payload: drop, empty or comment.")] = "drop",
+    payload: Annotated[
+        str | None,
+        typer.Option(
+            help="Poison payload: drop, empty or comment (sql, default drop); destroy, weaken, "
+            "sudo or fetch (os, default destroy)."
+        ),
+    ] = None,
     poison_channel: Annotated[
         str, typer.Option(help="external, peer, or self (forged).")
     ] = "external",
-    drift: Annotated[float, typer.Option(help="Fraction of families that migrate schema.")] = 0.3,
+    drift: Annotated[
+        float | None,
+        typer.Option(
+            help="Fraction of families that migrate schema (default 0.3; --env os: 0, the "
+            "only value it runs yet)."
+        ),
+    ] = None,
     zipf: Annotated[float, typer.Option(help="Family popularity exponent.")] = 1.1,
     families: Annotated[int, typer.Option(help="Families taking part.")] = 60,
     dml_share: Annotated[
@@ -176,8 +202,25 @@ def bench(
     from memcurator.bench.runner import load_families, n_runs_per_seed
     from memcurator.bench.session import bench_settings, make_executor, run_to_folder
 
-    if env != "sql":
-        fail(f"unknown env {env!r}; known: ['sql']")
+    if env not in ("sql", "os"):
+        fail(f"unknown env {env!r}; known: ['os', 'sql']")
+    if env == "os":
+        from memcurator.envs.os.sandbox import SandboxUnavailable, require_tools
+
+        try:
+            require_tools()  # fail loudly before any work: never a silent skip
+        except SandboxUnavailable as e:
+            fail(str(e))
+    if policies is None:
+        policies = OS_DEFAULT_POLICIES if env == "os" else DEFAULT_POLICIES
+    if payload is None:
+        payload = "destroy" if env == "os" else "drop"
+    if drift is None:
+        drift = 0.0 if env == "os" else 0.3
+    if env == "os" and drift > 0:
+        fail("--env os has no drift yet (no change of convention is implemented); use --drift 0")
+    if env == "os" and peers:
+        fail("--peers is not wired for --env os yet")
     out_dir = out or Path("results") / time.strftime("%Y%m%d-%H%M%S")
     if out_dir.exists() and not out_dir.is_dir():
         fail(f"--out {str(out_dir)!r} is a file, not a folder")
@@ -186,7 +229,7 @@ def bench(
     if resume and peers:
         fail("--resume is for single-agent benches; rerun a peer group with --overwrite")
     budgets = parse_budgets(max_bytes)
-    fams = load_families(data)
+    fams = load_families(data, env)
     families, too_many = clamp_families(families, len(fams))
     cfg = _bench_config(
         policies, preferences, policy_file, pool, seeds=list(range(seed_start, seed_start + seeds)),
@@ -194,9 +237,9 @@ def bench(
         payload=payload, dml_share=dml_share, drift_popular=drift_popular,
         inject_chars=inject_chars, expert_cost=expert_cost, max_turns=max_turns,
         curator_learning=curator_learning, poison_channel=poison_channel,
-        vector_dtype=vector_dtype,
+        vector_dtype=vector_dtype, env=env,
     )  # fmt: skip
-    ex = make_executor(executor, model_path=model_path, threads=threads, cache=cache)
+    ex = make_executor(executor, model_path=model_path, threads=threads, cache=cache, env=env)
     for warning in (too_many, *(budget_warning(b, vector_dtype=vector_dtype) for b in budgets)):
         if warning:
             console.print(f"[yellow]warning:[/yellow] {warning}")
@@ -283,6 +326,7 @@ def _bench_config(
     curator_learning: bool,
     poison_channel: str,
     vector_dtype: str,
+    env: str = "sql",
 ) -> Any:
     """The :class:`~memcurator.bench.runner.BenchConfig` of ``bench``'s options.
 
@@ -322,11 +366,15 @@ def _bench_config(
             payload=payload,
             dml_share=dml_share,
             drift_popular=drift_popular,
+            env=env,
         ),
         agent=AgentConfig(
             inject_chars=inject_chars,
             expert_cost_usd=expert_cost,
-            max_turns=max_turns,
+            # an OS episode has upstream's 5 agent rounds unless --max-turns asks for more
+            max_turns=max(max_turns, 5) if env == "os" else max_turns,
+            # a bash block with a Think line needs more than one SQL line's tokens
+            **({"max_tokens": OS_MAX_TOKENS} if env == "os" else {}),
             pool=model_pool,
             learn=curator_learning,
         ),

@@ -22,6 +22,10 @@ script therefore
    constraint pinning the version, so pip can take llama-cpp-python from that wheelhouse only:
    neither an sdist build nor a wheel from pip's cache can come in.
 
+3. with the ``dev`` extras, makes sure ``bwrap`` (Debian's ``bubblewrap``) is there: the OS
+   environment's sandbox and its tests need it (and root). As root with ``apt-get`` it is
+   installed; otherwise the script says how, loudly (the tests then fail, never skip).
+
 Exit status: pip's status when a pip step fails, 2 on bad arguments, 0 on success.
 See docs/install.md for the choice of settings and how portability was checked.
 """
@@ -120,6 +124,32 @@ def build_wheel(folder: Path) -> Path:
     return target
 
 
+def ensure_bwrap(run=subprocess.run, which=None) -> str:
+    """Install bubblewrap with apt-get when missing and root; return what happened.
+
+    Returns
+    -------
+    str
+        ``"present"``, ``"installed"`` or ``"missing"`` (not root or no apt-get: a message on
+        stderr says how to install it).
+    """
+    import shutil
+
+    which = which or shutil.which
+    if which("bwrap"):
+        return "present"
+    if os.geteuid() == 0 and which("apt-get"):
+        run(["apt-get", "update", "-q"], check=True)
+        run(["apt-get", "install", "-y", "-q", "bubblewrap"], check=True)
+        return "installed"
+    print(
+        "WARNING: bwrap is missing. The OS environment (memcurator bench --env os) and its "
+        "tests need it and root: apt-get install -y bubblewrap",
+        file=sys.stderr,
+    )
+    return "missing"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("extras", nargs="?", default="dev", help="extras to install, e.g. dev")
@@ -145,6 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         "-e",
         target,
     )
+    if "dev" in args.extras.split(","):
+        ensure_bwrap()
     return 0
 
 

@@ -59,6 +59,7 @@ def test_builds_without_pips_cache_then_installs_only_that_wheel(
     monkeypatch.setenv("MEMCURATOR_WHEELHOUSE", str(tmp_path / "wh"))
     monkeypatch.setenv("CMAKE_ARGS", "-DGGML_NATIVE=ON")
     mod = _script()
+    monkeypatch.setattr(mod, "ensure_bwrap", lambda: "present")  # no system change in a test
     assert mod.main(["dev"]) == 0
     (build, build_env), (install, _) = calls
     assert build[3:5] == ["wheel", "--no-cache-dir"]
@@ -109,3 +110,19 @@ def test_portability_verdict() -> None:
     native = check.RuntimeInfo("v", "lib", "libggml-cpu.so", ("AVX2", "AVX512", "AMX_INT8"))
     assert avx2.portable and avx2.beyond_avx2 == ()
     assert not native.portable and native.beyond_avx2 == ("AVX512", "AMX_INT8")
+
+
+def test_dev_install_brings_bubblewrap_or_says_how(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mod = _script()
+    ran: list[list[str]] = []
+    have = {"apt-get": "/usr/bin/apt-get"}
+    assert mod.ensure_bwrap(run=lambda a, check: ran.append(a), which=lambda n: "/b") == "present"
+    assert ran == []
+    monkeypatch.setattr(mod.os, "geteuid", lambda: 0)
+    assert mod.ensure_bwrap(run=lambda a, check: ran.append(a), which=have.get) == "installed"
+    assert ran[-1] == ["apt-get", "install", "-y", "-q", "bubblewrap"]
+    monkeypatch.setattr(mod.os, "geteuid", lambda: 1000)
+    assert mod.ensure_bwrap(run=lambda a, check: ran.append(a), which=have.get) == "missing"
+    assert "apt-get install -y bubblewrap" in capsys.readouterr().err

@@ -21,6 +21,7 @@ from memcurator.errors import InvalidInput
 
 #: bench settings that must agree for runs to be merged, compared or resumed
 RUN_KEYS = (
+    "env",
     "tasks",
     "max_bytes",
     "poison",
@@ -39,7 +40,7 @@ RUN_KEYS = (
 )
 
 #: settings a folder written before they existed ran at: compared as this value when missing
-RUN_DEFAULTS: dict[str, object] = {"vector_dtype": "float32"}
+RUN_DEFAULTS: dict[str, object] = {"vector_dtype": "float32", "env": "sql"}
 
 
 def _norm(key: str, v: object) -> object:

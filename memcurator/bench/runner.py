@@ -52,7 +52,13 @@ class BenchConfig:
                 f"max_bytes must be a positive number of bytes, got {self.max_bytes}"
             )
         for p in self.policies:
-            create_policy(p)  # unknown names fail before any work starts
+            pol = create_policy(p)  # unknown names fail before any work starts
+            if self.stream.env == "os" and pol.curator is not None:
+                raise InvalidInput(
+                    f"policy {p!r} reads through a read-time curator, which --env os does not "
+                    "run yet (its operators and probes are SQL-specific); choose presets "
+                    "without one (e.g. curator, keep-all, lru, no-memory)"
+                )
         if self.sweep_values:
             from memcurator.bench.budget_fronts import check_sweep
 
@@ -146,9 +152,17 @@ def run_policy(
                     continue
                 admitted += int(r.admitted)
         policy.set_oracle(_oracle(task.family, step, stream.drifted, stream.drift_step))
-        records.append(
-            run_task(task, mem, executor, cfg.agent, policy_name=name, seed=seed, step=step)
-        )
+        if cfg.stream.env == "os":
+            from memcurator.bench.os_agent import run_os_task
+
+            payload = stream.poison.payload if stream.poison is not None else None
+            rec = run_os_task(
+                task, mem, executor, cfg.agent, policy_name=name, seed=seed, step=step,
+                poison_payload=payload,
+            )  # fmt: skip
+        else:
+            rec = run_task(task, mem, executor, cfg.agent, policy_name=name, seed=seed, step=step)
+        records.append(rec)
         if on_task is not None:
             on_task()
     counts: dict[str, int] = {}
@@ -213,8 +227,13 @@ def entry_bytes_by_part(
     return out
 
 
-def load_families(data_path: str | None = None) -> list[Any]:
-    """The LifelongAgentBench specs that admit variants (the stream's families)."""
+def load_families(data_path: str | None = None, env: str = "sql") -> list[Any]:
+    """The LifelongAgentBench specs that admit variants (the stream's families); for
+    ``env="os"`` the OS tasks the sandbox can run (:func:`memcurator.envs.os.runnable_tasks`)."""
+    if env == "os":
+        from memcurator.envs.os import runnable_tasks
+
+        return list(runnable_tasks(data_path))
     from memcurator.envs.sql import load_specs, variant_families
 
     specs = load_specs(data_path).specs
@@ -256,7 +275,12 @@ def run_bench(
             runs += [finished[(label, seed)] for _, label, _, _ in plan]
             continue
         scfg = StreamConfig(**{**asdict(cfg.stream), "seed": seed})
-        stream = build_stream(scfg, fams)
+        if cfg.stream.env == "os":
+            from memcurator.bench.os_stream import build_os_stream
+
+            stream = build_os_stream(scfg, fams)
+        else:
+            stream = build_stream(scfg, fams)
         for name, label, run_cfg, sweep in plan:
             if (label, seed) in finished:
                 runs.append(finished[(label, seed)])

@@ -46,6 +46,7 @@ def bench_settings(
     budgets = list(cfg.sweep_values) or [cfg.max_bytes]
     return {
         "argv": list(argv),
+        "env": cfg.stream.env,
         "tasks": cfg.stream.n_tasks,
         "seeds": len(cfg.seeds),
         "seed_start": cfg.seeds[0],
@@ -74,6 +75,7 @@ def make_executor(
     model_path: str | None = None,
     threads: int | None = None,
     cache: bool = True,
+    env: str = "sql",
 ) -> Any:
     """The bench's LLM executor: ``gguf`` (local), ``openai`` (endpoint) or ``fake`` (scripted).
 
@@ -87,6 +89,10 @@ def make_executor(
         ``gguf``: CPU threads.
     cache : bool, default True
         Wrap a real executor in the completion cache (temperature-0 calls are replayed).
+    env : {"sql", "os"}, default "sql"
+        ``fake``: the scripted responder of the environment (copy the first injected exemplar's
+        action: :func:`~memcurator.bench.agent.copy_first_action`,
+        :func:`~memcurator.bench.os_agent.copy_first_exemplar`).
 
     Raises
     ------
@@ -96,7 +102,11 @@ def make_executor(
     from memcurator.llm import CachedExecutor, create_executor
 
     kw: dict[str, object] = {}
-    if kind == "fake":
+    if kind == "fake" and env == "os":
+        from memcurator.bench.os_agent import copy_first_exemplar
+
+        kw = {"responder": copy_first_exemplar}
+    elif kind == "fake":
         from memcurator.bench.agent import copy_first_action
 
         kw = {"responder": copy_first_action}

@@ -58,6 +58,10 @@ class StreamConfig:
     drift_popular : bool, default False
         Migrate the most-drawn families before the boundary instead of random ones, so that
         drift hits families with many stale exemplars resident (and many victim tasks).
+    env : {"sql", "os"}, default "sql"
+        The task environment: SQL families (this module) or OS tasks
+        (:func:`memcurator.bench.os_stream.build_os_stream`; ``payload`` is then one of
+        :data:`memcurator.envs.os.poison.PAYLOADS`).
     """
 
     n_tasks: int = 300
@@ -72,6 +76,7 @@ class StreamConfig:
     seed: int = 0
     dml_share: float | None = None
     drift_popular: bool = False
+    env: str = "sql"
 
     def __post_init__(self) -> None:
         if self.n_tasks < 1:
@@ -89,7 +94,12 @@ class StreamConfig:
             raise InvalidInput("poison_targets must be >= 1")
         if self.dml_share is not None and not 0 <= self.dml_share <= 1:
             raise InvalidInput(f"dml_share must be in [0, 1] or None, got {self.dml_share!r}")
-        from memcurator.envs.sql import PAYLOADS
+        if self.env not in ("sql", "os"):
+            raise InvalidInput(f"env must be 'sql' or 'os', got {self.env!r}")
+        if self.env == "os":
+            from memcurator.envs.os.poison import PAYLOADS
+        else:
+            from memcurator.envs.sql import PAYLOADS  # type: ignore[assignment]
 
         if self.payload not in PAYLOADS:
             raise InvalidInput(f"payload must be one of {list(PAYLOADS)}, got {self.payload!r}")

@@ -14,7 +14,7 @@ An entry offers an action in the trajectory form the memory stores (``Task:``, `
 Examples
 --------
 >>> sorted(DOMAIN_CHECKS)
-['sql']
+['bash', 'sql']
 >>> parse_action_entry("Task: Count rows\\nAction: SELECT COUNT(*) FROM t;")
 ActionEntry(task='Count rows', action='SELECT COUNT(*) FROM t;', observation=None)
 >>> parse_action_entry("a plain passage") is None
@@ -135,7 +135,7 @@ class DomainCheck(Protocol):
 
 DOMAIN_CHECKS: Registry[DomainCheck] = Registry(
     "domain check",
-    {"sql": "memcurator.envs.sql.risk:SQLCheck"},
+    {"sql": "memcurator.envs.sql.risk:SQLCheck", "bash": "memcurator.envs.os.risk:BashCheck"},
 )
 """Domain name to checker (``"module:Class"``, imported when an entry with an action first
 reaches the gate). A second domain registers with ``DOMAIN_CHECKS.register("bash", ...)``."""

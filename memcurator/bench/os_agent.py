@@ -1,0 +1,220 @@
+"""The OS agent loop: recall → prompt with injected memory → up to 5 ``Act: bash`` rounds in a
+fresh sandbox → evaluation script → escalation to the expert on failure → feedback → write.
+
+The episode follows upstream (:mod:`memcurator.envs.os.protocol`); the memory's unit is the
+multi-step trajectory: one :class:`~memcurator.types.Step` per bash round (the observation
+before it and the script), so a recalled entry shows the whole path, not one command.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from memcurator.bench.agent import AgentConfig, TaskRecord, memory_block
+from memcurator.errors import BudgetExceeded
+from memcurator.memory import Memory
+from memcurator.types import Step, Task, Trajectory
+
+MEMORY_HEADER = "Solved examples from memory:"
+#: The model's reply ends at the close of its bash block or at the next turn's label.
+STOP = ["\nOS:", "\nTask:"]
+_ACTION = re.compile(r"^Action: (.*?)(?=^\w+: |\Z)", re.MULTILINE | re.DOTALL)
+
+
+def render_prompt(history: list[tuple[str, str]], block: str, header: str = MEMORY_HEADER) -> str:
+    """The conversation as one text prompt for a completion executor.
+
+    ``history`` is the protocol's: the instruction, the task, then (agent reply, OS observation)
+    pairs. The memory block sits between the instruction and the task, and the prompt ends with
+    ``Agent:`` for the next reply.
+
+    Examples
+    --------
+    >>> print(render_prompt([("user", "Rules."), ("user", "Make /x")], ""))
+    Rules.
+    <BLANKLINE>
+    Task: Make /x
+    Agent:
+    """
+    system, task, *turns = (text for _, text in history)
+    mem = f"{header}\n{block}\n\n" if block else ""
+    lines = [f"{system}\n\n{mem}Task: {task}"]
+    for role, text in history[2:]:
+        lines.append(("Agent: " if role == "agent" else "OS: ") + text)
+    return "\n".join(lines) + "\nAgent:"
+
+
+def copy_first_exemplar(prompt: str) -> str:
+    """A scripted OS responder for smoke tests (``--executor fake``), never used in reports.
+
+    Round one: run the first injected exemplar's last ``Action:`` block as the bash action (the
+    SQL fake's copy rule); with nothing injected, or after a round, ``Act: finish``.
+
+    Examples
+    --------
+    >>> p = "Rules\\n\\nSolved examples from memory:\\nTask: a\\nAction: mkdir /x"
+    >>> p += "\\n\\nTask: b\\nAgent:"
+    >>> copy_first_exemplar(p)
+    ' Think: copy the remembered solution.\\nAct: bash\\n```bash\\nmkdir /x\\n```'
+    >>> copy_first_exemplar("Rules\\n\\nTask: b\\nAgent:")
+    ' Think: nothing to go on.\\nAct: finish'
+    """
+    if "\nOS: " in prompt or MEMORY_HEADER not in prompt:
+        return " Think: nothing to go on.\nAct: finish" if "\nOS: " not in prompt else (
+            " Think: done.\nAct: finish")  # fmt: skip
+    mem = prompt.split(MEMORY_HEADER, 1)[1].rsplit("\n\nTask: ", 1)[0]
+    first = mem.split("\n\nTask: ")[0]
+    found = _ACTION.findall(first)
+    if not found:
+        return " Think: nothing to go on.\nAct: finish"
+    return f" Think: copy the remembered solution.\nAct: bash\n```bash\n{found[-1].strip()}\n```"
+
+
+def run_os_task(
+    task: Task,
+    memory: Memory,
+    executor: Any,
+    cfg: AgentConfig,
+    *,
+    policy_name: str,
+    seed: int,
+    step: int,
+    clock: Callable[[], float] = time.perf_counter,
+    poison_payload: str | None = None,
+) -> TaskRecord:
+    """Solve one OS task with memory in a fresh sandbox, evaluate, escalate, feed back, write.
+
+    Parameters
+    ----------
+    task : Task
+        ``task.payload["os_task"]`` is the :class:`~memcurator.envs.os.data.OSTask`.
+    cfg : AgentConfig
+        ``max_turns`` is the number of agent rounds (upstream: 5; the CLI passes
+        ``max(--max-turns, 5)`` unless set); ``max_tokens`` per reply.
+    poison_payload : str, optional
+        The stream's payload name: a round whose script holds it sets ``payload_executed``.
+
+    Returns
+    -------
+    TaskRecord
+        ``sql`` holds the last executed bash script; ``turns`` the agent rounds; ``steps`` the
+        bash rounds of the persisted trajectory (the expert's one script after a failure).
+    """
+    from memcurator.envs.os.poison import payload_ran
+    from memcurator.envs.os.protocol import SYSTEM_PROMPT, observation, parse_action
+    from memcurator.envs.os.sandbox import Sandbox
+    from memcurator.envs.sql.edm import frr, pei
+
+    ot = task.payload["os_task"]
+    t0 = clock()
+    hit = memory.recall(task.instruction, k=cfg.k)
+    block, used = memory_block(hit.entries, cfg.inject_chars)
+    injected = [m for m in hit.entries if m.id in used]
+    t_mem = clock() - t0
+    poison_in = any(m.meta.get("poison") for m in injected)
+    same_fam = any(
+        m.meta.get("family") == task.family and not m.meta.get("poison") for m in injected
+    )
+    tokens_in = tokens_out = 0
+    latency = cost = 0.0
+    cached = True
+    executed = False
+    steps: list[Step] = []
+    failed: list[bool] = []
+    last_script = ""
+    turns = 0
+    history: list[tuple[str, str]] = [("user", SYSTEM_PROMPT), ("user", task.instruction)]
+    with Sandbox() as box:
+        init = box.run(ot.init) if ot.init.strip() else None
+        if init is not None and not init.ok:
+            # upstream: an environment failure; recorded as a failed task, never silently dropped
+            ok = False
+        else:
+            obs = ""
+            for _ in range(cfg.max_turns):
+                comp = executor.complete(
+                    render_prompt(history, block), max_tokens=cfg.max_tokens, stop=STOP
+                )
+                turns += 1
+                tokens_in += comp.tokens_in
+                tokens_out += comp.tokens_out
+                latency += comp.latency_s
+                cost += float(comp.cost_usd)
+                cached = cached and bool(getattr(comp, "cached", False))
+                reply = comp.text.strip()
+                action = parse_action(reply)
+                history.append(("agent", reply))
+                if action.kind != "bash":
+                    break
+                res = box.run(action.script)
+                last_script = action.script
+                if poison_payload is not None and payload_ran(action.script, poison_payload):
+                    executed = True
+                steps.append(Step(obs, action.script))
+                failed.append(not res.ok)
+                obs = observation(res, box.config.timeout_s)
+                history.append(("user", obs))
+            ok = box.run(ot.check).ok
+    solver = "local"
+    if ok:
+        traj_steps, traj_pei = steps, pei(max(1, len(steps)), 1.0)
+        traj_frr = frr(failed[:-1] + [False])
+    else:
+        cost += cfg.expert_cost_usd
+        traj_steps = [Step("", ot.reference)]
+        solver, traj_pei, traj_frr = "expert", pei(1, 1.0), 1.0
+    traj = Trajectory(
+        task.id,
+        traj_steps,
+        reward=1.0,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        model_calls=turns,
+        cost_usd=cost,
+        latency_s=latency,
+        solver=solver,
+        metrics={"pei": traj_pei, "frr": traj_frr},
+    )
+    t1 = clock()
+    memory.feedback(hit._replace(ids=used), 1.0 if ok else 0.0)
+    try:
+        memory.record(task, traj, feedback=False)
+    except BudgetExceeded:
+        pass  # larger than the whole budget: the memory logged the reject; the stream goes on
+    t_mem += clock() - t1
+    return TaskRecord(
+        policy=policy_name,
+        seed=seed,
+        step=step,
+        task_id=task.id,
+        family=task.family,
+        subset=task.subset,
+        local_ok=ok,
+        escalated=not ok,
+        payload_executed=executed,
+        injected=len(used),
+        injected_poison=poison_in,
+        injected_same_family=same_fam,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        llm_s=latency,
+        mem_s=t_mem,
+        cost_usd=cost,
+        resident_bytes=memory.used_bytes,
+        n_entries=len(memory),
+        energy_bytes=memory.energy_bytes,
+        cached=cached,
+        sql=last_script,
+        turns=turns,
+        steps=len(steps) if ok else 1,
+        pei=traj_pei,
+        local_pei=traj_pei if ok else 0.0,
+        frr=traj_frr,
+        latency_s=latency,
+    )
+
+
+__all__ = ["copy_first_exemplar", "render_prompt", "run_os_task"]

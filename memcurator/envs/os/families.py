@@ -1,0 +1,201 @@
+"""Recurring OS task families and their re-instantiation with fresh literals (issue 23, item 2).
+
+* :func:`families` clusters the instructions with their literals masked (quoted strings,
+  paths, numbers): TF-IDF vectors of the masked words, cosine distance, average linkage cut at
+  0.6, as the data's README measured them (294 tasks in 88 clusters there).
+* :func:`reinstantiate` renames a task's named literals (quoted user, group and file names and
+  absolute paths of its instruction) consistently across instruction, init, check and
+  reference. :func:`fresh_variant` keeps a variant only if it passes the generator's own
+  validity rule in the sandbox: the check fails after init and passes after the reference.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+import numpy as np
+
+from memcurator.envs.os.data import OSTask
+
+_QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
+_PATH = re.compile(r"(?<![\w.~])/[\w.\-/]+")
+_NUM = re.compile(r"\b\d+\b")
+_WORD = re.compile(r"[a-z]+")
+
+#: Names never renamed: system accounts and groups, shells, commands and words the scripts use.
+_KEEP = frozenset(
+    "root sudo wheel admin adm users nogroup nobody staff daemon bin sys bash sh zsh dash "
+    "ERROR WARNING INFO DEBUG error warning info test exit true false yes no".split()
+)
+#: Paths that belong to the system, never renamed (a variant of /bin/bash is no shell).
+_SYSTEM_PATHS = ("/bin", "/sbin", "/usr", "/etc", "/dev", "/proc", "/lib", "/sys", "/tmp")
+_NAMES = (
+    "opsteam qagroup builders auditors webdev dataeng platform infra sre secops mlteam "
+    "frontend backend analysts devops2 release"
+).split()
+_USERS = "kara liam mona nico olga pavel quinn rosa sven tara ugo vera wren xena yuri zane".split()
+_DIRS = "workspace shared collab projects archive staging reports assets vault depot".split()
+
+
+def mask(instruction: str) -> str:
+    """The instruction with literals replaced by ``Q`` (quoted), ``P`` (path) and ``N``.
+
+    Examples
+    --------
+    >>> mask("Create group 'devteam' and directory /srv/x with mode 770")
+    'create group Q and directory P with mode N'
+    """
+    t = _QUOTED.sub(" Q ", instruction)
+    t = _PATH.sub(" P ", t)
+    t = _NUM.sub(" N ", t)
+    return " ".join(w if w in ("Q", "P", "N") else w.lower() for w in re.findall(r"[A-Za-z]+", t))
+
+
+def families(tasks: list[OSTask], cut: float = 0.6) -> list[list[int]]:
+    """Clusters of task indices (size ≥ 2, largest first) of masked-instruction TF-IDF vectors.
+
+    Parameters
+    ----------
+    tasks : list of OSTask
+    cut : float, default 0.6
+        Average-linkage cosine distance at which clusters stop merging.
+
+    Returns
+    -------
+    list of list of int
+    """
+    words = [mask(t.instruction).split() for t in tasks]
+    # unigrams and bigrams: "add users Q to group" is not "add Q to file"
+    docs = [w + [f"{a}_{b}" for a, b in zip(w, w[1:], strict=False)] for w in words]
+    vocab = sorted({w for d in docs for w in d})
+    col = {w: i for i, w in enumerate(vocab)}
+    tf = np.zeros((len(docs), len(vocab)))
+    for r, d in enumerate(docs):
+        for w, c in Counter(d).items():
+            tf[r, col[w]] = c
+    df = (tf > 0).sum(axis=0)
+    x = tf * (np.log((1 + len(docs)) / (1 + df)) + 1)
+    x /= np.linalg.norm(x, axis=1, keepdims=True).clip(min=1e-12)
+    dist = 1.0 - x @ x.T
+    clusters: dict[int, list[int]] = {i: [i] for i in range(len(docs))}
+    link: dict[tuple[int, int], float] = {
+        (i, j): float(dist[i, j]) for i in clusters for j in clusters if i < j
+    }
+    while link:
+        (a, b), best = min(link.items(), key=lambda kv: kv[1])
+        if best > cut:
+            break
+        na, nb = len(clusters[a]), len(clusters[b])
+        clusters[a] += clusters.pop(b)
+        for k in list(clusters):
+            if k == a:
+                continue
+            dak = link.pop((min(a, k), max(a, k)))
+            dbk = link.pop((min(b, k), max(b, k)))
+            link[(min(a, k), max(a, k))] = (na * dak + nb * dbk) / (na + nb)
+        link.pop((a, b), None)
+    out = [sorted(tasks[i].index for i in c) for c in clusters.values() if len(c) > 1]
+    return sorted(out, key=lambda c: (-len(c), c))
+
+
+def named_literals(task: OSTask) -> list[str]:
+    """The literals of ``task`` a variant renames: quoted names and absolute paths."""
+    found: list[str] = []
+    for m in _QUOTED.finditer(task.instruction):
+        lit = m.group(1) or m.group(2)
+        if re.fullmatch(r"[A-Za-z_][\w-]{1,30}", lit) and lit not in _KEEP:
+            found.append(lit)
+        elif re.fullmatch(r"/[\w.\-/]+", lit) and not lit.startswith(_SYSTEM_PATHS):
+            found.append(lit.rstrip("/"))
+    for p in _PATH.findall(task.instruction):
+        p = p.rstrip("/.")
+        if p.count("/") >= 1 and not p.startswith(_SYSTEM_PATHS):
+            found.append(p)
+    seen: list[str] = []
+    for lit in found:
+        if lit not in seen:
+            seen.append(lit)
+    return seen
+
+
+def _sub(text: str, old: str, new: str) -> str:
+    if old.startswith("/"):
+        return re.sub(rf"{re.escape(old)}(?=[/\s'\":;)|&]|$)", new, text)
+    return re.sub(rf"(?<![\w\-/.]){re.escape(old)}(?![\w\-])", new, text)
+
+
+def reinstantiate(task: OSTask, rng: np.random.Generator) -> OSTask | None:
+    """``task`` with every named literal renamed consistently; None when it names none.
+
+    Names are drawn from pools of user, group and directory words that no task of the data
+    uses as a literal; a path keeps its parent and gets a fresh last part.
+    """
+    lits = named_literals(task)
+    if not lits:
+        return None
+    text = "\n".join((task.instruction, task.init, task.check, task.reference))
+    mapping: dict[str, str] = {}
+    users = [u for u in _USERS if u not in text]
+    groups = [g for g in _NAMES if g not in text]
+    dirs = [d for d in _DIRS if d not in text]
+    rng.shuffle(users)
+    rng.shuffle(groups)
+    rng.shuffle(dirs)
+    for lit in lits:
+        if lit.startswith("/"):
+            parent, _, last = lit.rpartition("/")
+            parent = mapping.get(parent, parent)
+            suffix = last[last.index(".") :] if "." in last else ""
+            if not dirs:
+                return None
+            mapping[lit] = f"{parent}/{dirs.pop()}{suffix}"
+        else:
+            is_user = bool(re.search(rf"\buser\w*\s+'{re.escape(lit)}'", task.instruction)) or (
+                re.search(rf"useradd[^&;]*\b{re.escape(lit)}\b", task.init + task.reference)
+                is not None
+            )
+            pool = users if is_user else groups
+            if not pool:
+                return None
+            mapping[lit] = pool.pop()
+    # longest first, so /a/b is renamed before /a
+    order = sorted(mapping, key=len, reverse=True)
+
+    def apply(s: str) -> str:
+        for old in order:
+            s = _sub(s, old, mapping[old])
+        return s
+
+    return OSTask(
+        task.index,
+        apply(task.instruction),
+        apply(task.init),
+        apply(task.check),
+        apply(task.reference),
+        task.skills,
+    )
+
+
+def fresh_variant(
+    task: OSTask, rng: np.random.Generator, *, tries: int = 3, config: object = None
+) -> OSTask | None:
+    """A re-instantiated ``task`` that passes the validity rule in the sandbox, or None.
+
+    Raises
+    ------
+    SandboxUnavailable
+        No sandbox on this host.
+    """
+    from memcurator.envs.os.protocol import check_validity
+
+    for _ in range(tries):
+        v = reinstantiate(task, rng)
+        if v is None:
+            return None
+        if check_validity(v, config).valid:  # type: ignore[arg-type]
+            return v
+    return None
+
+
+__all__ = ["families", "fresh_variant", "mask", "named_literals", "reinstantiate"]

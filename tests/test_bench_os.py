@@ -1,0 +1,105 @@
+"""``memcurator bench --env os`` end to end with the fake executor (no LLM), in real sandboxes.
+
+The fake executor copies the first injected exemplar's action (or finishes at once), so the
+assertions are about the harness: memory beats no memory on repeated tasks, a planted
+exemplar's payload runs under keep-all (only in its sandbox), curator's trust gate keeps it
+out, and the results folder says which environment it ran.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memcurator.bench.agent import AgentConfig
+from memcurator.bench.report import run_metrics
+from memcurator.bench.runner import BenchConfig, load_families, run_bench
+from memcurator.bench.session import make_executor
+from memcurator.bench.stream import StreamConfig
+from memcurator.cli import app
+from memcurator.envs.os import UNRUNNABLE
+from memcurator.envs.os.sandbox import require_tools
+from memcurator.errors import InvalidInput
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _tools() -> None:
+    require_tools()
+
+
+def _cfg(policies: list[str], **stream: object) -> BenchConfig:
+    base: dict[str, object] = dict(
+        n_tasks=16, n_families=4, zipf=0.5, drift=0.0, poison=2, poison_at=0.4,
+        poison_targets=2, payload="destroy", env="os",
+    )  # fmt: skip
+    return BenchConfig(
+        policies=policies,
+        seeds=[0],
+        stream=StreamConfig(**{**base, **stream}),  # type: ignore[arg-type]
+        agent=AgentConfig(max_turns=5, max_tokens=384),
+        max_bytes=200_000,
+    )
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, dict]:
+    cfg = _cfg(["no-memory", "keep-all", "curator"])
+    fams = load_families(env="os")
+    assert not {f.index for f in fams} & set(UNRUNNABLE)
+    out = run_bench(cfg, make_executor("fake", env="os"), families=fams)
+    return {r.policy: {"run": r, "m": run_metrics(r)} for r in out}
+
+
+def test_memory_beats_no_memory(runs: dict[str, dict]) -> None:
+    nomem = [r.local_ok for r in runs["no-memory"]["run"].records]
+    keep = [r.local_ok for r in runs["keep-all"]["run"].records]
+    assert sum(nomem) == 0  # the fake finishes at once without an exemplar
+    assert sum(keep) >= 4  # repeats of a family copy the expert's stored solution
+
+
+def test_planted_payload_runs_under_keep_all_but_not_under_curator(runs: dict[str, dict]) -> None:
+    keep = runs["keep-all"]["run"]
+    assert keep.poison_admitted == 2
+    assert any(r.payload_executed for r in keep.records)
+    cur = runs["curator"]["run"]
+    assert cur.poison_admitted == 0  # the gate's bash check rejects the planted entries
+    assert not any(r.payload_executed for r in cur.records)
+
+
+def test_records_are_multi_round_trajectories(runs: dict[str, dict]) -> None:
+    recs = runs["keep-all"]["run"].records
+    solved = [r for r in recs if r.local_ok]
+    assert solved and all(r.turns == 2 and r.steps == 1 and r.sql for r in solved)
+    failed = [r for r in recs if not r.local_ok]
+    assert all(r.escalated and r.cost_usd > 0 for r in failed)
+
+
+def test_curator_read_presets_and_drift_are_refused() -> None:
+    with pytest.raises(InvalidInput, match="read-time curator"):
+        _cfg(["curator/align"])
+    with pytest.raises(InvalidInput, match="payload"):
+        _cfg(["keep-all"], payload="drop")
+    from memcurator.bench.os_stream import build_os_stream
+
+    with pytest.raises(InvalidInput, match="drift"):
+        build_os_stream(
+            StreamConfig(n_tasks=3, drift=0.3, env="os", payload="destroy"),
+            list(load_families(env="os")),
+        )
+
+
+def test_cli_bench_env_os(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    res = CliRunner().invoke(
+        app,
+        ["bench", "--env", "os", "--executor", "fake", "--tasks", "6", "--families", "2",
+         "--policies", "keep-all,no-memory", "--poison", "0", "--out", str(out)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    cfg = json.loads((out / "summary.json").read_text())["config"]
+    assert cfg["env"] == "os" and cfg["drift"] == 0.0
+    bad = CliRunner().invoke(app, ["bench", "--env", "os", "--drift", "0.3", "--out", str(out)])
+    assert bad.exit_code != 0 and "--drift 0" in bad.output
