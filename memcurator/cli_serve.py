@@ -1,0 +1,146 @@
+"""``memcurator serve`` and ``memcurator keys``: the memory as a REST service, and its API keys.
+
+Thin shells (STYLE.md rule 10) over :mod:`memcurator.service`. ``keys`` needs only the standard
+library; ``serve`` needs the ``serve`` extra and says so when it is missing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from memcurator.cli_common import App, console
+
+keys_app = App(
+    help="Create, list and revoke the API keys of `memcurator serve` (one namespace per key).",
+    no_args_is_help=True,
+)
+
+_KEYS_HELP = "The key file (default: STORE.keys beside a file store; required for a URL)."
+
+
+def _table(store: str, keys: str | None):
+    from memcurator.service.keys import KeyTable, default_keys_path
+
+    return KeyTable(keys if keys is not None else default_keys_path(store))
+
+
+@keys_app.command("create")
+def keys_create(
+    store: Annotated[str, typer.Argument(help="The store the keys are for (path or URL).")],
+    namespace: Annotated[str, typer.Option(help="The one namespace the key reaches.")],
+    name: Annotated[
+        str, typer.Option(help="The holder's identity: origin_detail of its writes; peer id.")
+    ],
+    scopes: Annotated[str, typer.Option(help="Comma-separated: read, write, admin.")] = (
+        "read,write"
+    ),
+    origin: Annotated[
+        str, typer.Option(help="What its writes are: self (the namespace's agent), peer, external.")
+    ] = "self",
+    rate: Annotated[
+        float | None, typer.Option(help="Requests per minute allowed (429 beyond); none: no limit.")
+    ] = None,
+    policy: Annotated[
+        str | None, typer.Option(help="Policy preset the namespace is served with.")
+    ] = None,
+    max_bytes: Annotated[
+        int | None, typer.Option(help="The namespace's byte budget B (bytes).")
+    ] = None,
+    keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
+) -> None:
+    """Issue a key; the token is printed once (only its hash is kept)."""
+    t = _table(store, keys)
+    if policy is not None:
+        from memcurator.policy import create_policy
+
+        create_policy(policy)  # an unknown preset is refused now, not at the first request
+    info, token = t.create(
+        namespace,
+        name=name,
+        scopes=[s.strip() for s in scopes.split(",") if s.strip()],
+        origin=origin,
+        rate_per_min=rate,
+    )
+    if policy is not None or max_bytes is not None:
+        t.configure(namespace, policy=policy, max_bytes=max_bytes)
+    console.print(
+        f"key {info.key_id} for namespace {info.namespace!r} ({info.name}, "
+        f"{','.join(info.scopes)}); keep the token secret, it is not shown again:"
+    )
+    Console().print(token, highlight=False, soft_wrap=True)
+
+
+@keys_app.command("list")
+def keys_list(
+    store: Annotated[str, typer.Argument(help="The store the keys are for (path or URL).")],
+    namespace: Annotated[str | None, typer.Option(help="Only this namespace's keys.")] = None,
+    keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """List keys (never their secrets), revoked ones marked."""
+    rows = _table(store, keys).list(namespace)
+    out = Console()
+    for k in rows:
+        if as_json:
+            out.print(json.dumps(k.__dict__ | {"scopes": list(k.scopes)}), highlight=False)
+        else:
+            state = f"revoked ({k.revoked})" if k.revoked else "live"
+            rate = "-" if k.rate_per_min is None else f"{k.rate_per_min:g}/min"
+            out.print(
+                f"{k.key_id}  {k.namespace}  {k.name}  {k.origin}  {','.join(k.scopes)}  "
+                f"{rate}  {state}",
+                highlight=False,
+            )
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    store: Annotated[str, typer.Argument(help="The store the keys are for (path or URL).")],
+    key_id: Annotated[str, typer.Argument(help="The key id (`memcurator keys list`).")],
+    reason: Annotated[str, typer.Option(help="Why (kept with the key).")],
+    keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
+) -> None:
+    """Revoke a key: its next request gets 401."""
+    _table(store, keys).revoke(key_id, reason)
+    console.print(f"key {key_id} revoked")
+
+
+def serve(
+    store: Annotated[str, typer.Argument(help="The store to serve (path or URL).")],
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve the store's namespaces over HTTP; each request needs a key (`memcurator keys`)."""
+    from memcurator.service import require_extra
+    from memcurator.service.keys import default_keys_path
+    from memcurator.service.tenants import ring_path_for
+
+    require_extra()
+    import uvicorn
+
+    from memcurator.service.app import create_app
+
+    kpath = keys if keys is not None else default_keys_path(store)
+    app = create_app(store, keys=kpath, ring_path=ring_path_for(kpath))
+    console.print(f"serving {store} on http://{host}:{port} (keys: {kpath})")
+    try:
+        uvicorn.run(app, host=host, port=port, log_level=log_level)
+    finally:
+        app.state.pool.close()
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` and the ``keys`` group to ``app``."""
+    app.command()(serve)
+    app.add_typer(keys_app, name="keys")
+
+
+__all__ = ["keys_app", "register", "serve"]
