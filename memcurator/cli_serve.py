@@ -10,7 +10,6 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from memcurator.cli_common import App, console
 
@@ -71,7 +70,7 @@ def keys_create(
         f"key {info.key_id} for namespace {info.namespace!r} ({info.name}, "
         f"{','.join(info.scopes)}); keep the token secret, it is not shown again:"
     )
-    Console().print(token, highlight=False, soft_wrap=True)
+    typer.echo(token)
 
 
 @keys_app.command("list")
@@ -83,17 +82,15 @@ def keys_list(
 ) -> None:
     """List keys (never their secrets), revoked ones marked."""
     rows = _table(store, keys).list(namespace)
-    out = Console()
     for k in rows:
         if as_json:
-            out.print(json.dumps(k.__dict__ | {"scopes": list(k.scopes)}), highlight=False)
+            typer.echo(json.dumps(k.__dict__ | {"scopes": list(k.scopes)}))
         else:
             state = f"revoked ({k.revoked})" if k.revoked else "live"
             rate = "-" if k.rate_per_min is None else f"{k.rate_per_min:g}/min"
-            out.print(
+            typer.echo(
                 f"{k.key_id}  {k.namespace}  {k.name}  {k.origin}  {','.join(k.scopes)}  "
-                f"{rate}  {state}",
-                highlight=False,
+                f"{rate}  {state}"
             )
 
 

@@ -19,9 +19,14 @@ EXTRA_MODULES = ("fastapi", "uvicorn", "pydantic")
 def require_extra() -> None:
     """Raise :class:`~memcurator.errors.MissingExtra` naming the ``serve`` extra when FastAPI,
     uvicorn or pydantic is missing."""
-    import importlib.util
+    import importlib
 
-    missing = [m for m in EXTRA_MODULES if importlib.util.find_spec(m) is None]
+    missing = []
+    for m in EXTRA_MODULES:
+        try:
+            importlib.import_module(m)
+        except ImportError:
+            missing.append(m)
     if missing:
         raise MissingExtra(
             f"memcurator serve needs {', '.join(missing)}: pip install 'memcurator[serve]'"

@@ -55,7 +55,11 @@ log = logging.getLogger("memcurator.service")
 MAX_BODY_BYTES = 1 << 20
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    s: {"model": Problem, "description": d}
+    s: {
+        "model": Problem,
+        "description": d,
+        "content": {MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+    }
     for s, d in (
         (401, "Missing, malformed, unknown or revoked key"),
         (403, "The key lacks the scope, or claims an origin it does not hold"),
