@@ -549,3 +549,15 @@ def test_keys_cli_create_list_revoke(tmp_path: Path) -> None:
         t.authenticate(token)
     url = runner.invoke(app, ["keys", "list", "postgresql://db/x"])
     assert url.exit_code == 2 and "--keys" in url.output
+
+
+def test_update_to_another_entrys_text_is_a_duplicate_and_still_invalid_input() -> None:
+    from memcurator.errors import DuplicateEntry, InvalidInput
+
+    m = Memory()
+    a = m.write(SQL_A).id
+    b = m.write(SQL_B).id
+    with pytest.raises(DuplicateEntry) as e:
+        m.update(b, "  " + SQL_A.upper())
+    assert isinstance(e.value, InvalidInput) and a in str(e.value)
+    assert m.get(b).text == SQL_B
