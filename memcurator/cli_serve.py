@@ -134,9 +134,51 @@ def serve(
         app.state.pool.close()
 
 
+def mcp(
+    store: Annotated[str, typer.Argument(help="The store to serve (path or URL).")],
+    transport: Annotated[
+        str,
+        typer.Option(help="stdio (one key, from --key-env) or http (a bearer key per request)."),
+    ] = "stdio",
+    key_env: Annotated[
+        str, typer.Option(help="stdio: the environment variable holding the API key.")
+    ] = "MEMCURATOR_KEY",
+    host: Annotated[str, typer.Option(help="http: address (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="http: TCP port.")] = 8001,
+    keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
+) -> None:
+    """Serve the store as MCP tools (write, recall, feedback, forget, explain); http is
+    stateless streamable HTTP at /mcp."""
+    import os
+
+    from memcurator.errors import InvalidInput
+    from memcurator.service import require_extra
+    from memcurator.service.keys import KeyTable, default_keys_path
+    from memcurator.service.tenants import TenantPool, ring_path_for
+
+    require_extra()
+    from memcurator.service.mcp_server import create_mcp
+
+    kpath = keys if keys is not None else default_keys_path(store)
+    pool = TenantPool(store, KeyTable(kpath), ring_path_for(kpath))
+    try:
+        if transport == "stdio":
+            key = pool.keys.authenticate(os.environ.get(key_env))
+            create_mcp(pool, key=key).run("stdio")
+        elif transport == "http":
+            server = create_mcp(pool, base_url=f"http://{host}:{port}")
+            console.print(f"MCP on http://{host}:{port}/mcp (stateless; keys: {kpath})")
+            server.run("streamable-http", host=host, port=port, stateless_http=True)
+        else:
+            raise InvalidInput(f"--transport must be stdio or http, got {transport!r}")
+    finally:
+        pool.close()
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``serve`` and the ``keys`` group to ``app``."""
+    """Add ``serve``, ``mcp`` and the ``keys`` group to ``app``."""
     app.command()(serve)
+    app.command()(mcp)
     app.add_typer(keys_app, name="keys")
 
 

@@ -1,6 +1,7 @@
 """``memcurator serve``: the memory as a REST service, tenants by API key (issue 21).
 
-Needs the ``serve`` extra (``pip install 'memcurator[serve]'``: FastAPI, uvicorn, pydantic);
+Needs the ``serve`` extra (``pip install 'memcurator[serve]'``: FastAPI, uvicorn, pydantic, and the
+``mcp`` SDK for ``memcurator mcp``);
 ``import memcurator`` never loads it. :mod:`memcurator.service.keys` (the key table and the
 rate limiter) and :mod:`memcurator.service.filters` need only the standard library, so
 ``memcurator keys`` works without the extra.
@@ -13,7 +14,7 @@ from typing import Any
 from memcurator.errors import MissingExtra
 
 #: the modules the service needs, and the extra that installs them
-EXTRA_MODULES = ("fastapi", "uvicorn", "pydantic")
+EXTRA_MODULES = ("fastapi", "uvicorn", "pydantic", "mcp")
 
 
 def require_extra() -> None:

@@ -307,6 +307,23 @@ class KeyTable:
             raise Unauthorized(_UNAUTHORIZED)
         return self._row(r[:8])
 
+    def live(self, key_id: str) -> KeyInfo:
+        """The row of a key authenticated earlier, if it is still live (a long-lived stdio
+        server checks this on every call, so a revocation stops it at once).
+
+        Raises
+        ------
+        Unauthorized
+            Unknown or revoked.
+        """
+        with self._lock:
+            r = self._conn.execute(
+                f"SELECT {self._COLS} FROM api_keys WHERE key_id=?", (key_id,)
+            ).fetchone()
+        if r is None or r[7] is not None:
+            raise Unauthorized(_UNAUTHORIZED)
+        return self._row(r)
+
     # ------------------------------------------------------------------ namespaces
     def configure(self, name: str, *, policy: str | None = None, max_bytes: int | None = None):
         """Set a tenant namespace's policy preset and budget (None keeps what is set)."""
