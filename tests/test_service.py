@@ -561,3 +561,30 @@ def test_update_to_another_entrys_text_is_a_duplicate_and_still_invalid_input() 
         m.update(b, "  " + SQL_A.upper())
     assert isinstance(e.value, InvalidInput) and a in str(e.value)
     assert m.get(b).text == SQL_B
+
+
+def test_a_call_waiting_while_the_budget_changes_gets_the_reopened_memory(tmp_path: Path) -> None:
+    import threading
+
+    from memcurator.service.tenants import TenantPool
+
+    keys = make_keys()
+    pool = TenantPool(str(tmp_path / "s.db"), keys.table)
+    key = keys.table.authenticate(keys.tokens["a"])
+    old = pool.tenant("a")
+    got: list[Any] = []
+    with old.lock:  # a call holds the tenant; another waits for it; the budget changes
+        waiter = threading.Thread(target=lambda: got.append(_use(pool, key)))
+        waiter.start()
+        reopen = threading.Thread(target=lambda: pool.reopen("a", max_bytes=5000))
+        reopen.start()
+    waiter.join(10)
+    reopen.join(10)
+    assert got and got[0] is not old and got[0].memory.max_bytes == 5000
+    pool.close()
+
+
+def _use(pool: Any, key: Any) -> Any:
+    with pool.using(key) as t:
+        t.memory.write(SQL_A)  # a closed memory would raise here
+        return t

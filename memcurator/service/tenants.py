@@ -20,6 +20,7 @@ import os
 import threading
 import uuid
 from collections import OrderedDict
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -129,13 +130,13 @@ class TenantPool:
 
     def reopen(self, namespace: str, **changes: Any) -> Tenant:
         """Close and reopen a tenant after its configuration changed (budget)."""
+        if changes:  # first: a tenant opened from here on (by any thread) has the change
+            self.keys.configure(namespace, **changes)
         with self._lock:
             old = self._tenants.pop(namespace, None)
         if old is not None:
-            with old.lock:
+            with old.lock:  # calls on it finish first; calls waiting for it move on (using)
                 old.memory.close()
-        if changes:
-            self.keys.configure(namespace, **changes)
         return self.tenant(namespace)
 
     def open_tenants(self) -> list[str]:
@@ -143,11 +144,17 @@ class TenantPool:
             return sorted(self._tenants)
 
     @contextmanager
-    def using(self, key: KeyInfo):
-        """The key's tenant, locked for one call."""
-        t = self.tenant(key.namespace)
-        with t.lock:
-            yield t
+    def using(self, key: KeyInfo) -> Iterator[Tenant]:
+        """The key's tenant, locked for one call (if :meth:`reopen` replaced it while this
+        call waited for the lock, the new one)."""
+        while True:
+            t = self.tenant(key.namespace)
+            with t.lock:
+                with self._lock:
+                    current = self._tenants.get(key.namespace) is t
+                if current:
+                    yield t
+                    return
 
     def signature(
         self, key: KeyInfo, origin: str | None, kind: str, text: str
