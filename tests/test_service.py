@@ -228,6 +228,9 @@ def test_a_key_cannot_claim_an_origin_it_does_not_hold(
         {"origin_detail": "bob"},
         {"signature": {"key_id": "self#1", "mac": "00"}},
         {"origin": "self", "origin_detail": "alice"},
+        {"meta": {"_user": "someone-else"}},
+        {"meta": {"claimed_origin": "self"}},
+        {"meta": {"text_sha1": "0" * 40}},
     ],
 )
 def test_a_client_cannot_name_another_identity_or_bring_a_signature(

@@ -386,8 +386,8 @@ def create_app(
         """Replace one entry's text, atomically."""
         key.require("write")
         with pool.using(key) as t:
+            origin = t.memory.get(entry_id).origin  # EntryNotFound before anything changes
             r = t.memory.update(entry_id, body.text, reason=body.reason)
-            origin = next((e.origin for e in t.memory.entries() if e.id == entry_id), "")
             return out(t, r, origin)
 
     @app.delete("/v1/entries/{entry_id}", response_model=ForgetResponse, tags=["entries"])

@@ -17,6 +17,8 @@ from memcurator.service.filters import MAX_CONDITIONS, check_condition
 from memcurator.types import Decision, Entry
 
 Scalar = str | int | float | bool | None
+#: meta keys the library sets itself (besides those starting with ``_``: ``_user``, ...)
+RESERVED_META = frozenset({"text_sha1", "claimed_origin"})
 
 
 class _Request(BaseModel):
@@ -59,6 +61,17 @@ class WriteRequest(_Request):
     meta: dict[str, Any] | None = None
     user: str | None = Field(None, max_length=256)
     personal: bool = False
+
+    @field_validator("meta")
+    @classmethod
+    def _own_keys(cls, meta: dict[str, Any] | None) -> dict[str, Any] | None:
+        bad = sorted(k for k in (meta or {}) if k.startswith("_") or k in RESERVED_META)
+        if bad:
+            raise ValueError(
+                f"meta keys {bad} are memcurator's (the user scope is the user field; the "
+                "origin is the key's)"
+            )
+        return meta
 
 
 class WriteResponse(BaseModel):
