@@ -19,6 +19,7 @@ from rich.console import Console
 
 from memcurator.cli_common import App, console, fail
 from memcurator.cli_results import interrupted_message, lock_results, sigint_deferred
+from memcurator.cli_serve import register as register_serve_commands
 from memcurator.cli_store import register as register_store_commands
 
 app = App(
@@ -590,6 +591,7 @@ def _components(spec: dict[str, Any]) -> list[str]:
 
 
 register_store_commands(app)
+register_serve_commands(app)
 
 
 if __name__ == "__main__":

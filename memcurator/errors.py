@@ -29,6 +29,29 @@ class NamespaceNotFound(MemcuratorError, KeyError):
         return str(self.args[0]) if self.args else "namespace not found"
 
 
+class DuplicateEntry(InvalidInput):
+    """An update whose new text another resident entry already holds (case and whitespace
+    aside): the two would be one memory; forget one of them instead."""
+
+
+class Unauthorized(MemcuratorError, PermissionError):
+    """A request to ``memcurator serve`` without a valid API key (missing, malformed, unknown or
+    revoked); the message never says which, so a key cannot be probed."""
+
+
+class Forbidden(MemcuratorError, PermissionError):
+    """A valid API key asked for what it may not do: a scope it lacks (read, write, admin), or
+    an origin other than its own identity's."""
+
+
+class RateLimited(MemcuratorError, RuntimeError):
+    """An API key over its request rate; ``retry_after_s`` says when the next request fits."""
+
+    def __init__(self, message: str, retry_after_s: float = 1.0):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class BudgetExceeded(MemcuratorError, ValueError):
     """An entry larger than the whole byte budget ``max_bytes``: it can never be resident."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memcurator.errors import BudgetExceeded, EntryNotFound, InvalidInput
+from memcurator.errors import BudgetExceeded, DuplicateEntry, EntryNotFound
 from memcurator.lifecycle.checks import check_text, dedup_key, embed_checked
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.keep import keep_pass
@@ -29,8 +29,10 @@ def update(ctx: Context, entry_id: str, text: str | bytes, *, reason: str = "") 
     EntryNotFound
         ``entry_id`` is not resident.
     InvalidInput
-        Text refused by the write checks, or identical (case and whitespace aside) to another
-        resident entry (forget one of them instead).
+        Text refused by the write checks.
+    DuplicateEntry
+        Text identical (case and whitespace aside) to another resident entry (forget one of
+        them instead); a subclass of :class:`InvalidInput`.
     BudgetExceeded
         The new version alone is larger than ``max_bytes`` (logged as ``reject``; nothing else
         changes).
@@ -46,7 +48,7 @@ def update(ctx: Context, entry_id: str, text: str | bytes, *, reason: str = "") 
             raise EntryNotFound(f"no entry {entry_id!r} in namespace {ctx.namespace!r}")
         other = res.by_key(key)
         if other is not None and other.id != entry_id:
-            raise InvalidInput(f"entry {other.id!r} already holds this text; forget one")
+            raise DuplicateEntry(f"entry {other.id!r} already holds this text; forget one")
         new = ResidentSet.copy_of(cur)
         new.meta["text_sha1"] = key
         e = ctx.sizing.stored(e0)

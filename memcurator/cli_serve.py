@@ -1,0 +1,185 @@
+"""``memcurator serve`` and ``memcurator keys``: the memory as a REST service, and its API keys.
+
+Thin shells (STYLE.md rule 10) over :mod:`memcurator.service`. ``keys`` needs only the standard
+library; ``serve`` needs the ``serve`` extra and says so when it is missing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from memcurator.cli_common import App, console
+
+keys_app = App(
+    help="Create, list and revoke the API keys of `memcurator serve` (one namespace per key).",
+    no_args_is_help=True,
+)
+
+_KEYS_HELP = "The key file (default: STORE.keys beside a file store; required for a URL)."
+
+
+def _table(store: str, keys: str | None):
+    from memcurator.service.keys import KeyTable, default_keys_path
+
+    return KeyTable(keys if keys is not None else default_keys_path(store))
+
+
+@keys_app.command("create")
+def keys_create(
+    store: Annotated[str, typer.Argument(help="The store the keys are for (path or URL).")],
+    namespace: Annotated[str, typer.Option(help="The one namespace the key reaches.")],
+    name: Annotated[
+        str, typer.Option(help="The holder's identity: origin_detail of its writes; peer id.")
+    ],
+    scopes: Annotated[str, typer.Option(help="Comma-separated: read, write, admin.")] = (
+        "read,write"
+    ),
+    origin: Annotated[
+        str, typer.Option(help="What its writes are: self (the namespace's agent), peer, external.")
+    ] = "self",
+    rate: Annotated[
+        float | None, typer.Option(help="Requests per minute allowed (429 beyond); none: no limit.")
+    ] = None,
+    policy: Annotated[
+        str | None, typer.Option(help="Policy preset the namespace is served with.")
+    ] = None,
+    max_bytes: Annotated[
+        int | None, typer.Option(help="The namespace's byte budget B (bytes).")
+    ] = None,
+    keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
+) -> None:
+    """Issue a key; the token is printed once (only its hash is kept)."""
+    t = _table(store, keys)
+    if policy is not None:
+        from memcurator.policy import create_policy
+
+        create_policy(policy)  # an unknown preset is refused now, not at the first request
+    info, token = t.create(
+        namespace,
+        name=name,
+        scopes=[s.strip() for s in scopes.split(",") if s.strip()],
+        origin=origin,
+        rate_per_min=rate,
+    )
+    if policy is not None or max_bytes is not None:
+        t.configure(namespace, policy=policy, max_bytes=max_bytes)
+    console.print(
+        f"key {info.key_id} for namespace {info.namespace!r} ({info.name}, "
+        f"{','.join(info.scopes)}); keep the token secret, it is not shown again:"
+    )
+    typer.echo(token)
+
+
+@keys_app.command("list")
+def keys_list(
+    store: Annotated[str, typer.Argument(help="The store the keys are for (path or URL).")],
+    namespace: Annotated[str | None, typer.Option(help="Only this namespace's keys.")] = None,
+    keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
+) -> None:
+    """List keys (never their secrets), revoked ones marked."""
+    rows = _table(store, keys).list(namespace)
+    for k in rows:
+        if as_json:
+            typer.echo(json.dumps(k.__dict__ | {"scopes": list(k.scopes)}))
+        else:
+            state = f"revoked ({k.revoked})" if k.revoked else "live"
+            rate = "-" if k.rate_per_min is None else f"{k.rate_per_min:g}/min"
+            typer.echo(
+                f"{k.key_id}  {k.namespace}  {k.name}  {k.origin}  {','.join(k.scopes)}  "
+                f"{rate}  {state}"
+            )
+
+
+@keys_app.command("revoke")
+def keys_revoke(
+    store: Annotated[str, typer.Argument(help="The store the keys are for (path or URL).")],
+    key_id: Annotated[str, typer.Argument(help="The key id (`memcurator keys list`).")],
+    reason: Annotated[str, typer.Option(help="Why (kept with the key).")],
+    keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
+) -> None:
+    """Revoke a key: its next request gets 401."""
+    _table(store, keys).revoke(key_id, reason)
+    console.print(f"key {key_id} revoked")
+
+
+def serve(
+    store: Annotated[str, typer.Argument(help="The store to serve (path or URL).")],
+    host: Annotated[str, typer.Option(help="Address to listen on (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
+    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+) -> None:
+    """Serve the store's namespaces over HTTP; each request needs a key (`memcurator keys`)."""
+    from memcurator.service import require_extra
+    from memcurator.service.keys import default_keys_path
+    from memcurator.service.tenants import ring_path_for
+
+    require_extra()
+    import uvicorn
+
+    from memcurator.service.app import create_app
+
+    kpath = keys if keys is not None else default_keys_path(store)
+    app = create_app(store, keys=kpath, ring_path=ring_path_for(kpath))
+    console.print(f"serving {store} on http://{host}:{port} (keys: {kpath})")
+    try:
+        uvicorn.run(app, host=host, port=port, log_level=log_level)
+    finally:
+        app.state.pool.close()
+
+
+def mcp(
+    store: Annotated[str, typer.Argument(help="The store to serve (path or URL).")],
+    transport: Annotated[
+        str,
+        typer.Option(help="stdio (one key, from --key-env) or http (a bearer key per request)."),
+    ] = "stdio",
+    key_env: Annotated[
+        str, typer.Option(help="stdio: the environment variable holding the API key.")
+    ] = "MEMCURATOR_KEY",
+    host: Annotated[str, typer.Option(help="http: address (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="http: TCP port.")] = 8001,
+    keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
+) -> None:
+    """Serve the store as MCP tools (write, recall, feedback, forget, explain); http is
+    stateless streamable HTTP at /mcp."""
+    import os
+
+    from memcurator.errors import InvalidInput
+    from memcurator.service import require_extra
+    from memcurator.service.keys import KeyTable, default_keys_path
+    from memcurator.service.tenants import TenantPool, ring_path_for
+
+    require_extra()
+    from memcurator.service.mcp_server import create_mcp
+
+    kpath = keys if keys is not None else default_keys_path(store)
+    pool = TenantPool(store, KeyTable(kpath), ring_path_for(kpath))
+    try:
+        if transport == "stdio":
+            key = pool.keys.authenticate(os.environ.get(key_env))
+            create_mcp(pool, key=key).run("stdio")
+        elif transport == "http":
+            server = create_mcp(pool, base_url=f"http://{host}:{port}")
+            console.print(f"MCP on http://{host}:{port}/mcp (stateless; keys: {kpath})")
+            server.run("streamable-http", host=host, port=port, stateless_http=True)
+        else:
+            raise InvalidInput(f"--transport must be stdio or http, got {transport!r}")
+    finally:
+        pool.close()
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve``, ``mcp`` and the ``keys`` group to ``app``."""
+    app.command()(serve)
+    app.command()(mcp)
+    app.add_typer(keys_app, name="keys")
+
+
+__all__ = ["keys_app", "register", "serve"]

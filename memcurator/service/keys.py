@@ -1,0 +1,433 @@
+"""API keys of ``memcurator serve``: one namespace per key, scopes, a rate limit, stored hashed.
+
+Where the keys live
+-------------------
+In a small SQLite file of their own (default: beside a file store, ``<store>.keys``), not in
+the store. The :class:`~memcurator.store.base.Store` protocol has no table for anything but
+memory (namespaces, entries, policy state, decision log), and every backend (SQLite, the
+PostgreSQL one) would have to grow one; secrets also belong apart from the data they guard
+(:mod:`memcurator.trust.auth` keeps its key ring out of the store for the same reason), so a
+store export, backup or ``memcurator import`` never carries them. The file is created with mode
+0600 and holds only hashes.
+
+A key is ``mck_<key_id>_<secret>``: ``key_id`` (12 hex characters) is public and finds the row;
+``secret`` is 32 random bytes (URL-safe base64), of which only SHA-256 is stored. A 256-bit
+random secret needs no slow hash (scrypt and its kind protect low-entropy passwords from
+guessing; nobody can guess 2^256); the comparison is constant-time (:func:`hmac.compare_digest`).
+
+The tenant comes from the key alone: :meth:`KeyTable.authenticate` returns the row, whose
+``namespace`` every route then uses; nothing the client sends can name another.
+
+Examples
+--------
+>>> t = KeyTable(":memory:")
+>>> info, token = t.create("team-a", name="alice", scopes=("read", "write"))
+>>> t.authenticate(token).namespace, info.scopes
+('team-a', ('read', 'write'))
+>>> t.revoke(info.key_id, "left the team")
+>>> t.authenticate(token)
+Traceback (most recent call last):
+...
+memcurator.errors.Unauthorized: invalid or revoked API key
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import os
+import re
+import secrets
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from memcurator.errors import Forbidden, InvalidInput, RateLimited, Unauthorized
+
+#: what a key may do: read (recall, entries, decisions, namespace), write (write, feedback,
+#: record, update, forget), admin (forget-all, the namespace's budget, metrics)
+SCOPES: tuple[str, ...] = ("read", "write", "admin")
+#: the origins a key writes as: its holder is the namespace's own agent (self), a peer (its
+#: name is the peer id), or an outside source (external)
+KEY_ORIGINS: tuple[str, ...] = ("self", "peer", "external")
+TOKEN_PREFIX = "mck_"
+_TOKEN = re.compile(r"^mck_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
+_UNAUTHORIZED = "invalid or revoked API key"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS api_keys (
+    key_id TEXT PRIMARY KEY,
+    secret_sha256 TEXT NOT NULL,
+    namespace TEXT NOT NULL,
+    name TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    scopes TEXT NOT NULL,
+    rate_per_min REAL,
+    created_at REAL NOT NULL,
+    revoked_at REAL,
+    revoked_reason TEXT
+);
+CREATE TABLE IF NOT EXISTS tenant_namespaces (
+    name TEXT PRIMARY KEY,
+    policy TEXT,
+    max_bytes INTEGER
+);
+"""
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """One API key as stored (never its secret).
+
+    Attributes
+    ----------
+    key_id : str
+        Public id (the middle of the token).
+    namespace : str
+        The one namespace the key reaches.
+    name : str
+        Its holder's identity: the ``origin_detail`` of every write it makes, and the peer id
+        of a ``peer`` key.
+    origin : {"self", "peer", "external"}
+        The origin its writes carry (signed by the service, so the Trust gate sees it proven).
+    scopes : tuple of str
+    rate_per_min : float or None
+        Requests per minute allowed (a token bucket of that capacity); None: unlimited.
+    created_at : float
+        Unix seconds.
+    revoked : str or None
+        Why it was revoked; None while live.
+    """
+
+    key_id: str
+    namespace: str
+    name: str
+    origin: str
+    scopes: tuple[str, ...]
+    rate_per_min: float | None
+    created_at: float
+    revoked: str | None = None
+
+    def require(self, scope: str) -> None:
+        """Raise :class:`Forbidden` unless the key holds ``scope``."""
+        if scope not in self.scopes:
+            raise Forbidden(
+                f"this key lacks the {scope!r} scope (it has {', '.join(self.scopes) or 'none'})"
+            )
+
+
+@dataclass(frozen=True)
+class NamespaceConfig:
+    """How the service opens a tenant's namespace: policy preset and byte budget (None: the
+    defaults, ``curator`` and the budget the namespace was stored with)."""
+
+    name: str
+    policy: str | None = None
+    max_bytes: int | None = None
+
+
+def check_name(what: str, value: str) -> str:
+    """``value`` if it is 1-128 characters of letters, digits and ``._:@-`` (first a letter
+    or digit); :class:`InvalidInput` otherwise."""
+    if not isinstance(value, str) or not _NAME.match(value):
+        raise InvalidInput(
+            f"{what} must be 1-128 characters of letters, digits and . _ : @ - (starting with a "
+            f"letter or digit), got {value!r}"
+        )
+    return value
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode("ascii")).hexdigest()
+
+
+class KeyTable:
+    """The API keys and tenant namespaces of one service, in a SQLite file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The key file (created, mode 0600); ``":memory:"`` for tests.
+    clock : callable () -> float, default :func:`time.time`
+        Unix seconds for ``created_at`` and ``revoked_at``.
+
+    Raises
+    ------
+    InvalidInput
+        The file exists but is not a key file.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], clock: Callable[[], float] = time.time):
+        self.path = str(path)
+        self.clock = clock
+        if self.path != ":memory:" and not Path(self.path).exists():
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        try:
+            self._conn.execute("PRAGMA busy_timeout=10000")
+            self._conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as e:
+            raise InvalidInput(f"{self.path} is not a memcurator key file: {e}") from None
+
+    # ------------------------------------------------------------------ keys
+    def create(
+        self,
+        namespace: str,
+        *,
+        name: str,
+        scopes: tuple[str, ...] | list[str] = ("read", "write"),
+        origin: str = "self",
+        rate_per_min: float | None = None,
+    ) -> tuple[KeyInfo, str]:
+        """Issue a key for ``namespace``; returns its row and the token (shown once, never
+        stored).
+
+        Raises
+        ------
+        InvalidInput
+            A bad namespace or name, an unknown scope or origin, no scope, a rate that is not
+            a positive finite number, or a live key of the same name in the namespace.
+        """
+        check_name("namespace", namespace)
+        check_name("name", name)
+        scopes = tuple(dict.fromkeys(scopes))
+        bad = [s for s in scopes if s not in SCOPES]
+        if bad or not scopes:
+            raise InvalidInput(f"scopes must be a non-empty subset of {list(SCOPES)}, got {bad}")
+        if origin not in KEY_ORIGINS:
+            raise InvalidInput(f"origin must be one of {list(KEY_ORIGINS)}, got {origin!r}")
+        if rate_per_min is not None and (
+            not isinstance(rate_per_min, int | float)
+            or isinstance(rate_per_min, bool)
+            or not math.isfinite(rate_per_min)
+            or rate_per_min <= 0
+        ):
+            raise InvalidInput(f"rate_per_min must be a positive number, got {rate_per_min!r}")
+        key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
+        info = KeyInfo(
+            key_id,
+            namespace,
+            name,
+            origin,
+            tuple(s for s in SCOPES if s in scopes),
+            None if rate_per_min is None else float(rate_per_min),
+            self.clock(),
+        )
+        with self._lock:
+            clash = self._conn.execute(
+                "SELECT key_id FROM api_keys WHERE namespace=? AND name=? AND revoked_at IS NULL",
+                (namespace, name),
+            ).fetchone()
+            if clash:
+                raise InvalidInput(
+                    f"namespace {namespace!r} already has a live key named {name!r} "
+                    f"({clash[0]}); revoke it first or pick another name"
+                )
+            self._conn.execute(
+                "INSERT INTO api_keys VALUES (?,?,?,?,?,?,?,?,NULL,NULL)",
+                (
+                    key_id,
+                    _hash(secret),
+                    namespace,
+                    name,
+                    origin,
+                    ",".join(info.scopes),
+                    info.rate_per_min,
+                    info.created_at,
+                ),
+            )
+            self._conn.execute(
+                "INSERT OR IGNORE INTO tenant_namespaces(name) VALUES (?)", (namespace,)
+            )
+        return info, f"{TOKEN_PREFIX}{key_id}_{secret}"
+
+    def _row(self, r: tuple) -> KeyInfo:
+        return KeyInfo(
+            r[0], r[1], r[2], r[3], tuple(r[4].split(",")), r[5], r[6], r[7] if r[7] else None
+        )
+
+    _COLS = "key_id, namespace, name, origin, scopes, rate_per_min, created_at, revoked_reason"
+
+    def list(self, namespace: str | None = None) -> list[KeyInfo]:
+        """Every key (of ``namespace`` when given), oldest first, revoked ones included."""
+        with self._lock:
+            if namespace is None:
+                rows = self._conn.execute(
+                    f"SELECT {self._COLS} FROM api_keys ORDER BY created_at, key_id"
+                ).fetchall()
+            else:
+                rows = self._conn.execute(
+                    f"SELECT {self._COLS} FROM api_keys WHERE namespace=? "
+                    "ORDER BY created_at, key_id",
+                    (namespace,),
+                ).fetchall()
+        return [self._row(r) for r in rows]
+
+    def revoke(self, key_id: str, reason: str) -> None:
+        """Revoke a key at once (its next request gets 401).
+
+        Raises
+        ------
+        InvalidInput
+            Unknown or already revoked key id, or no reason.
+        """
+        if not reason or not reason.strip():
+            raise InvalidInput("say why the key is revoked (--reason)")
+        with self._lock:
+            n = self._conn.execute(
+                "UPDATE api_keys SET revoked_at=?, revoked_reason=? "
+                "WHERE key_id=? AND revoked_at IS NULL",
+                (self.clock(), reason, key_id),
+            ).rowcount
+        if n != 1:
+            raise InvalidInput(f"no live key {key_id!r}; `memcurator keys list` shows them")
+
+    def authenticate(self, token: str | None) -> KeyInfo:
+        """The live key whose token this is.
+
+        Raises
+        ------
+        Unauthorized
+            Missing, malformed, unknown, wrong secret or revoked: one message for all.
+        """
+        m = _TOKEN.match(token or "")
+        if m is None:
+            raise Unauthorized(_UNAUTHORIZED)
+        with self._lock:
+            r = self._conn.execute(
+                f"SELECT {self._COLS}, secret_sha256 FROM api_keys WHERE key_id=?", (m.group(1),)
+            ).fetchone()
+        if r is None or not hmac.compare_digest(r[8], _hash(m.group(2))) or r[7] is not None:
+            raise Unauthorized(_UNAUTHORIZED)
+        return self._row(r[:8])
+
+    def live(self, key_id: str) -> KeyInfo:
+        """The row of a key authenticated earlier, if it is still live (a long-lived stdio
+        server checks this on every call, so a revocation stops it at once).
+
+        Raises
+        ------
+        Unauthorized
+            Unknown or revoked.
+        """
+        with self._lock:
+            r = self._conn.execute(
+                f"SELECT {self._COLS} FROM api_keys WHERE key_id=?", (key_id,)
+            ).fetchone()
+        if r is None or r[7] is not None:
+            raise Unauthorized(_UNAUTHORIZED)
+        return self._row(r)
+
+    # ------------------------------------------------------------------ namespaces
+    def configure(self, name: str, *, policy: str | None = None, max_bytes: int | None = None):
+        """Set a tenant namespace's policy preset and budget (None keeps what is set)."""
+        check_name("namespace", name)
+        if max_bytes is not None and (isinstance(max_bytes, bool) or int(max_bytes) <= 0):
+            raise InvalidInput(f"max_bytes must be a positive integer, got {max_bytes!r}")
+        with self._lock:
+            self._conn.execute(
+                "INSERT INTO tenant_namespaces(name, policy, max_bytes) VALUES (?,?,?) "
+                "ON CONFLICT(name) DO UPDATE SET policy=COALESCE(excluded.policy, policy), "
+                "max_bytes=COALESCE(excluded.max_bytes, max_bytes)",
+                (name, policy, max_bytes),
+            )
+
+    def namespace_config(self, name: str) -> NamespaceConfig:
+        """The tenant's configuration (defaults when none was set)."""
+        with self._lock:
+            r = self._conn.execute(
+                "SELECT policy, max_bytes FROM tenant_namespaces WHERE name=?", (name,)
+            ).fetchone()
+        return NamespaceConfig(name) if r is None else NamespaceConfig(name, r[0], r[1])
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class RateLimiter:
+    """A token bucket per key: capacity ``rate_per_min`` requests, refilled at that rate.
+
+    Parameters
+    ----------
+    clock : callable () -> float, default :func:`time.monotonic`
+        Seconds; tests pass a fake one.
+
+    Notes
+    -----
+    Per server process: with several workers each holds its own buckets.
+
+    Examples
+    --------
+    >>> now = [0.0]
+    >>> rl = RateLimiter(clock=lambda: now[0])
+    >>> k = KeyInfo("k", "ns", "a", "self", ("read",), 2.0, 0.0)
+    >>> rl.check(k); rl.check(k)
+    >>> try:
+    ...     rl.check(k)
+    ... except RateLimited as e:
+    ...     print(round(e.retry_after_s))
+    30
+    >>> now[0] = 30.0; rl.check(k)
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self.clock = clock
+        self._buckets: dict[str, tuple[float, float]] = {}
+        self._lock = threading.Lock()
+
+    def check(self, key: KeyInfo) -> None:
+        """Take one request from ``key``'s bucket.
+
+        Raises
+        ------
+        RateLimited
+            The bucket is empty; ``retry_after_s`` until one request fits.
+        """
+        rate = key.rate_per_min
+        if rate is None:
+            return
+        now = self.clock()
+        with self._lock:
+            tokens, at = self._buckets.get(key.key_id, (rate, now))
+            tokens = min(rate, tokens + (now - at) * rate / 60.0)
+            if tokens < 1.0:
+                self._buckets[key.key_id] = (tokens, now)
+                wait = (1.0 - tokens) * 60.0 / rate
+                raise RateLimited(
+                    f"this key allows {rate:g} requests per minute; retry in {wait:.1f} s", wait
+                )
+            self._buckets[key.key_id] = (tokens - 1.0, now)
+
+
+def default_keys_path(store_url: str) -> str:
+    """The key file beside a file store (``<store>.keys``).
+
+    Raises
+    ------
+    InvalidInput
+        For an in-memory store or a URL (a server store has no folder to put it in): pass
+        the key file explicitly (``--keys``).
+    """
+    if store_url == ":memory:" or "://" in store_url:
+        raise InvalidInput(
+            f"no default key file for {store_url!r}; pass --keys PATH (a local file, mode 0600)"
+        )
+    return f"{store_url}.keys"
+
+
+__all__ = [
+    "KEY_ORIGINS",
+    "SCOPES",
+    "KeyInfo",
+    "KeyTable",
+    "NamespaceConfig",
+    "RateLimiter",
+    "check_name",
+    "default_keys_path",
+]

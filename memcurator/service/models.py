@@ -1,0 +1,309 @@
+"""Request and response bodies of ``memcurator serve`` (pydantic; the OpenAPI schemas).
+
+Every request model forbids unknown fields, so a client that sends ``namespace``,
+``origin_detail`` or ``signature`` is told so (422) instead of silently ignored: the tenant and
+the writer's identity come from the API key alone (:mod:`memcurator.service.keys`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memcurator.errors import InvalidInput
+from memcurator.service.filters import MAX_CONDITIONS, check_condition
+from memcurator.types import Decision, Entry
+
+Scalar = str | int | float | bool | None
+#: meta keys the library sets itself (besides those starting with ``_``: ``_user``, ...)
+RESERVED_META = frozenset({"text_sha1", "claimed_origin"})
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Condition(_Request):
+    """One ``where`` condition (:mod:`memcurator.service.filters`)."""
+
+    field: str = Field(description="kind, origin, origin_detail, user, uses, ... or meta.<key>")
+    op: Literal["eq", "ne", "in", "not_in", "lt", "le", "gt", "ge", "contains", "exists"]
+    value: Scalar | list[Scalar] = None
+
+    @field_validator("value")
+    @classmethod
+    def _finite(cls, v: Any) -> Any:
+        vals = v if isinstance(v, list) else [v]
+        if any(isinstance(x, float) and not math.isfinite(x) for x in vals):
+            raise ValueError("numbers must be finite")
+        return v
+
+    def model_post_init(self, _: Any) -> None:
+        try:
+            check_condition(self.field, self.op, self.value)
+        except InvalidInput as e:
+            raise ValueError(str(e)) from None
+
+
+class WriteRequest(_Request):
+    """Offer one entry (:meth:`memcurator.Memory.write`); the origin is the key's own."""
+
+    text: str = Field(min_length=1, description="What is stored and later injected (UTF-8).")
+    kind: Literal["raw", "insight", "skill"] = "insight"
+    origin: Literal["self", "peer", "external"] | None = Field(
+        None,
+        description="Defaults to the key's origin; a key may lower its own claim to "
+        "'external', never raise it or claim another identity's (403).",
+    )
+    raw_text: str | None = None
+    meta: dict[str, Any] | None = None
+    user: str | None = Field(None, max_length=256)
+    personal: bool = False
+
+    @field_validator("meta")
+    @classmethod
+    def _own_keys(cls, meta: dict[str, Any] | None) -> dict[str, Any] | None:
+        bad = sorted(k for k in (meta or {}) if k.startswith("_") or k in RESERVED_META)
+        if bad:
+            raise ValueError(
+                f"meta keys {bad} are memcurator's (the user scope is the user field; the "
+                "origin is the key's)"
+            )
+        return meta
+
+
+class WriteResponse(BaseModel):
+    """What happened to one write, and the namespace's budget right after it."""
+
+    id: str | None
+    admitted: bool
+    reason: str
+    score: float | None = Field(description="Admission score; null where none applies.")
+    evicted: list[str]
+    distilled: list[str]
+    origin: str = Field(description="The origin the memory acted on (proven by signature).")
+    used_bytes: int
+    max_bytes: int | None
+
+
+class EntryOut(BaseModel):
+    """One entry as the API shows it (no embedding)."""
+
+    id: str
+    kind: str
+    text: str
+    bytes: int
+    raw_bytes: int
+    origin: str
+    origin_detail: str
+    reinforcement: int
+    uses: int
+    successes: int
+    failures: int
+    created_step: int
+    last_used_step: int
+    user: str | None
+    meta: dict[str, Any]
+
+    @classmethod
+    def of(cls, e: Entry) -> EntryOut:
+        meta = {k: v for k, v in e.meta.items() if not k.startswith("_")}
+        return cls(
+            id=e.id,
+            kind=e.kind,
+            text=e.text,
+            bytes=e.bytes,
+            raw_bytes=e.raw_bytes,
+            origin=e.origin,
+            origin_detail=e.origin_detail,
+            reinforcement=e.reinforcement,
+            uses=e.uses,
+            successes=e.successes,
+            failures=e.failures,
+            created_step=e.created_step,
+            last_used_step=e.last_used_step,
+            user=e.meta.get("_user"),
+            meta=meta,
+        )
+
+
+class RecallRequest(_Request):
+    """Recall up to ``k`` entries (:meth:`memcurator.Memory.recall`)."""
+
+    query: str = Field(min_length=1)
+    k: int = Field(1, ge=1, le=100)
+    where: list[Condition] = Field(default_factory=list, max_length=MAX_CONDITIONS)
+    min_score: float | None = Field(None, ge=-1.0, le=1.0)
+    user: str | None = Field(None, max_length=256)
+    observe: bool = True
+
+
+class RecallResponse(BaseModel):
+    """``recall_id`` lets a later feedback train on this recall's features."""
+
+    recall_id: str
+    ids: list[str]
+    scores: list[float]
+    entries: list[EntryOut]
+    step: int
+
+
+class FeedbackRequest(_Request):
+    """A task's outcome for the entries injected into it (:meth:`memcurator.Memory.feedback`).
+
+    Give ``recall_id`` (the recall whose entries were injected: learners train on its
+    features) or ``used`` (entry ids), not both."""
+
+    reward: float = Field(ge=0.0, le=1.0)
+    used: list[str] | None = Field(None, max_length=1000)
+    recall_id: str | None = None
+
+
+class StepIn(_Request):
+    observation: str = ""
+    action: str = ""
+
+
+class TaskIn(_Request):
+    id: str = Field(min_length=1, max_length=256)
+    instruction: str = Field(min_length=1)
+    family: str = Field("", max_length=256)
+
+
+class TrajectoryIn(_Request):
+    steps: list[StepIn] = Field(default_factory=list, max_length=1000)
+    reward: float = Field(ge=0.0, le=1.0)
+    solver: str = Field("local", max_length=64)
+    metrics: dict[str, float] = Field(default_factory=dict)
+
+
+class RecordRequest(_Request):
+    """Close one task: feedback for ``used``/``recall_id``, then its experience written."""
+
+    task: TaskIn
+    trajectory: TrajectoryIn
+    used: list[str] = Field(default_factory=list, max_length=1000)
+    recall_id: str | None = None
+    feedback: bool = True
+
+
+class RecordResponse(BaseModel):
+    written: WriteResponse | None
+
+
+class UpdateRequest(_Request):
+    text: str = Field(min_length=1)
+    reason: str = Field("", max_length=1000)
+
+
+class ForgetRequest(_Request):
+    reason: str = Field("forget requested", min_length=1, max_length=1000)
+
+
+class ForgetResponse(BaseModel):
+    ids: list[str]
+    freed: int
+    erased: bool
+
+
+class EntriesPage(BaseModel):
+    """One page of entries, oldest first; ``next_offset`` is null on the last page."""
+
+    total: int
+    offset: int
+    entries: list[EntryOut]
+    next_offset: int | None
+
+
+class DecisionOut(BaseModel):
+    seq: int
+    step: int
+    action: str
+    entry_id: str
+    score: float | None
+    reason: str
+    policy: str
+    bytes: int
+    at: float
+
+    @classmethod
+    def of(cls, d: Decision) -> DecisionOut:
+        score = None if not math.isfinite(d.score) else float(d.score)
+        return cls(
+            seq=d.seq,
+            step=d.step,
+            action=d.action,
+            entry_id=d.entry_id,
+            score=score,
+            reason=d.reason,
+            policy=d.policy,
+            bytes=d.bytes,
+            at=d.at,
+        )
+
+
+class DecisionsPage(BaseModel):
+    """Decisions after ``since`` (a ``seq``), oldest first; pass ``next_since`` for the next
+    page (null on the last)."""
+
+    decisions: list[DecisionOut]
+    next_since: int | None
+
+
+class NamespaceOut(BaseModel):
+    name: str
+    policy: str
+    max_bytes: int | None
+    used_bytes: int
+    entries: int
+    decisions: int
+    step: int
+
+
+class NamespacePatch(_Request):
+    """Change the namespace's byte budget (admin scope); a smaller one evicts at once."""
+
+    max_bytes: int = Field(gt=0)
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    version: str
+
+
+class Problem(BaseModel):
+    """An error (RFC 9457 ``application/problem+json``); ``error`` names the memcurator
+    error class (:mod:`memcurator.errors`)."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    error: str
+
+
+__all__ = [
+    "Condition",
+    "DecisionOut",
+    "DecisionsPage",
+    "EntriesPage",
+    "EntryOut",
+    "FeedbackRequest",
+    "ForgetRequest",
+    "ForgetResponse",
+    "Health",
+    "NamespaceOut",
+    "NamespacePatch",
+    "Problem",
+    "RecallRequest",
+    "RecallResponse",
+    "RecordRequest",
+    "RecordResponse",
+    "TaskIn",
+    "TrajectoryIn",
+    "UpdateRequest",
+    "WriteRequest",
+    "WriteResponse",
+]
