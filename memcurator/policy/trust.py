@@ -156,6 +156,11 @@ class TrustGate(Component):
     passage_prior : bool, default True
         Charge free passages arriving on the external channel (see
         :func:`memcurator.trust.text_risk.text_risk`).
+    probation : bool, default True
+        Admission is not injection: an entry admitted with a trusted origin other than
+        ``self`` (peer, external, or a ``self`` claim tainted by its declared sources) is kept
+        on probation and not injected until corroborated
+        (:mod:`memcurator.trust.provenance`).
 
     Raises
     ------
@@ -181,11 +186,13 @@ class TrustGate(Component):
         risk_theta: dict[str, float] | None = None,
         neighbours: int = 10,
         passage_prior: bool = True,
+        probation: bool = True,
     ):
         self.theta = theta
         self.risk_theta = risk_theta
         self.neighbours = neighbours
         self.passage_prior = passage_prior
+        self.probation = probation
         if neighbours < 0:
             raise InvalidInput(f"neighbours must be >= 0, got {neighbours}")
         th = dict(DEFAULT_THETA if risk_theta is None else risk_theta)
