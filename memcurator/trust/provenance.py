@@ -98,9 +98,7 @@ def parse_sources(derived_from: Any) -> list[dict[str, str]]:
             raise InvalidInput(f"a derived_from source must be a str or a dict, got {s!r}")
         kind = kind.strip()
         if kind not in SOURCE_KINDS:
-            raise InvalidInput(
-                f"unknown derived_from kind {kind!r}; known: {sorted(SOURCE_KINDS)}"
-            )
+            raise InvalidInput(f"unknown derived_from kind {kind!r}; known: {sorted(SOURCE_KINDS)}")
         if kind == "entry" and not sid:
             raise InvalidInput("an 'entry' source needs the entry id ('entry:<id>')")
         out.append({"kind": kind, "id": sid})
