@@ -249,6 +249,7 @@ class TrustGate(Component):
             quarantined=quarantined,
             passage_prior=self.passage_prior,
             new_id=candidate.id,
+            probation=self.probation and candidate.origin != "self",
         )
         if not a.admit:
             return Verdict(False, a.risk, f"trust-gate: {a.reason}")
