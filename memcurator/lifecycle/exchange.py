@@ -89,9 +89,7 @@ def share(
                 ctx.log(ctx.step, "notice", eid, float("nan"), f"forget notice to peer {peer!r}", 0)
     # personal data never leaves the memory; nor does an entry on trust probation (sharing it
     # would launder an unproven entry into a peer's channel)
-    rows = [
-        i for i, m in enumerate(res.entries) if not m.meta.get("_personal") and injectable(m)
-    ]
+    rows = [i for i, m in enumerate(res.entries) if not m.meta.get("_personal") and injectable(m)]
     if not rows:
         return out
     ents = [res.entries[i] for i in rows]

@@ -95,7 +95,11 @@ def feedback(
                 m.successes += 1
             else:
                 m.failures += 1
-            if verified and r >= 0.5 and corroborate(m.meta, f"verified outcome at step {ctx.step}"):
+            if (
+                verified
+                and r >= 0.5
+                and corroborate(m.meta, f"verified outcome at step {ctx.step}")
+            ):
                 ctx.log(
                     ctx.step,
                     "corroborate",

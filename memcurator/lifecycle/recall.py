@@ -56,7 +56,8 @@ def recall(
        each propose ``max(candidates, k)`` entries; reciprocal-rank fusion merges them (a policy
        with ``recall_all`` takes every resident entry).
     2. **Filters.** Entries scoped to another user (``meta["_user"]``), entries on trust
-       probation (:func:`memcurator.trust.provenance.injectable`), entries ``where`` rejects, entries with a zero embedding (content-free) and entries whose cosine is below
+       probation (:func:`memcurator.trust.provenance.injectable`), entries ``where`` rejects,
+       entries with a zero embedding (content-free) and entries whose cosine is below
        ``min_score`` leave the pool.
     3. **Score.** The policy reranks the pool; the lexical signal is then added to its scores,
        ``score + lexical_weight * bm25 / max(bm25)``

@@ -129,7 +129,8 @@ def write(
     derived_from : list of str or dict, optional
         What the content was derived from (:func:`memcurator.trust.provenance.parse_sources`):
         ``"tool_output"``, ``"web"``, ``"user"``, ``"document"``, ``"peer"`` (each optionally
-        ``"kind:id"``) or ``"entry:<id>"`` of this memory. Kept in ``meta["_derived_from"]``.
+        ``"kind:id"``) or ``"entry:<id>"`` of this memory (one evicted since counts as
+        outside). Kept in ``meta["_derived_from"]``.
         A claim more trusted than its sources (``self`` for content read from a web page) is
         handled as the least trusted source (logged as ``downgrade``, ``meta["_taint"]``); an
         entry source counts as ``self`` once it is injectable.
@@ -151,8 +152,8 @@ def write(
         unknown origin or kind; ``meta`` that is not JSON-serialisable or too large; an
         ``origin_detail`` over 256 bytes; a negative or non-integer ``step``; a
         ``signature`` given to a memory without a keyring; ``stats`` that is not a dict of
-        str to finite numbers; a malformed ``derived_from`` or one naming an entry that is not
-        resident.
+        str to finite numbers; a malformed ``derived_from`` or one naming an entry that was
+        never in the namespace.
 
     Notes
     -----
@@ -198,11 +199,19 @@ def write(
                 for s in sources
                 if s["kind"] == "entry" and (m := res.get(s["id"])) is not None
             }
+            gone = [s["id"] for s in sources if s["kind"] == "entry" and s["id"] not in taints]
+            if gone:
+                # evicted or forgotten since it was read: its standing is unknown now, so it
+                # counts as outside; an id never seen here is a caller's error
+                known = ctx.store.known_ids(ctx.namespace, gone)
+                taints.update({i: "external" for i in gone if i in known})
             taint = taint_of(sources, taints)
             if taint != "self":
                 meta[TAINT] = taint
             if CHANNEL_ORDER.index(taint) > CHANNEL_ORDER.index(origin):
-                names = ", ".join(f"{s['kind']}:{s['id']}" if s["id"] else s["kind"] for s in sources)
+                names = ", ".join(
+                    f"{s['kind']}:{s['id']}" if s["id"] else s["kind"] for s in sources
+                )
                 taint_why = (
                     f"taint: {origin} claim for content derived from {names}; handled as {taint}"
                 )

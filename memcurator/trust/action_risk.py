@@ -293,12 +293,13 @@ def action_findings(task: str, action: str, tools: str | None = None) -> list[Ac
 
 
 class ActionCheck:
-    """The generic action domain of the trust gate (:class:`~memcurator.trust.domains.DomainCheck`).
+    """The generic action domain of the trust gate (a
+    :class:`~memcurator.trust.domains.DomainCheck`).
 
-    Applies to an action or plan that names an effect of a harm class; the risk combines the findings of
-    :func:`action_findings` on the action less its SQL statements (:func:`non_sql`; the SQL
-    domain dry-runs those) as ``1 − Π(1 − r_i)``. ``spec``, when a string, is the task the
-    agent is doing (compared instead of the entry's own task line).
+    Applies to an action or plan that names an effect of a harm class; the risk combines the
+    findings of :func:`action_findings` on the action less its SQL statements
+    (:func:`non_sql`; the SQL domain dry-runs those) as ``1 − Π(1 − r_i)``. ``spec``, when a
+    string, is the task the agent is doing (compared instead of the entry's own task line).
 
     Examples
     --------

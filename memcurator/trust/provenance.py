@@ -140,7 +140,9 @@ def taint_of(sources: Sequence[Mapping[str, str]], entry_taint: Mapping[str, str
     for s in sources:
         if s["kind"] == "entry":
             if s["id"] not in entry_taint:
-                raise InvalidInput(f"derived_from names entry {s['id']!r}, which is not resident")
+                raise InvalidInput(
+                    f"derived_from names entry {s['id']!r}, which was never an entry here"
+                )
             chans.append(entry_taint[s["id"]])
         else:
             chans.append(SOURCE_KINDS[s["kind"]])
