@@ -423,7 +423,7 @@ def main() -> None:
     ap.add_argument("--families", type=int, default=150)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=str, default=None, help="also write the numbers here")
-    ap.add_argument("--via", choices=("gate", "memory", "sets"), default="sets")
+    ap.add_argument("--via", choices=("gate", "memory", "sets"), default="gate")
     ap.add_argument("--n", type=int, default=200, help="genuine and poison items per set")
     ap.add_argument("--sets", default=",".join(SETS))
     ap.add_argument("--channels", default=",".join(CHANNELS))
