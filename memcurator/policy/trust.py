@@ -50,6 +50,7 @@ from memcurator.policy.components import Component
 from memcurator.policy.estimators import Estimator
 from memcurator.retrieve.dense import row_dots
 from memcurator.trust.gate import DEFAULT_THETA, assess
+from memcurator.trust.provenance import injectable
 from memcurator.trust.reputation import PeerReputation
 from memcurator.trust.text_risk import structure
 from memcurator.types import Entry
@@ -236,7 +237,12 @@ class TrustGate(Component):
                 res_dots = dots[-1]
             if not own_record and self.neighbours:
                 top = _top_stable(dots[0], self.neighbours)
-                near = [(resident[int(i)].id, resident[int(i)].text) for i in top]
+                # an entry on probation is unproven: it cannot veto a newcomer by contradiction
+                near = [
+                    (resident[int(i)].id, resident[int(i)].text)
+                    for i in top
+                    if injectable(resident[int(i)])
+                ]
         peer = candidate.meta.get(RECEIVED_FROM)
         rep = self._est["reputation"].rep
         quarantined = rep.quarantine_reason(peer) if isinstance(peer, str) and peer else None
