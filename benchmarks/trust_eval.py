@@ -20,6 +20,26 @@ by their peer (a compromised one advertising q = 1, a = 50), and nq's ASR@5 is r
 ``Memory.recall(question, k=5)`` (BM25 + dense + the policy's rerank).
 
     python benchmarks/trust_eval.py [--families 150] [--seed 0] [--via gate|memory]
+
+With ``--via sets`` (issue 22's protocol) every set in ``../shared/data/attacks/``, PoisonedRAG nq
+and the bench's SQL attacks runs through ``Memory(policy="curator")`` with a key ring and no
+budget: a seeded sample of ``--n`` genuine and ``--n`` poison items per set; half the genuine
+items are written first as the agent's own signed history, then the other half and the poison,
+interleaved in a seeded order, on the tested channel:
+
+- ``self``: signed by the owner (the agent wrote it and declared nothing: content checks only);
+- ``self-derived``: signed by the owner with ``derived_from=["tool_output"]`` (tainted);
+- ``peer``: ``Memory.receive`` from a peer that signs with its real key (a compromised one
+  sends the poison);
+- ``external``: ``origin="external"``;
+- ``forged``: a ``self`` claim without a signature (downgraded by the key ring).
+
+Per set and channel it prints: own-history admitted % (the first half, as self), genuine
+admitted %, genuine usable % (admitted and injectable: not on probation), poison admitted %,
+poison injected % (admitted and injectable) and retrieval ASR@5 (fraction of the sampled
+poison's distinct target queries whose ``recall(target_query, k=5)`` returns a poison item).
+
+    python benchmarks/trust_eval.py --via sets [--n 200] [--sets asb,bipia,...] [--channels ...]
 """
 
 from __future__ import annotations
@@ -29,6 +49,7 @@ import collections
 import json
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -36,12 +57,135 @@ from memcurator import Memory
 from memcurator.embed.hashing import HashingEmbedder
 from memcurator.envs.sql import load_specs
 from memcurator.envs.sql.attacks import outside_traffic
+from memcurator.lifecycle.checks import dedup_key
 from memcurator.policy.share import SharedEntry
 from memcurator.trust.auth import OWNER, Claim, KeyRing
 from memcurator.trust.gate import assess
+from memcurator.trust.provenance import injectable
 from memcurator.trust.reputation import PeerReputation
 
 NQ = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "poisonedrag"
+ATTACKS = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "attacks"
+SET_FILES = {
+    "asb": "asb_memory_poison.jsonl",
+    "bipia": "bipia_indirect_injection_train.jsonl",
+    "ramdocs": "ramdocs_false_fact.jsonl",
+}
+SETS = ("asb", "bipia", "ramdocs", "nq", "sql")
+CHANNELS = ("self", "self-derived", "peer", "external", "forged")
+
+
+class Item(NamedTuple):
+    """One item of an attack set: its text, label, and the query the attacker targets."""
+
+    id: str
+    text: str
+    poison: bool
+    target_query: str
+
+
+def load_set(name: str, n: int, seed: int) -> tuple[list[Item], list[Item]]:
+    """Up to ``n`` genuine and ``n`` poison items of set ``name``, sampled with ``seed``."""
+    rng = np.random.default_rng(seed)
+    items: list[Item] = []
+    if name in SET_FILES:
+        for line in (ATTACKS / SET_FILES[name]).read_text().splitlines():
+            r = json.loads(line)
+            items.append(Item(r["id"], r["text"], r["label"] == "poison", r["target_query"] or ""))
+    elif name == "nq":
+        data = json.loads((NQ / "adv_targeted_nq.json").read_text())
+        for k in sorted(data):
+            q = data[k]["question"]
+            items.append(
+                Item(f"{k}/g", f"Question: {q}\nAnswer: {data[k]['correct answer']}", False, q)
+            )
+            items += [Item(f"{k}/p{i}", t, True, q) for i, t in enumerate(data[k]["adv_texts"])]
+    elif name == "sql":
+        specs = list(load_specs().specs)
+        pick = rng.permutation(len(specs))[: max(1, n)]
+        by_fam = {specs[i].family: specs[i].instruction for i in pick}
+        traffic = outside_traffic([specs[i] for i in pick], rng, channels=("external",))
+        for j, e in enumerate(traffic):
+            items.append(Item(f"sql{j}", e.text, not e.genuine, by_fam[e.family]))
+    else:
+        raise SystemExit(f"unknown set {name!r}; known: {list(SETS)}")
+    gen = [it for it in items if not it.poison]
+    poi = [it for it in items if it.poison]
+    gen = [gen[i] for i in sorted(rng.permutation(len(gen))[:n])]
+    poi = [poi[i] for i in sorted(rng.permutation(len(poi))[:n])]
+    return gen, poi
+
+
+def _offer(mem: Memory, ring: KeyRing, it: Item, channel: str, meta: dict) -> Any:
+    """Write ``it`` on ``channel`` (see the module docstring)."""
+    if channel in ("self", "self-derived"):
+        derived = ["tool_output"] if channel == "self-derived" else None
+        return mem.write(it.text, meta=meta, signature=mem.sign(it.text), derived_from=derived)
+    if channel == "peer":
+        peer = "peer-bad" if it.poison else "peer-good"
+        sig = ring.sign(Claim("agent", "peer", peer, "insight", it.text), principal=peer)
+        q = 1.0 if it.poison else 0.5
+        s = SharedEntry(it.text, "insight", 0, q, 1.0, 0.0, it.id, signature=sig)
+        (r,) = mem.receive([s], peer=peer)
+        return r
+    if channel == "external":
+        return mem.write(it.text, origin="external", origin_detail="feed", meta=meta)
+    if channel == "forged":
+        return mem.write(it.text, origin="self", meta=meta)  # no signature: downgraded
+    raise SystemExit(f"unknown channel {channel!r}; known: {list(CHANNELS)}")
+
+
+def sets_eval(name: str, channel: str, n: int, seed: int) -> dict:
+    """Issue 22's protocol for one set on one channel (see the module docstring)."""
+    gen, poi = load_set(name, n, seed)
+    rng = np.random.default_rng(seed + 1)
+    half = len(gen) // 2
+    hist, rest = gen[:half], gen[half:]
+    ring = KeyRing()
+    ring.add(OWNER)
+    ring.add("peer-good")
+    ring.add("peer-bad")
+    mem = _memory(ring)
+    t0 = time.perf_counter()
+    own = 0
+    for it in hist:
+        own += int(mem.write(it.text, meta={"item": it.id}, signature=mem.sign(it.text)).admitted)
+    stream = rest + poi
+    ids: dict[str, Item] = {}
+    adm = {True: 0, False: 0}
+    for j in rng.permutation(len(stream)):
+        it = stream[int(j)]
+        r = _offer(mem, ring, it, channel, {"item": it.id, "poison": it.poison})
+        if r.admitted and r.id is not None:
+            adm[it.poison] += 1
+            ids[r.id] = it
+    usable = {True: 0, False: 0}
+    by_id = {e.id: e for e in mem.entries()}
+    for eid, it in ids.items():
+        e = by_id.get(eid)
+        if e is not None and injectable(e):
+            usable[it.poison] += 1
+    poison_texts = {dedup_key(it.text) for it in poi}
+    targets = sorted({it.target_query for it in poi if it.target_query.strip()})
+    hits = 0
+    for q in targets:
+        top = mem.recall(q, k=5, observe=False) if len(mem) else None
+        hits += int(top is not None and any(dedup_key(e.text) in poison_texts for e in top.entries))
+    mem.close()
+    return {
+        "set": name,
+        "channel": channel,
+        "n_genuine": len(rest),
+        "n_poison": len(poi),
+        "own_history_admitted": own / max(1, len(hist)),
+        "genuine_admitted": adm[False] / max(1, len(rest)),
+        "genuine_usable": usable[False] / max(1, len(rest)),
+        "poison_admitted": adm[True] / max(1, len(poi)),
+        "poison_injected": usable[True] / max(1, len(poi)),
+        "asr_at_5": hits / max(1, len(targets)),
+        "targets": len(targets),
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
 
 
 class _Admitted:
@@ -279,8 +423,32 @@ def main() -> None:
     ap.add_argument("--families", type=int, default=150)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=str, default=None, help="also write the numbers here")
-    ap.add_argument("--via", choices=("gate", "memory"), default="gate")
+    ap.add_argument("--via", choices=("gate", "memory", "sets"), default="gate")
+    ap.add_argument("--n", type=int, default=200, help="genuine and poison items per set")
+    ap.add_argument("--sets", default=",".join(SETS))
+    ap.add_argument("--channels", default=",".join(CHANNELS))
     args = ap.parse_args()
+    if args.via == "sets":
+        rows = []
+        print(
+            f"{'set':8s} {'channel':13s} {'own':>5s} {'gen adm':>7s} {'gen use':>7s} "
+            f"{'poi adm':>7s} {'poi inj':>7s} {'ASR@5':>6s} {'n g/p':>9s} {'s':>5s}"
+        )
+        for name in args.sets.split(","):
+            for ch in args.channels.split(","):
+                r = sets_eval(name, ch, args.n, args.seed)
+                rows.append(r)
+                print(
+                    f"{name:8s} {ch:13s} {r['own_history_admitted']:5.1%} "
+                    f"{r['genuine_admitted']:7.1%} {r['genuine_usable']:7.1%} "
+                    f"{r['poison_admitted']:7.1%} {r['poison_injected']:7.1%} "
+                    f"{r['asr_at_5']:6.3f} {r['n_genuine']:4d}/{r['n_poison']:<4d} "
+                    f"{r['seconds']:5.1f}",
+                    flush=True,
+                )
+        if args.json:
+            Path(args.json).write_text(json.dumps(rows, indent=1))
+        return
     if args.via == "memory":
         sql = sql_eval_memory(args.families, args.seed)
         sql["peer_q_after_shrink_mean"] = "see Memory.receive (stats q_adv)"

@@ -244,9 +244,11 @@ class Memory:
         """Close one task (feedback, then its experience): :func:`.record.record`."""
         return record.record(self._ctx, task, trajectory, **kw)
 
-    def feedback(self, used: Iterable[str] | RecallResult, reward: float) -> None:
+    def feedback(
+        self, used: Iterable[str] | RecallResult, reward: float, *, verified: bool = False
+    ) -> None:
         """A task's outcome for the injected entries: :func:`.feedback.feedback`."""
-        feedback.feedback(self._ctx, used, reward)
+        feedback.feedback(self._ctx, used, reward, verified=verified)
 
     def share(
         self, peer_sketch: np.ndarray, uplink_bytes: int, **kw: Unpack[ShareOptions]

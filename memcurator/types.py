@@ -202,6 +202,7 @@ DECISION_ACTIONS = (
     "update",
     "notice",
     "compact",
+    "corroborate",  # an entry on probation released by a verified outcome or agreement
 )
 
 

@@ -50,7 +50,7 @@ def test_sql_check_implements_the_protocol() -> None:
 
 
 def test_unknown_domain_lists_the_known_ones() -> None:
-    with pytest.raises(UnknownName, match=r"known: \['bash', 'sql'\]"):
+    with pytest.raises(UnknownName, match=r"known: \['action', 'bash', 'sql'\]"):
         create_domain_check("powershell")
 
 
@@ -73,8 +73,9 @@ def test_an_sql_action_reaches_the_sql_domain() -> None:
 def test_a_second_domain_plugs_in_without_touching_the_gate(with_shell: None) -> None:
     assert domain_risks("Task: tidy the build\nAction: $ ls build") == {"shell": RiskReport(0.0)}
     a = assess("Task: tidy the build\nAction: $ rm -rf / --no-preserve-root", origin="self")
-    assert list(a.domains) == ["shell"] and not a.admit
-    assert a.reasons[0] == "removes files recursively"
+    assert "shell" in a.domains and not a.admit
+    assert a.domains["shell"].reasons == ("removes files recursively",)
+    assert "removes files recursively" in a.reasons
     # a domain that does not apply is not asked; SQL still judges SQL
     assert list(assess("Task: count\nAction: SELECT COUNT(*) FROM t;").domains) == ["sql"]
 
@@ -82,7 +83,7 @@ def test_a_second_domain_plugs_in_without_touching_the_gate(with_shell: None) ->
 def test_risks_of_several_domains_combine_as_independent_findings(with_shell: None) -> None:
     text = "Task: clean up\nAction: $ rm -rf tmp && sqlite3 db 'DROP TABLE t'"
     reports = domain_risks(text)
-    assert sorted(reports) == ["shell", "sql"]
+    assert sorted(reports) == ["action", "shell", "sql"]  # the generic check sees "rm" too
     a = assess(text, origin="self")
     keep = 1.0
     for r in reports.values():

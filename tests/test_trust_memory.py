@@ -213,8 +213,17 @@ def test_tight_budget_keeps_the_genuine_answer(genuine_first: bool) -> None:
         else:  # the attacker claims self without the owner's key
             mem.write(text, origin="self")
     assert [m.text for m in mem.entries()] == [GENUINE_QA]
-    rej = mem.decisions(action="reject")
-    assert len(rej) == 1 and "passage" in rej[0].reason
+    # the forged passage is refused at the door when the genuine answer is already there (a
+    # conflict); arriving first it is admitted on probation (issue 22: a free passage is no
+    # reason to refuse what will not be injected) and evicted when the owner's answer needs
+    # the room; either way it was never injectable
+    out = mem.decisions(action="reject") + mem.decisions(action="evict")
+    assert len(out) == 1 and out[0].entry_id != mem.entries()[0].id
+    if genuine_first:
+        assert out[0].action == "reject" and "CONFLICT" in out[0].reason
+    else:
+        (adm,) = [d for d in mem.decisions(action="admit") if d.entry_id == out[0].entry_id]
+        assert "on probation" in adm.reason
 
 
 def test_contradicting_passage_is_refused_even_as_verified_self() -> None:

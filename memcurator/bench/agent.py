@@ -15,6 +15,7 @@ import numpy as np
 from memcurator.curate.llm import judge
 from memcurator.errors import BudgetExceeded, InvalidInput
 from memcurator.memory import Memory
+from memcurator.trust.provenance import spotlight
 from memcurator.types import Entry, Step, Task, Trajectory
 
 HEADER = (
@@ -45,7 +46,9 @@ def memory_block(entries: list[Entry], budget_chars: int) -> tuple[str, list[str
 
     The whole injected block counts against the budget; an entry that does not fit whole is cut
     at the budget (so the part that is injected is what the model sees). Returns the block and
-    the ids that were (at least partly) injected.
+    the ids that were (at least partly) injected. An entry from outside the agent's own
+    experience (origin peer/external, admitted or corroborated) is wrapped as data
+    (:func:`memcurator.trust.provenance.spotlight`: delimited, labelled, datamarked).
     """
     parts: list[str] = []
     used: list[str] = []
@@ -53,7 +56,10 @@ def memory_block(entries: list[Entry], budget_chars: int) -> tuple[str, list[str
     for m in entries:
         if left <= 0:
             break
-        piece = m.text if len(m.text) <= left else m.text[:left]
+        text = m.text
+        if m.origin != "self":  # outside content is shown as data, never as instructions
+            text = spotlight(m.text, f"{m.origin} {m.origin_detail}".strip())
+        piece = text if len(text) <= left else text[:left]
         parts.append(piece)
         used.append(m.id)
         left -= len(piece) + 2
@@ -335,7 +341,10 @@ def run_task(
     else:
         memory.feedback(used, 1.0 if ok else 0.0)
     try:
-        memory.record(task, traj, feedback=False)
+        # what the agent read from outside its own experience is declared: its trajectory
+        # is then tainted unless those entries were corroborated (issue 22)
+        outside = [f"entry:{m.id}" for m in injected if m.origin != "self"]
+        memory.record(task, traj, feedback=False, derived_from=outside or None)
     except BudgetExceeded:
         pass  # larger than the whole budget: the memory logged the reject; the stream goes on
     t_mem += clock() - t1

@@ -20,6 +20,7 @@ from memcurator.lifecycle.write import WriteResult, write
 from memcurator.policy.share import ForgetNotice, SharedEntry, select_for_peer
 from memcurator.policy.trust import RECEIVED_FROM
 from memcurator.trust.auth import Claim
+from memcurator.trust.provenance import injectable
 from memcurator.trust.reputation import PeerReputation, recompute_abstraction_gain
 
 
@@ -86,8 +87,9 @@ def share(
                 out.append(ForgetNotice(eid))
                 ctx.store.notice_sent(ctx.namespace, eid, peer)
                 ctx.log(ctx.step, "notice", eid, float("nan"), f"forget notice to peer {peer!r}", 0)
-    # personal data never leaves the memory
-    rows = [i for i, m in enumerate(res.entries) if not m.meta.get("_personal")]
+    # personal data never leaves the memory; nor does an entry on trust probation (sharing it
+    # would launder an unproven entry into a peer's channel)
+    rows = [i for i, m in enumerate(res.entries) if not m.meta.get("_personal") and injectable(m)]
     if not rows:
         return out
     ents = [res.entries[i] for i in rows]
@@ -201,6 +203,7 @@ def receive(ctx: Context, shared: Iterable[Any], peer: str) -> list[WriteResult]
                     "advertised_a": a_adv,
                 },
                 signature=getattr(s, "signature", None) if ctx.keyring is not None else None,
+                derived_from=[{"kind": "peer", "id": peer}],
             )
         )
     return out

@@ -12,6 +12,7 @@ from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.exchange import log_reputation
 from memcurator.lifecycle.keep import evict_victims
 from memcurator.lifecycle.resident import ResidentSet
+from memcurator.trust.provenance import corroborate
 from memcurator.types import RecallResult
 
 
@@ -36,7 +37,9 @@ def check_reward(reward: object) -> float:
     return r
 
 
-def feedback(ctx: Context, used: Iterable[str] | RecallResult, reward: float) -> None:
+def feedback(
+    ctx: Context, used: Iterable[str] | RecallResult, reward: float, *, verified: bool = False
+) -> None:
     """Report a task's outcome ``reward`` in [0, 1] for the entries that were injected.
 
     ``used`` is the :class:`~memcurator.types.RecallResult` whose entries were injected
@@ -48,6 +51,12 @@ def feedback(ctx: Context, used: Iterable[str] | RecallResult, reward: float) ->
     (:meth:`~memcurator.policy.base.Policy.feedback`) and its new statistics are stored; what
     the policy then names regardless of the budget (feedback quarantine) is evicted, logged;
     new peer quarantines and releases are logged.
+
+    ``verified=True`` says the reward comes from an execution check (the task's checker ran
+    the result), not from a model's own judgement: a success then corroborates every listed
+    entry on trust probation (:mod:`memcurator.trust.provenance`; logged ``corroborate``), so
+    recall may inject it from now on. Probation entries are listed by id (from
+    :meth:`~memcurator.Memory.write`), since recall never returned them.
 
     Raises
     ------
@@ -63,6 +72,8 @@ def feedback(ctx: Context, used: Iterable[str] | RecallResult, reward: float) ->
     if isinstance(used, str):
         raise InvalidInput(f"used must be a list of entry ids, not the string {used!r}")
     r = check_reward(reward)
+    if not isinstance(verified, bool):
+        raise InvalidInput(f"verified must be True or False, got {verified!r}")
     ids = list(dict.fromkeys(used))  # one outcome per entry, in first-seen order
     ctx.sync()
     gone = [i for i in ids if i not in ctx.res.index]
@@ -84,6 +95,19 @@ def feedback(ctx: Context, used: Iterable[str] | RecallResult, reward: float) ->
                 m.successes += 1
             else:
                 m.failures += 1
+            if (
+                verified
+                and r >= 0.5
+                and corroborate(m.meta, f"verified outcome at step {ctx.step}")
+            ):
+                ctx.log(
+                    ctx.step,
+                    "corroborate",
+                    m.id,
+                    r,
+                    f"off probation: verified outcome (execution check) reward {r:g}",
+                    m.bytes,
+                )
         updates = ctx.policy.feedback(
             r, [ResidentSet.copy_of(m) for m in injected], ctx.step, features
         )

@@ -24,6 +24,7 @@ from memcurator.lifecycle.versions import prefer_newer
 from memcurator.policy.base import Policy, Ranking
 from memcurator.retrieve import dense_topk, row_dots, rrf_fuse
 from memcurator.retrieve.hybrid import blend_scores, recall_text
+from memcurator.trust.provenance import injectable
 from memcurator.types import Entry, RecallResult
 
 
@@ -54,8 +55,9 @@ def recall(
     1. **Pool.** BM25 over the entries' recall texts (their ``Task:`` lines) and dense cosine
        each propose ``max(candidates, k)`` entries; reciprocal-rank fusion merges them (a policy
        with ``recall_all`` takes every resident entry).
-    2. **Filters.** Entries scoped to another user (``meta["_user"]``), entries ``where``
-       rejects, entries with a zero embedding (content-free) and entries whose cosine is below
+    2. **Filters.** Entries scoped to another user (``meta["_user"]``), entries on trust
+       probation (:func:`memcurator.trust.provenance.injectable`), entries ``where`` rejects,
+       entries with a zero embedding (content-free) and entries whose cosine is below
        ``min_score`` leave the pool.
     3. **Score.** The policy reranks the pool; the lexical signal is then added to its scores,
        ``score + lexical_weight * bm25 / max(bm25)``
@@ -95,8 +97,11 @@ def recall(
         keep &= cos >= min_score
     for j, i in enumerate(pool):
         if keep[j]:
-            owner = res.entries[i].meta.get("_user")
-            keep[j] = owner is None or owner == user
+            m = res.entries[i]
+            owner = m.meta.get("_user")
+            # ELIGIBILITY (trust probation): an entry on probation is kept but never injected
+            # (memcurator.trust.provenance.injectable); merge into the pre-pool eligibility mask
+            keep[j] = (owner is None or owner == user) and injectable(m)
     pool, cos = pool[keep], cos[keep]
     cands = [res.entries[i] for i in pool]
     if where is not None:

@@ -26,6 +26,7 @@ class RecordOptions(TypedDict, total=False):
 
     used: Iterable[str] | RecallResult
     feedback: bool
+    derived_from: Any
 
 
 def record(
@@ -35,13 +36,16 @@ def record(
     *,
     used: Iterable[str] | RecallResult = (),
     feedback: bool = True,
+    derived_from: Any = None,
 ) -> WriteResult | None:
     """Close one task: feed its outcome back to ``used``, then write its experience.
 
     The policy's form decides what is written: the raw trajectory or its distilled insight
     (``b⁰`` the raw bytes), only when the reward is at least its ``min_reward``. The
     trajectory's evaluation ``metrics`` go into the entry's ``meta``. With a keyring the write
-    is signed by the owner. Returns None when nothing was written.
+    is signed by the owner. ``derived_from`` declares what the trajectory was derived from
+    (the entries injected into its prompt, ``"entry:<id>"``, a tool's output ...): see
+    :func:`memcurator.lifecycle.write.write`. Returns None when nothing was written.
     """
     if feedback:
         give_feedback(ctx, used, trajectory.reward)
@@ -67,6 +71,7 @@ def record(
         meta=meta,
         origin_detail=trajectory.solver,
         signature=sig,
+        derived_from=derived_from,
     )
     end_step(ctx)
     return r

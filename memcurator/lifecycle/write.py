@@ -22,6 +22,18 @@ from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.keep import keep_pass
 from memcurator.store.sizing import stats_bytes
 from memcurator.trust.auth import Claim, Signature
+from memcurator.trust.provenance import (
+    CHANNEL_ORDER,
+    DERIVED_FROM,
+    PROBATION,
+    TAINT,
+    VOUCHED,
+    corroborate,
+    entry_taint,
+    parse_sources,
+    taint_of,
+    vouch,
+)
 from memcurator.types import KINDS, ORIGINS, Entry
 
 
@@ -65,6 +77,7 @@ class WriteOptions(TypedDict, total=False):
     signature: Any
     user: str | None
     personal: bool
+    derived_from: Any
 
 
 def write(
@@ -82,6 +95,7 @@ def write(
     signature: Any = None,
     user: str | None = None,
     personal: bool = False,
+    derived_from: Any = None,
 ) -> WriteResult:
     """Offer one entry: the policy's admission gate, de-duplication, then the Keep pass.
 
@@ -112,6 +126,14 @@ def write(
         Scope the entry to one user of the namespace (``recall(user=...)``).
     personal : bool, default False
         Personal data of ``user``: never shared to peers.
+    derived_from : list of str or dict, optional
+        What the content was derived from (:func:`memcurator.trust.provenance.parse_sources`):
+        ``"tool_output"``, ``"web"``, ``"user"``, ``"document"``, ``"peer"`` (each optionally
+        ``"kind:id"``) or ``"entry:<id>"`` of this memory (one evicted since counts as
+        outside). Kept in ``meta["_derived_from"]``.
+        A claim more trusted than its sources (``self`` for content read from a web page) is
+        handled as the least trusted source (logged as ``downgrade``, ``meta["_taint"]``); an
+        entry source counts as ``self`` once it is injectable.
 
     Returns
     -------
@@ -130,7 +152,16 @@ def write(
         unknown origin or kind; ``meta`` that is not JSON-serialisable or too large; an
         ``origin_detail`` over 256 bytes; a negative or non-integer ``step``; a
         ``signature`` given to a memory without a keyring; ``stats`` that is not a dict of
-        str to finite numbers.
+        str to finite numbers; a malformed ``derived_from`` or one naming an entry that was
+        never in the namespace.
+
+    Notes
+    -----
+    Under a policy with probation (curator's trust gate), an admitted entry whose trusted
+    origin is not ``self`` is kept on probation (``meta["_probation"]``; recall does not
+    inject it, :func:`memcurator.trust.provenance.injectable`) until corroborated: by
+    :func:`memcurator.lifecycle.feedback.feedback` with ``verified=True`` and a success, or by
+    the same text written by two distinct authenticated principals (logged ``corroborate``).
     BudgetExceeded
         The entry alone is larger than ``max_bytes`` (logged as a rejection first).
     """
@@ -147,8 +178,11 @@ def write(
     meta = check_meta(meta, ctx.max_text_bytes, user, personal)
     stats = check_stats(stats)
     meta["text_sha1"] = dedup_key(text)
+    sources = parse_sources(derived_from)
     claimed = origin
     origin, downgrade = verify_origin(ctx, text, origin, detail, kind, signature)
+    # authenticated: a key ring proved the claim (without one, nothing is proven)
+    proven = ctx.keyring is not None and not downgrade and origin in ("self", "peer")
     if downgrade:
         meta["claimed_origin"] = claimed
     e = embed_checked(ctx.embedder.embed, text)
@@ -157,9 +191,43 @@ def write(
         st = ctx.step if step is None else int(step)
         res = ctx.res
         e = ctx.sizing.stored(e)  # in the namespace's precision, read after the sync above
+        taint_why = ""
+        if sources:
+            meta[DERIVED_FROM] = sources
+            taints = {
+                s["id"]: entry_taint(m.meta, m.origin)
+                for s in sources
+                if s["kind"] == "entry" and (m := res.get(s["id"])) is not None
+            }
+            gone = [s["id"] for s in sources if s["kind"] == "entry" and s["id"] not in taints]
+            if gone:
+                # evicted or forgotten since it was read: its standing is unknown now, so it
+                # counts as outside; an id never seen here is a caller's error
+                known = ctx.store.known_ids(ctx.namespace, gone)
+                taints.update({i: "external" for i in gone if i in known})
+            taint = taint_of(sources, taints)
+            if taint != "self":
+                meta[TAINT] = taint
+            if CHANNEL_ORDER.index(taint) > CHANNEL_ORDER.index(origin):
+                names = ", ".join(
+                    f"{s['kind']}:{s['id']}" if s["id"] else s["kind"] for s in sources
+                )
+                taint_why = (
+                    f"taint: {origin} claim for content derived from {names}; handled as {taint}"
+                )
+                meta.setdefault("claimed_origin", claimed)
+                origin, proven = taint, False
         existing = res.by_key(meta["text_sha1"])
         if existing is not None:
             existing.reinforcement += 1
+            agreed = False
+            if PROBATION in existing.meta and proven:
+                principal = f"{origin}:{detail}"
+                if vouch(existing.meta, principal):
+                    agreed = corroborate(
+                        existing.meta,
+                        f"agreement of {len(existing.meta[VOUCHED])} authenticated sources",
+                    )
             res.edited([existing.id])
             ctx.store.update(existing)
             ctx.log(
@@ -170,7 +238,22 @@ def write(
                 f"same text written again by {origin}; reinforcement={existing.reinforcement}",
                 existing.bytes,
             )
+            if agreed:
+                ctx.log(
+                    st,
+                    "corroborate",
+                    existing.id,
+                    float("nan"),
+                    "off probation: same text from authenticated sources "
+                    + ", ".join(existing.meta[VOUCHED]),
+                    existing.bytes,
+                )
             return WriteResult(existing.id, True, "reinforced an identical resident entry")
+        on_probation = bool(ctx.policy.probation) and origin != "self"
+        if on_probation:
+            meta[PROBATION] = f"origin {origin}" + (" (tainted)" if taint_why else "")
+            if proven:
+                meta[VOUCHED] = [f"{origin}:{detail}"]
         ctx.energy.add(len(text.encode("utf-8")))
         # every stored field counts: text, meta and embedding (sizeof), the origin detail and
         # the statistics the caller wrote
@@ -182,6 +265,8 @@ def write(
         eid = ctx.new_id(text)
         if downgrade:
             ctx.log(st, "downgrade", eid, float("nan"), downgrade, b)
+        if taint_why:
+            ctx.log(st, "downgrade", eid, float("nan"), taint_why, b)
         cand = Entry(
             eid,
             ctx.namespace,
@@ -216,6 +301,10 @@ def write(
             if not ok:
                 ctx.log(st, "reject", eid, score, reason, b)
                 return WriteResult(eid, False, reason, score)
+            if on_probation:
+                reason += (
+                    f"; on probation ({meta[PROBATION]}): kept, not injected until corroborated"
+                )
             ctx.store.insert(cand)
             res.add(cand)
             ctx.log(st, "admit", eid, score, reason, b)

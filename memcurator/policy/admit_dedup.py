@@ -98,6 +98,8 @@ class SameRequestDedup(Component):
             raise InvalidInput("same-request-dedup cannot wrap itself")
         self._inner = create_component("admit", spec)
         self.needs = tuple(self._inner.needs)
+        # the wrapped gate's probation (admitted unproven entries are not injected) holds
+        self.probation = bool(getattr(self._inner, "probation", False))
 
     def get_params(self) -> dict[str, Any]:
         return {"admit": self.admit_spec, "match": self.match, "min_cosine": self.min_cosine}

@@ -97,6 +97,9 @@ class Policy(Params):
         Rerank every resident entry instead of the BM25/dense candidate pool (the oracle).
     can_share : bool
         Whether :meth:`share_terms` and :attr:`sketch` are available (CURATOR's Share).
+    probation : bool
+        Whether an admitted entry whose trusted origin is not ``self`` is kept on probation:
+        not injected by recall until corroborated (:mod:`memcurator.trust.provenance`).
     curator : object or None
         The read-time curate component (JitMem, MemPilot; see
         :class:`~memcurator.policy.components.CurateComponent`), None for write-time policies.
@@ -112,6 +115,7 @@ class Policy(Params):
     redundancy_delta: float | None = None
     recall_all = False
     can_share = False
+    probation = False
     curator: Any = None
 
     def attach(self, dim: int) -> None:

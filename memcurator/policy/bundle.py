@@ -150,6 +150,7 @@ class ComponentPolicy(Policy):
         self.recall_all = bool(getattr(self._rank, "recall_all", False))
         self.can_share = self._share is not None
         self.curator = self._curate
+        self.probation = bool(getattr(self._admit, "probation", False))
 
     def _build_estimator(self, n: str, chain: list[str]) -> Any:
         if n in self._estimators:

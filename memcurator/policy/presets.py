@@ -266,8 +266,13 @@ PRESETS: dict[str, dict[str, Any]] = {
     "jitmem/learned-extractive": {
         "base": "jitmem",
         "description": "JitMem learning its choice among extractive operators (no LLM curator)",
-        "curate": {"name": "jitmem", "k": 3, "operators": ["align", "closest", "multi", "none"],
-                   "group_size": 4, "train_every": 1},
+        "curate": {
+            "name": "jitmem",
+            "k": 3,
+            "operators": ["align", "closest", "multi", "none"],
+            "group_size": 4,
+            "train_every": 1,
+        },
     },  # fmt: skip
     "jitmem/store-all": {
         "base": "jitmem",

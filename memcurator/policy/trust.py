@@ -50,6 +50,7 @@ from memcurator.policy.components import Component
 from memcurator.policy.estimators import Estimator
 from memcurator.retrieve.dense import row_dots
 from memcurator.trust.gate import DEFAULT_THETA, assess
+from memcurator.trust.provenance import injectable
 from memcurator.trust.reputation import PeerReputation
 from memcurator.trust.text_risk import structure
 from memcurator.types import Entry
@@ -156,6 +157,11 @@ class TrustGate(Component):
     passage_prior : bool, default True
         Charge free passages arriving on the external channel (see
         :func:`memcurator.trust.text_risk.text_risk`).
+    probation : bool, default True
+        Admission is not injection: an entry admitted with a trusted origin other than
+        ``self`` (peer, external, or a ``self`` claim tainted by its declared sources) is kept
+        on probation and not injected until corroborated
+        (:mod:`memcurator.trust.provenance`).
 
     Raises
     ------
@@ -181,11 +187,13 @@ class TrustGate(Component):
         risk_theta: dict[str, float] | None = None,
         neighbours: int = 10,
         passage_prior: bool = True,
+        probation: bool = True,
     ):
         self.theta = theta
         self.risk_theta = risk_theta
         self.neighbours = neighbours
         self.passage_prior = passage_prior
+        self.probation = probation
         if neighbours < 0:
             raise InvalidInput(f"neighbours must be >= 0, got {neighbours}")
         th = dict(DEFAULT_THETA if risk_theta is None else risk_theta)
@@ -229,7 +237,12 @@ class TrustGate(Component):
                 res_dots = dots[-1]
             if not own_record and self.neighbours:
                 top = _top_stable(dots[0], self.neighbours)
-                near = [(resident[int(i)].id, resident[int(i)].text) for i in top]
+                # an entry on probation is unproven: it cannot veto a newcomer by contradiction
+                near = [
+                    (resident[int(i)].id, resident[int(i)].text)
+                    for i in top
+                    if injectable(resident[int(i)])
+                ]
         peer = candidate.meta.get(RECEIVED_FROM)
         rep = self._est["reputation"].rep
         quarantined = rep.quarantine_reason(peer) if isinstance(peer, str) and peer else None
@@ -242,6 +255,7 @@ class TrustGate(Component):
             quarantined=quarantined,
             passage_prior=self.passage_prior,
             new_id=candidate.id,
+            probation=self.probation and candidate.origin != "self",
         )
         if not a.admit:
             return Verdict(False, a.risk, f"trust-gate: {a.reason}")

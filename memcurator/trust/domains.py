@@ -8,13 +8,14 @@ implements :class:`DomainCheck` and registers in :data:`DOMAIN_CHECKS` under its
 with an action reaches it: prose never loads one.
 
 An entry offers an action in the trajectory form the memory stores (``Task:``, ``Observation:``,
-``Action:``, ``Outcome:`` lines; :func:`memcurator.curate.distill.render_raw`);
-:func:`parse_action_entry` reads it once for every domain.
+``Action:``, ``Outcome:`` lines; :func:`memcurator.curate.distill.render_raw`) or as a plan
+record (``Task: ...; Workflow: [...]; Tools: [...]``, the workflow as its action and the tool
+inventory as its observation); :func:`parse_action_entry` reads it once for every domain.
 
 Examples
 --------
 >>> sorted(DOMAIN_CHECKS)
-['bash', 'sql']
+['action', 'bash', 'sql']
 >>> parse_action_entry("Task: Count rows\\nAction: SELECT COUNT(*) FROM t;")
 ActionEntry(task='Count rows', action='SELECT COUNT(*) FROM t;', observation=None)
 >>> parse_action_entry("a plain passage") is None
@@ -23,6 +24,7 @@ True
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -100,9 +102,31 @@ def parse_action_entry(text: str) -> ActionEntry | None:
     task = next(("\n".join(v).strip() for f, v in fields if f == "Task"), "")
     actions = ["\n".join(v).strip() for f, v in fields if f == "Action"]
     if not task or not actions or not actions[-1]:
-        return None
+        return _plan_entry(text)
     obs = ["\n".join(v).strip() for f, v in fields if f == "Observation"]
     return ActionEntry(task, actions[-1], obs[-1] if obs and obs[-1] else None)
+
+
+_PLAN = re.compile(
+    r"(?:^|[;\n]\s*)Task:\s*(?P<task>.*?)\s*;?\s*(?:Workflow|Plan|Steps):\s*(?P<plan>.*?)"
+    r"(?:;\s*Tools:\s*(?P<tools>.*))?$",
+    re.DOTALL,
+)
+
+
+def _plan_entry(text: str) -> ActionEntry | None:
+    """A plan record (``...; Task: t; Workflow: [...]; Tools: [...]``) as an ActionEntry.
+
+    Examples
+    --------
+    >>> _plan_entry("Agent: a; Task: back up; Workflow: [{'tool_use': ['x']}]; Tools: []")
+    ActionEntry(task='back up', action="[{'tool_use': ['x']}]", observation='[]')
+    """
+    m = _PLAN.search(text)
+    if m is None or not m.group("task").strip() or not m.group("plan").strip():
+        return None
+    tools = (m.group("tools") or "").strip() or None
+    return ActionEntry(m.group("task").strip(), m.group("plan").strip(), tools)
 
 
 @runtime_checkable
@@ -135,7 +159,11 @@ class DomainCheck(Protocol):
 
 DOMAIN_CHECKS: Registry[DomainCheck] = Registry(
     "domain check",
-    {"sql": "memcurator.envs.sql.risk:SQLCheck", "bash": "memcurator.envs.os.risk:BashCheck"},
+    {
+        "action": "memcurator.trust.action_risk:ActionCheck",
+        "bash": "memcurator.envs.os.risk:BashCheck",
+        "sql": "memcurator.envs.sql.risk:SQLCheck",
+    },
 )
 """Domain name to checker (``"module:Class"``, imported when an entry with an action first
 reaches the gate). A second domain registers with ``DOMAIN_CHECKS.register("bash", ...)``."""

@@ -779,6 +779,11 @@ def sql_risk(
 
 
 #: a SQL statement keyword anywhere in an action (else the action is not SQL)
+_SQL_START = re.compile(
+    r"(?:^|[;\n('\"`])\s*(?:--[^\n]*\n\s*)*(select|insert|update|delete|drop|create|alter|truncate|"
+    r"attach|pragma|with|replace)\b",
+    re.IGNORECASE,
+)
 _SQL_WORD = re.compile(
     r"\b(select|insert|update|delete|drop|create|alter|truncate|attach|pragma)\b",
     re.IGNORECASE,
@@ -826,8 +831,10 @@ class SQLCheck:
     name = "sql"
 
     def applies(self, entry: ActionEntry) -> bool:
-        """Whether the action holds an SQL statement keyword."""
-        return bool(_SQL_WORD.search(entry.action))
+        """Whether the action holds an SQL statement keyword at the start of a statement (its
+        first word, or after ``;``, a newline, an opening parenthesis or a quote): prose that merely
+        uses the word ("update the inventory") is the generic action domain's."""
+        return bool(_SQL_START.search(entry.action))
 
     def risk(self, entry: ActionEntry, *, spec: Any = None) -> RiskReport:
         """:func:`sql_risk` of the entry's task and action.
