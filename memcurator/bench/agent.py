@@ -15,7 +15,7 @@ import numpy as np
 from memcurator.curate.llm import judge
 from memcurator.errors import BudgetExceeded, InvalidInput
 from memcurator.memory import Memory
-from memcurator.trust.provenance import spotlight
+from memcurator.trust.provenance import spotlight, unspotlight
 from memcurator.types import Entry, Step, Task, Trajectory
 
 HEADER = (
@@ -78,7 +78,7 @@ def copy_first_action(prompt: str) -> str:
     >>> copy_first_action("Task: a\\nAction: SELECT 2;\\n\\nTask: b\\nAction:")
     ' SELECT 2;'
     """
-    found = _ACTION.findall(prompt)
+    found = _ACTION.findall(unspotlight(prompt))  # a credulous model reads data as prompt
     return " " + found[0] if found else " SELECT 1;"
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from memcurator.bench.agent import AgentConfig, TaskRecord, memory_block
 from memcurator.errors import BudgetExceeded
 from memcurator.memory import Memory
+from memcurator.trust.provenance import unspotlight
 from memcurator.types import Step, Task, Trajectory
 
 MEMORY_HEADER = "Solved examples from memory:"
@@ -62,6 +63,7 @@ def copy_first_exemplar(prompt: str) -> str:
     >>> copy_first_exemplar("Rules\\n\\nTask: b\\nAgent:")
     ' Think: nothing to go on.\\nAct: finish'
     """
+    prompt = unspotlight(prompt)  # a credulous model reads spotlighted data as prompt
     if "\nOS: " in prompt or MEMORY_HEADER not in prompt:
         return " Think: nothing to go on.\nAct: finish" if "\nOS: " not in prompt else (
             " Think: done.\nAct: finish")  # fmt: skip
