@@ -83,9 +83,7 @@ def test_a_ray_sweep_gives_the_sequential_records(
 ) -> None:
     cfg, ex = _cfg(), make_executor("fake")
     out = tmp_path / "ray"
-    runs, _ = run_to_folder(
-        cfg, ex, load_families(), out, bench_settings(cfg, ex), ray=_ray_opts()
-    )
+    runs, _ = run_to_folder(cfg, ex, load_families(), out, bench_settings(cfg, ex), ray=_ray_opts())
     assert len(runs) == 8
     assert _records(out) == _records(sequential)
     assert len(_records(out)) == 8 * 12
@@ -171,3 +169,21 @@ def test_ray_workers_share_one_completion_cache(local_ray: Any, tmp_path: Path) 
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     # two workers may both miss the same prompt at once; INSERT OR IGNORE keeps one row
     assert 60 <= misses < 600
+
+
+def test_the_cli_runs_a_bench_on_ray(local_ray: Any, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from memcurator.cli import app
+
+    out = tmp_path / "cli"
+    args = ["bench", "--executor", "fake", "--policies", "lru,keep-all", "--tasks", "6",
+            "--families", "4", "--poison", "0", "--out", str(out), "--ray", "local"]  # fmt: skip
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 0, r.output
+    rows = _records(out)
+    assert len(rows) == 12 and {x["policy"] for x in rows} == {"lru", "keep-all"}
+    seq = tmp_path / "seq"
+    r = CliRunner().invoke(app, [*args[:-3], str(seq)])
+    assert r.exit_code == 0, r.output
+    assert _records(seq) == rows
