@@ -231,3 +231,43 @@ def test_top_k_eligible_positive_and_fewer_than_k() -> None:
     assert top_k_eligible(s, 4, positive=True)[0].tolist() == [1, 2, 3]
     assert top_k_eligible(s, 4, test=lambda i: i % 2 == 1)[0].tolist() == [1, 3]
     assert top_k_eligible(s, 4, mask=np.zeros(4, bool))[0].tolist() == []
+
+
+# ------------------------------------------------------- read-time curators' raw trajectories
+RAW = (
+    "Task: Record that member 7 paid 12 dollars.\n"
+    "Observation: Table payments(member_id INT, amount INT)\n"
+    "Action: INSERT INTO payments (member_id, amount) VALUES (7, 12);\n"
+    "Outcome: success"
+)
+TASK = "Record that member 205 paid 90 dollars."
+
+
+def _insights(n: int) -> list[str]:
+    # notes without a Task: line that share the task's words: BM25 ranks them first
+    return [f"Record that member {i} paid dollars: note {i} on payments" for i in range(n)]
+
+
+@pytest.mark.parametrize("curator", ["jitmem", "mempilot"])
+@pytest.mark.parametrize("with_bank", [True, False])
+def test_curators_retrieve_raw_trajectories_among_many_other_entries(
+    curator: str, with_bank: bool
+) -> None:
+    from memcurator.curate.base import CurateContext
+    from memcurator.curate.jitmem import JitMemCurator
+    from memcurator.curate.mempilot import MemPilotOrchestrator
+
+    mem = Memory(":memory:", policy="keep-all")
+    for t in _insights(40):
+        mem.write(t)
+    raw_id = mem.write(RAW, kind="raw").id
+    ctx = CurateContext(
+        TASK,
+        lambda q, k, where=None: mem.recall(q, k=k, where=where, observe=False).entries,
+        bank=mem.entries if with_bank else None,
+    )
+    if curator == "jitmem":
+        got = JitMemCurator(k=3).retrieve(ctx, TASK, 3)
+    else:
+        got = MemPilotOrchestrator()._raw(ctx, TASK, 3)
+    assert [m.id for m in got] == [raw_id]
