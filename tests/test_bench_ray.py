@@ -12,6 +12,7 @@ import functools
 import json
 import os
 import sqlite3
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,21 +34,33 @@ from memcurator.errors import RunsFailed  # noqa: E402
 TIMING = ("mem_s", "llm_s", "wall_s", "cached")
 
 
-@pytest.fixture(scope="module")
+INIT = {"num_cpus": 2, "object_store_memory": 80 * 1024 * 1024}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _ray_env() -> Any:
+    env = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}  # a loopback test Ray
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    yield
+    if ray.is_initialized():
+        ray.shutdown()
+    for k, v in old.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+
+
+@pytest.fixture
 def local_ray() -> Any:
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # a loopback-only test cluster
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        object_store_memory=80 * 1024 * 1024,
-        log_to_driver=False,
-        _node_ip_address="127.0.0.1",
-    )
+    """The module's local Ray (started by the first test that needs it, shut down after the
+    module)."""
+    if not ray.is_initialized():
+        ray.init(include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1", **INIT)
     # the test module's cell wrappers travel by value (the workers cannot import tests/)
-    ray.cloudpickle.register_pickle_by_value(__import__(__name__))
-    yield ray
-    ray.shutdown()
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    return ray
 
 
 def _cfg() -> BenchConfig:
@@ -142,6 +155,20 @@ def test_a_sweep_whose_worker_keeps_dying_is_saved_and_resumed(
         ray=_ray_opts(cell=cell),
     )  # fmt: skip
     assert ran == ["lru@60k seed 0"]
+    assert _records(out) == _records(sequential)
+
+
+def test_a_ray_started_for_the_bench_is_shut_down_after_it(
+    sequential: Path, tmp_path: Path
+) -> None:
+    if ray.is_initialized():
+        ray.shutdown()  # the module's Ray; the next test that needs it starts it again
+    cfg, ex = _cfg(), make_executor("fake")
+    out = tmp_path / "own"
+    run_to_folder(
+        cfg, ex, load_families(), out, bench_settings(cfg, ex), ray=_ray_opts(init=dict(INIT))
+    )
+    assert not ray.is_initialized()
     assert _records(out) == _records(sequential)
 
 

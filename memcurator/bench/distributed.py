@@ -47,8 +47,10 @@ class RayOptions:
     Parameters
     ----------
     address : str or None
-        A running Ray cluster (``ray://host:10001``, ``host:6379`` or ``auto``); None starts a
-        local Ray on this machine for the length of the bench.
+        A running Ray cluster (``ray://host:10001``, ``host:6379`` or ``auto``; its nodes need
+        memcurator installed, and recent Ray versions its token in ``RAY_AUTH_TOKEN``); None
+        starts a local Ray on this machine (loopback only, no dashboard) for the length of
+        the bench. A Ray already initialised in this process is used as it is.
     executor : callable () -> executor
         Builds the LLM executor in a worker (e.g. ``functools.partial(make_executor, "gguf")``);
         called once per worker process and kept.
@@ -173,8 +175,10 @@ def run_bench_ray(
     if not ray.is_initialized():
         for k, v in RAY_ENV.items():
             os.environ.setdefault(k, v)
-        kw = {"include_dashboard": False, "log_to_driver": False, **opts.init}
-        ray.init(address=opts.address, **kw)
+        kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if opts.address is None:
+            kw["_node_ip_address"] = "127.0.0.1"  # a Ray started here listens on loopback only
+        ray.init(address=opts.address, **{**kw, **opts.init})
         started = True
     try:
         task = ray.remote(max_retries=opts.max_retries, retry_exceptions=False)(_call)
