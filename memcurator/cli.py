@@ -7,6 +7,7 @@ to every command of :data:`app`).
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -195,6 +196,14 @@ def bench(
             "vector instead of 2,048) or int8 (516); the budget counts the bytes stored."
         ),
     ] = "float32",
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            help="Run the (policy, seed, budget) runs as Ray tasks: 'local' starts Ray on this "
+            "machine, or a cluster ADDRESS (ray://host:10001, auto). Needs memcurator[ray]. A "
+            "run whose worker dies is retried; --resume finishes a sweep that stopped."
+        ),
+    ] = None,
 ) -> None:
     """Run policies side by side on recurring SQL task families with drift and poisoning."""
     from memcurator.bench.budget_fronts import parse_budgets
@@ -229,6 +238,8 @@ def bench(
         fail("choose one of --resume (keep the finished runs) and --overwrite (replace them)")
     if resume and peers:
         fail("--resume is for single-agent benches; rerun a peer group with --overwrite")
+    if ray is not None and peers:
+        fail("--ray is for single-agent benches (a peer group is one coupled run)")
     budgets = parse_budgets(max_bytes)
     fams = load_families(data, env)
     families, too_many = clamp_families(families, len(fams))
@@ -276,11 +287,19 @@ def bench(
         cfg, ex, argv=sys.argv, preferences=preferences, pool=str(pool) if pool else None
     )
     n_runs = n_runs_per_seed(cfg) * seeds
+    ray_opts = None
+    if ray is not None:
+        from memcurator.bench.distributed import RayOptions
+
+        factory = functools.partial(
+            make_executor, executor, model_path=model_path, threads=threads, cache=cache
+        )
+        ray_opts = RayOptions(None if ray == "local" else ray, factory)
     try:
         with _progress(n_runs * tasks) as start:
             runs, paths = run_to_folder(
                 cfg, ex, fams, out_dir, settings, resume=resume, progress=start,
-                save_guard=sigint_deferred,
+                save_guard=sigint_deferred, ray=ray_opts,
             )  # fmt: skip
     except KeyboardInterrupt:
         console.print(interrupted_message(out_dir, n_runs, lock))
@@ -297,7 +316,7 @@ def bench(
         rows = compare_folders([out_dir], pair_with)
         Console().print(rich_table(rows, pair_with, outcome="local_ok", subset=None))
     hits = getattr(ex, "hits", None)
-    if hits is not None:
+    if hits is not None and ray is None:  # under --ray the workers' executors served the calls
         console.print(
             f"completion cache: {hits} hits, {getattr(ex, 'misses', 0)} misses "
             "(hits replay a deterministic call and its measured latency)"

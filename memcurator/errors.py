@@ -78,3 +78,8 @@ class LLMError(MemcuratorError, RuntimeError):
 class MissingExtra(MemcuratorError, ImportError):
     """An optional component whose dependencies are not installed; the message names the extra
     to install (``pip install 'memcurator[embed]'``)."""
+
+
+class RunsFailed(MemcuratorError, RuntimeError):
+    """Some runs of a distributed benchmark (``bench --ray``) failed after their retries; the
+    others finished and were saved, and ``--resume`` runs the missing ones."""

@@ -459,7 +459,7 @@ def _curate(
     memory.observe(task.instruction)
     ctx = CurateContext(
         task=task.instruction,
-        recall=lambda q, k: memory.recall(q, k=k, observe=False).entries,
+        recall=lambda q, k, where=None: memory.recall(q, k=k, observe=False, where=where).entries,
         bank=bank,
         observation=schema,
         executor=executor,

@@ -20,6 +20,7 @@ from memcurator.bench.results import RUN_KEYS, config_clash
 from memcurator.errors import InvalidInput
 
 if TYPE_CHECKING:
+    from memcurator.bench.distributed import RayOptions
     from memcurator.bench.runner import BenchConfig, PolicyRun
 
 
@@ -253,6 +254,7 @@ def run_to_folder(
     resume: bool = False,
     progress: Callable[[str, int], Callable[[], None]] | None = None,
     save_guard: Callable[[], contextlib.AbstractContextManager[Any]] = contextlib.nullcontext,
+    ray: RayOptions | None = None,
 ) -> tuple[list[PolicyRun], list[Path]]:
     """Run ``cfg`` into the results folder ``out``, saving after every (policy, seed) run.
 
@@ -273,6 +275,11 @@ def run_to_folder(
         As for :func:`memcurator.bench.runner.run_bench`.
     save_guard : callable, optional
         A context manager around each save (the CLI holds back Ctrl-C there).
+    ray : RayOptions, optional
+        Run the (policy, seed, budget) runs as Ray tasks
+        (:func:`memcurator.bench.distributed.run_bench_ray`); ``executor`` then only names the
+        settings, each worker builds its own from ``ray.executor``. The folder is saved after
+        every finished run either way.
 
     Returns
     -------
@@ -284,6 +291,8 @@ def run_to_folder(
     ------
     InvalidInput
         ``resume`` and the folder cannot be resumed (:func:`resume_check`, :func:`saved_runs`).
+    RunsFailed
+        With ``ray``: some runs failed after their retries (the others are saved).
     """
     from memcurator.bench.report import summarize, write_results
     from memcurator.bench.runner import n_runs_per_seed, plan_labels, run_bench
@@ -304,7 +313,14 @@ def run_to_folder(
         with save_guard():  # a save is never cut in half
             write(runs + [r for r in done if (r.policy, r.seed) not in have])
 
-    runs = run_bench(cfg, executor, families=families, progress=progress, on_run=save, done=done)
+    if ray is not None:
+        from memcurator.bench.distributed import run_bench_ray
+
+        runs = run_bench_ray(cfg, ray, families=families, progress=progress, on_run=save, done=done)
+    else:
+        runs = run_bench(
+            cfg, executor, families=families, progress=progress, on_run=save, done=done
+        )
     with save_guard():
         paths = write(runs)
     return runs, paths

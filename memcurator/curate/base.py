@@ -58,9 +58,11 @@ class CurateContext:
     ----------
     task : str
         The task description x_t (the instruction).
-    recall : callable (query: str, k: int) -> list of Entry
+    recall : callable (query: str, k: int, where=None) -> list of Entry
         The memory's own recall (BM25 + dense pool, the policy's rank): MemPilot's RETRIEVE
-        from the query-agnostic bank.
+        from the query-agnostic bank. ``where`` (Entry -> bool) filters before the pool is
+        cut (:meth:`memcurator.Memory.recall`); a curator without a bank passes it to get
+        raw trajectories only.
     bank : callable () -> list of Entry, optional
         Every resident entry (copies), for a curator's own retriever (JitMem: BM25 over task
         descriptions only, :class:`~memcurator.curate.retrieval.TaskIndex`). None: no bank.
@@ -81,7 +83,7 @@ class CurateContext:
     """
 
     task: str
-    recall: Callable[[str, int], list[Entry]]
+    recall: Callable[..., list[Entry]]
     bank: Callable[[], list[Entry]] | None = None
     observation: str = ""
     executor: Any = None

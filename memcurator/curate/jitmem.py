@@ -46,7 +46,7 @@ from memcurator.curate.llm import (
     stops_for,
 )
 from memcurator.curate.pool import default_pool
-from memcurator.curate.retrieval import TaskIndex
+from memcurator.curate.retrieval import TaskIndex, raw_top_k
 from memcurator.errors import InvalidInput
 from memcurator.policy.components import Component
 from memcurator.types import Entry
@@ -197,10 +197,13 @@ class JitMemCurator(Component):
         self._index = TaskIndex()
 
     def retrieve(self, ctx: CurateContext, query: str, k: int) -> list[Entry]:
-        """Top-k raw trajectories by BM25 over task descriptions (the bank, else ``recall``)."""
-        if ctx.bank is None:
-            return ctx.recall(query, k)
-        return self._index.top_k(query, ctx.bank(), k)
+        """Top-k raw trajectories by BM25 over task descriptions (the bank, else ``recall``).
+
+        Only raw trajectories (:func:`~memcurator.curate.extractive.parse_raw`) compete: an
+        entry without a ``Task:`` line never takes one of the ``k`` places (it used to, and
+        was dropped after the cut, leaving fewer than ``k``).
+        """
+        return raw_top_k(ctx, self._index, query, k)
 
     @property
     def learns(self) -> bool:

@@ -47,7 +47,7 @@ from memcurator.curate.llm import (
     stops_for,
 )
 from memcurator.curate.pool import ModelPool, default_pool
-from memcurator.curate.retrieval import TaskIndex
+from memcurator.curate.retrieval import TaskIndex, raw_top_k
 from memcurator.errors import InvalidInput
 from memcurator.policy.components import Component
 from memcurator.types import Entry
@@ -271,9 +271,7 @@ class MemPilotOrchestrator(Component):
         return ctx.task
 
     def _raw(self, ctx: CurateContext, query: str, k: int) -> list[Entry]:
-        if ctx.bank is None:
-            return ctx.recall(query, k)
-        return self._index.top_k(query, ctx.bank(), k)
+        return raw_top_k(ctx, self._index, query, k)
 
     def _act(
         self, ctx: CurateContext, pool: ModelPool, c: dict[str, str], t: int, ro: Rollout

@@ -11,11 +11,16 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from memcurator.curate.extractive import parse_raw
 from memcurator.retrieve.bm25 import tokenize
 from memcurator.types import Entry
+
+if TYPE_CHECKING:
+    from memcurator.curate.base import CurateContext
 
 
 def task_line(text: str) -> str:
@@ -98,4 +103,18 @@ class TaskIndex:
         return [entries[i] for i in order]
 
 
-__all__ = ["TaskIndex", "bm25_scores", "task_line"]
+def is_raw(m: Entry) -> bool:
+    """Whether ``m`` is a raw trajectory a read-time curator can parse (a ``Task:`` line)."""
+    return parse_raw(m.text) is not None
+
+
+def raw_top_k(ctx: CurateContext, index: TaskIndex, query: str, k: int) -> list[Entry]:
+    """The ``k`` best raw trajectories for ``query``: BM25 over the task lines of the bank's
+    raw trajectories (:func:`is_raw`), or, without a bank, the memory's recall filtered to
+    them **before** its pool is cut (``where=``), so other entries never take a place."""
+    if ctx.bank is None:
+        return ctx.recall(query, k, where=is_raw)
+    return index.top_k(query, [m for m in ctx.bank() if is_raw(m)], k)
+
+
+__all__ = ["TaskIndex", "bm25_scores", "is_raw", "raw_top_k", "task_line"]

@@ -23,8 +23,8 @@ from memcurator.lifecycle.resident import ResidentSet
 from memcurator.lifecycle.versions import prefer_newer
 from memcurator.policy.base import Policy, Ranking
 from memcurator.retrieve import dense_topk, row_dots, rrf_fuse
+from memcurator.retrieve.eligible import top_k_eligible
 from memcurator.retrieve.hybrid import blend_scores, recall_text
-from memcurator.trust.provenance import injectable
 from memcurator.types import Entry, RecallResult
 
 
@@ -33,6 +33,24 @@ def as_ranking(r: Ranking | np.ndarray) -> Ranking:
     if isinstance(r, Ranking):
         return Ranking(np.asarray(r.scores, dtype=np.float64), r.features)
     return Ranking(np.asarray(r, dtype=np.float64))
+
+
+def visible_rows(res: ResidentSet, user: str | None) -> np.ndarray | None:
+    """Rows a recall by ``user`` may return, shape (n,) bool; None when every row may.
+
+    A row is hidden when its embedding is zero (a content-free entry: nothing to match), when
+    it is on trust probation (kept and counted, never injected until corroborated:
+    :func:`memcurator.trust.provenance.injectable`) or when it is scoped to another user
+    (``meta["_user"]`` set and not ``user``; entries without one are shared by every user of
+    the namespace). Read from cached columns (:class:`~memcurator.value.columns.EntryColumns`):
+    O(n) vectorised, plus one look-up per user-scoped row.
+    """
+    cols = res.entries.columns
+    hide = (cols.column("content_free") > 0) | (cols.column("on_probation") > 0)
+    for i in np.flatnonzero(cols.column("user_scoped") > 0):
+        if res.entries[int(i)].meta.get("_user") != user:
+            hide[i] = True
+    return ~hide if hide.any() else None
 
 
 def recall(
@@ -52,13 +70,20 @@ def recall(
 ) -> RecallResult:
     """Up to ``k`` resident entries for ``query`` (embedded as ``e_q``, shape (d,)).
 
-    1. **Pool.** BM25 over the entries' recall texts (their ``Task:`` lines) and dense cosine
-       each propose ``max(candidates, k)`` entries; reciprocal-rank fusion merges them (a policy
-       with ``recall_all`` takes every resident entry).
-    2. **Filters.** Entries scoped to another user (``meta["_user"]``), entries on trust
-       probation (:func:`memcurator.trust.provenance.injectable`), entries ``where`` rejects,
-       entries with a zero embedding (content-free) and entries whose cosine is below
-       ``min_score`` leave the pool.
+    1. **Eligibility.** Entries scoped to another user (``meta["_user"]``), entries on trust
+       probation, entries with a zero embedding (content-free), entries whose cosine is below
+       ``min_score`` and entries ``where`` rejects are not eligible (:func:`visible_rows`),
+       nor are those the policy's rank never returns
+       (:meth:`~memcurator.policy.base.Policy.recallable`). This comes
+       **before** the pool is cut, so a filtered recall returns the best ``k`` entries that
+       pass the filter whenever ``k`` pass, however rare they are (a filter applied to a cut
+       pool returned none of them: issue 20).
+    2. **Pool.** BM25 over the eligible entries' recall texts (their ``Task:`` lines) and
+       dense cosine each propose their best ``max(candidates, k)`` eligible entries
+       (:func:`~memcurator.retrieve.eligible.top_k_eligible`; ``where`` is called in ranking
+       order until enough pass); reciprocal-rank fusion merges them (a policy with
+       ``recall_all`` takes every eligible entry). Without filters the pool is exactly the
+       unfiltered one.
     3. **Score.** The policy reranks the pool; the lexical signal is then added to its scores,
        ``score + lexical_weight * bm25 / max(bm25)``
        (:func:`~memcurator.retrieve.hybrid.blend_scores`), so the entry BM25 ranks first keeps
@@ -73,41 +98,58 @@ def recall(
     empty = RecallResult([], np.zeros(0), [], None, step)
     if n == 0:
         return empty
-    if policy.recall_all:
-        pool = np.arange(n)
-        b_ids, b_sc = res.bm25.search(query, n)
-    else:
-        kc = max(candidates, int(k))  # a pool smaller than k could not return k results
-        b_ids, b_sc = res.bm25.search(query, kc)
-        M = res.matrix
+    M = res.matrix
+    mask = visible_rows(res, user)
+    only = policy.recallable(res.entries)  # entries the rank never returns (EDM: no PEI)
+    if only is not None:
+        mask = only if mask is None else mask & only
+    filtered = mask is not None or where is not None or min_score is not None
+    test = None
+    if where is not None:
+        seen: dict[int, bool] = {}
+
+        def test(i: int) -> bool:
+            if i not in seen:
+                seen[i] = bool(where(ResidentSet.copy_of(res.entries[i])))
+            return seen[i]
+
+    sims = None
+    kc = n if policy.recall_all else max(candidates, int(k))  # a pool < k could not return k
+    if not policy.recall_all:
         v = policy.admission_sketch(M)
-        if v is None:
-            d_ids, _ = dense_topk(M, e_q, kc)
-        else:
+        if v is not None:
             # the next write's admission reads E @ v (the propensity normaliser): take it in
             # the same pass over the matrix, bitwise as admission would
             sims, dots = row_dots(M, [e_q, v])
             res.entries.sketch_dots = (v.copy(), res.entries.generation, dots)
+    if not filtered:
+        b_ids, b_sc = res.bm25.search(query, kc)
+        if policy.recall_all:
+            pool = np.arange(n)
+        else:
             d_ids, _ = dense_topk(M, e_q, kc, sims=sims)
-        pool, _ = rrf_fuse([b_ids, d_ids], k=2 * kc)
-    emb = res.matrix[pool]
-    cos = (emb @ e_q).astype(np.float64)
-    keep = np.any(emb != 0, axis=1)  # a zero embedding has no content to match
-    if min_score is not None:
-        keep &= cos >= min_score
-    for j, i in enumerate(pool):
-        if keep[j]:
-            m = res.entries[i]
-            owner = m.meta.get("_user")
-            # ELIGIBILITY (trust probation): an entry on probation is kept but never injected
-            # (memcurator.trust.provenance.injectable); merge into the pre-pool eligibility mask
-            keep[j] = (owner is None or owner == user) and injectable(m)
-    pool, cos = pool[keep], cos[keep]
+            pool, _ = rrf_fuse([b_ids, d_ids], k=2 * kc)
+    else:
+        # eligibility before the cut: each leg takes its best kc among the rows that pass
+        if sims is None:
+            sims = M @ e_q
+        if min_score is not None:
+            above = sims >= min_score
+            mask = above if mask is None else mask & above
+        bm = res.bm25.scores(query)
+        if bm is None:
+            b_ids, b_sc = np.zeros(0, dtype=int), np.zeros(0)
+        else:
+            # as BM25Index.search ranks them (float64), so an all-passing filter changes nothing
+            bm64 = np.asarray(bm, dtype=np.float64)
+            b_ids, b_sc = top_k_eligible(bm64, kc, mask=mask, test=test, positive=True)
+        d_ids, _ = top_k_eligible(sims, kc, mask=mask, test=test)
+        if policy.recall_all:
+            pool = np.sort(d_ids)  # every eligible row, in store order
+        else:
+            pool, _ = rrf_fuse([b_ids, d_ids], k=2 * kc)
+    cos = (M[pool] @ e_q).astype(np.float64)
     cands = [res.entries[i] for i in pool]
-    if where is not None:
-        ok_w = np.array([bool(where(ResidentSet.copy_of(m))) for m in cands], dtype=bool)
-        pool, cos = pool[ok_w], cos[ok_w]
-        cands = [m for m, o in zip(cands, ok_w, strict=True) if o]
     if not cands:
         return empty
     ranking = as_ranking(policy.rerank(cands, cos, e_q, step))
@@ -209,14 +251,16 @@ def recall_for(
         or when the policy's rank caps what it injects (``tokenworth``: K_max = 1, the
         paper's default; ``create_policy("tokenworth", k_max=3)`` raises it).
     where : callable (Entry) -> bool, optional
-        A filter applied before ranking (it receives copies). It may read the memory but
+        A filter applied before the candidate pool is cut (it receives copies): the result is
+        the best ``k`` entries that pass it. It is called on entries in ranking order until
+        enough pass, so it may be called on any resident entry. It may read the memory but
         not change it: a write, feedback, forget or update from inside it raises
         :class:`~memcurator.errors.InvalidInput` (the recall then fails; nothing changed).
     observe : bool, default True
         Fold the query into the policy's running statistics (CURATOR's sketch).
     min_score : float, optional
-        Drop candidates whose cosine with the query is below this (in [-1, 1]); a query
-        that matches nothing then returns nothing.
+        Only entries whose cosine with the query is at least this (in [-1, 1]) are eligible;
+        a query that matches nothing then returns nothing.
     user : str, optional
         The user recalling: entries written with ``user=`` are returned only to that
         user; entries without one are shared by every user of the namespace.
@@ -278,4 +322,12 @@ def recall_for(
     )
 
 
-__all__ = ["RecallOptions", "as_ranking", "observe", "query_vector", "recall", "recall_for"]
+__all__ = [
+    "RecallOptions",
+    "as_ranking",
+    "observe",
+    "query_vector",
+    "recall",
+    "recall_for",
+    "visible_rows",
+]

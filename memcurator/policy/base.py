@@ -185,6 +185,17 @@ class Policy(Params):
         """
         return Ranking(np.asarray(cosine, dtype=np.float64))
 
+    def recallable(self, entries: list[Entry]) -> np.ndarray | None:
+        """Which ``entries`` this policy's rank could ever return, whatever the query: a bool
+        mask of shape (n,), or None when all of them (the default).
+
+        Recall applies it **before** the candidate pool is cut, so entries the rank would
+        score ``-inf`` on a per-entry property (EDM: no PEI) cannot fill the pool and hide
+        recallable ones (:func:`memcurator.lifecycle.recall.recall`). ``entries`` are the
+        resident objects: read them, never change them.
+        """
+        return None
+
     def set_oracle(self, oracle: Any) -> None:
         """Give an oracle-ranked policy the benchmark's per-task oracle; others ignore it."""
 

@@ -309,6 +309,10 @@ class ComponentPolicy(Policy):
         self._at(step)
         return self._rank.rerank(candidates, cosine, e_q, step)  # type: ignore[attr-defined,no-any-return]
 
+    def recallable(self, entries: list[Entry]) -> np.ndarray | None:
+        fn = getattr(self._rank, "recallable", None)
+        return None if fn is None else fn(entries)  # type: ignore[no-any-return]
+
     def set_oracle(self, oracle: Any) -> None:
         if hasattr(self._rank, "oracle"):
             self._rank.oracle = oracle

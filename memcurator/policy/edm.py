@@ -108,6 +108,14 @@ class CosineTimesPEI(Component):
         if not math.isfinite(min_cosine):
             raise InvalidInput(f"min_cosine must be finite, got {min_cosine!r}")
 
+    def recallable(self, entries: list[Entry]) -> np.ndarray | None:
+        """Entries with a finite PEI (the others are never recalled, whatever the query), or
+        None when all have one: recall leaves the others out before it cuts its pool."""
+        ok = np.fromiter(
+            (math.isfinite(_metric(m, "pei")) for m in entries), dtype=bool, count=len(entries)
+        )
+        return None if ok.all() else ok
+
     def rerank(
         self, candidates: list[Entry], cosine: np.ndarray, e_q: np.ndarray, step: int
     ) -> Ranking:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from memcurator.trust.provenance import injectable
 from memcurator.types import Entry
 from memcurator.value.provenance import text_stats
 
@@ -34,6 +35,12 @@ def _extractor(key: Hashable) -> Extract:
         return lambda m: m.origin == "external"
     if key == "peer":
         return lambda m: m.origin == "peer"
+    if key == "content_free":
+        return lambda m: not np.any(m.embedding)
+    if key == "user_scoped":
+        return lambda m: m.meta.get("_user") is not None
+    if key == "on_probation":
+        return lambda m: not injectable(m)
     if key == "log_reinforcement":
         return lambda m: math.log1p(max(m.reinforcement, 0))
     if key in ("specificity", "instruction_likeness"):
@@ -57,9 +64,12 @@ class EntryColumns:
 
     Notes
     -----
-    Keys: ``"bytes"``, ``"raw_bytes"``, ``"external"``, ``"peer"`` (0/1), ``"log_reinforcement"``
-    (log1p of the reinforcement count), ``"specificity"``, ``"instruction_likeness"`` (the text
-    statistics of :func:`memcurator.value.provenance.text_stats`) and
+    Keys: ``"bytes"``, ``"raw_bytes"``, ``"external"``, ``"peer"`` (0/1), ``"content_free"``
+    (1 for a zero embedding), ``"user_scoped"`` (1 when ``meta["_user"]`` is set),
+    ``"on_probation"`` (1 when :func:`memcurator.trust.provenance.injectable` is False),
+    ``"log_reinforcement"`` (log1p of the reinforcement count), ``"specificity"``,
+    ``"instruction_likeness"`` (the text statistics of
+    :func:`memcurator.value.provenance.text_stats`) and
     ``("stat", name, repr(default))``, ``entry.stats.get(name, default)`` (:meth:`stat`).
 
     Examples
