@@ -8,6 +8,7 @@ before it and the script), so a recalled entry shows the whole path, not one com
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable
@@ -22,7 +23,6 @@ from memcurator.types import Step, Task, Trajectory
 MEMORY_HEADER = "Solved examples from memory:"
 #: The model's reply ends at the close of its bash block or at the next turn's label.
 STOP = ["\nOS:", "\nTask:"]
-_ACTION = re.compile(r"^Action: (.*?)(?=^\w+: |\Z)", re.MULTILINE | re.DOTALL)
 
 
 def render_prompt(history: list[tuple[str, str]], block: str, header: str = MEMORY_HEADER) -> str:
@@ -48,15 +48,68 @@ def render_prompt(history: list[tuple[str, str]], block: str, header: str = MEMO
     return "\n".join(lines) + "\nAgent:"
 
 
-def copy_first_exemplar(prompt: str) -> str:
-    """A scripted OS responder for smoke tests (``--executor fake``), never used in reports.
+_LABEL = re.compile(r"^(Task|Observation|Action|Outcome): ?", re.MULTILINE)
+_BLOCK = re.compile(r"```bash\n(.*?)\n```", re.DOTALL)
 
-    Round one: run the first injected exemplar's last ``Action:`` block as the bash action (the
-    SQL fake's copy rule); with nothing injected, or after a round, ``Act: finish``.
+
+def as_dialogue(text: str) -> str:
+    """A remembered trajectory in the protocol's own turn format, as the model must answer.
+
+    A stored trajectory (``Task:``, then ``Observation:``/``Action:`` steps, ``Outcome:``;
+    :func:`memcurator.curate.distill.render_raw`) or insight (``Task:``/``Action:``) becomes the
+    conversation the agent would have had: each action an ``Act: bash`` reply with its script
+    in a bash block, each later observation the ``OS:`` turn before the next reply, and a
+    closing ``Act: finish``. Shown ``Action:`` lines, the 270M model answered with ``Action:``
+    lines of its own, which the protocol cannot run (20 of 20 tasks, even with the reference
+    solution injected). Text without a ``Task:`` line and an action is returned unchanged.
+    Multi-line observations and scripts are kept whole (a label starts only at a line start).
 
     Examples
     --------
-    >>> p = "Rules\\n\\nSolved examples from memory:\\nTask: a\\nAction: mkdir /x"
+    >>> print(as_dialogue("Task: make /x\\nObservation: \\nAction: mkdir /x\\nOutcome: success"))
+    Task: make /x
+    Agent: Think: I solve it with bash.
+    Act: bash
+    ```bash
+    mkdir /x
+    ```
+    Agent: Think: the task is done.
+    Act: finish
+    >>> as_dialogue("a plain note")
+    'a plain note'
+    """
+    marks = list(_LABEL.finditer(text))
+    parts = [
+        (m.group(1), text[m.end() : marks[i + 1].start() if i + 1 < len(marks) else len(text)])
+        for i, m in enumerate(marks)
+    ]
+    task = next((v.strip() for k, v in parts if k == "Task"), "")
+    if not task or not any(k == "Action" for k, _ in parts):
+        return text
+    out = [f"Task: {task}"]
+    obs, first = "", True
+    for key, value in parts:
+        if key == "Observation":
+            obs = value.strip("\n")
+        elif key == "Action":
+            if obs.strip() and not first:
+                out.append(f"OS: {obs}")
+            think = "I solve it with bash." if first else "next step."
+            out.append(f"Agent: Think: {think}\nAct: bash\n```bash\n{value.strip()}\n```")
+            obs, first = "", False
+    out.append("Agent: Think: the task is done.\nAct: finish")
+    return "\n".join(out)
+
+
+def copy_first_exemplar(prompt: str) -> str:
+    """A scripted OS responder for smoke tests (``--executor fake``), never used in reports.
+
+    Round one: run the first injected exemplar's last bash block (the SQL fake's copy rule);
+    with nothing injected, or after a round, ``Act: finish``.
+
+    Examples
+    --------
+    >>> p = "Rules\\n\\nSolved examples from memory:\\n" + as_dialogue("Task: a\\nAction: mkdir /x")
     >>> p += "\\n\\nTask: b\\nAgent:"
     >>> copy_first_exemplar(p)
     ' Think: copy the remembered solution.\\nAct: bash\\n```bash\\nmkdir /x\\n```'
@@ -64,12 +117,13 @@ def copy_first_exemplar(prompt: str) -> str:
     ' Think: nothing to go on.\\nAct: finish'
     """
     prompt = unspotlight(prompt)  # a credulous model reads spotlighted data as prompt
-    if "\nOS: " in prompt or MEMORY_HEADER not in prompt:
-        return " Think: nothing to go on.\nAct: finish" if "\nOS: " not in prompt else (
-            " Think: done.\nAct: finish")  # fmt: skip
+    if "\nOS: " in prompt.rsplit("\n\nTask: ", 1)[-1]:  # a round ran: the current task's turns
+        return " Think: done.\nAct: finish"
+    if MEMORY_HEADER not in prompt:
+        return " Think: nothing to go on.\nAct: finish"
     mem = prompt.split(MEMORY_HEADER, 1)[1].rsplit("\n\nTask: ", 1)[0]
     first = mem.split("\n\nTask: ")[0]
-    found = _ACTION.findall(first)
+    found = _BLOCK.findall(first)
     if not found:
         return " Think: nothing to go on.\nAct: finish"
     return f" Think: copy the remembered solution.\nAct: bash\n```bash\n{found[-1].strip()}\n```"
@@ -113,7 +167,8 @@ def run_os_task(
     ot = task.payload["os_task"]
     t0 = clock()
     hit = memory.recall(task.instruction, k=cfg.k)
-    block, used = memory_block(hit.entries, cfg.inject_chars)
+    shown = [dataclasses.replace(m, text=as_dialogue(m.text)) for m in hit.entries]
+    block, used = memory_block(shown, cfg.inject_chars)
     injected = [m for m in hit.entries if m.id in used]
     t_mem = clock() - t0
     poison_in = any(m.meta.get("poison") for m in injected)
