@@ -3,8 +3,10 @@ one namespace, hard delete, namespace isolation, crash safety, change detection.
 
 A backend is one entry of :data:`BACKENDS`: a factory that, given a temporary folder, returns how
 to open a new handle on one database (``connect``) and, where it can, the bytes its persistent
-medium holds (``persisted``, for the physical-erase check). A PostgreSQL backend is one more
-entry (a DSN and a fresh schema per test); nothing below names SQLite.
+medium holds (``persisted``, for the physical-erase check). The PostgreSQL backend runs on the
+server of ``tests/conftest.py`` with a fresh database per test; its ``persisted`` reads the
+server's data files (heap and WAL) when the server was started here. Nothing below names a
+backend.
 """
 
 from __future__ import annotations
@@ -42,8 +44,31 @@ def _sqlite(tmp: Path) -> Backend:
     return Backend("sqlite", lambda: SQLiteStore(path), persisted)
 
 
-#: Store factories: name -> (temporary folder -> Backend). Add a backend here.
-BACKENDS: dict[str, Callable[[Path], Backend]] = {"sqlite": _sqlite}
+def _postgres(tmp: Path, request: pytest.FixtureRequest) -> Backend:
+    from memcurator.store.postgres import PostgresStore
+
+    url = request.getfixturevalue("pg_url")
+    datadir = request.getfixturevalue("pg_server").datadir
+    handles: list[PostgresStore] = []
+
+    def connect() -> Store:
+        handles.append(PostgresStore(url, pool_size=2))
+        return handles[-1]
+
+    def persisted() -> bytes:  # every relation file and WAL segment of the cluster
+        assert datadir is not None
+        parts = [datadir / "base", datadir / "global", datadir / "pg_wal"]
+        return b"".join(p.read_bytes() for d in parts for p in sorted(d.rglob("*")) if p.is_file())
+
+    request.addfinalizer(lambda: [h.close() for h in handles])
+    return Backend("postgres", connect, persisted if datadir is not None else None)
+
+
+#: Store factories: name -> (temporary folder, pytest request -> Backend). Add a backend here.
+BACKENDS: dict[str, Callable[[Path, pytest.FixtureRequest], Backend]] = {
+    "sqlite": lambda tmp, request: _sqlite(tmp),
+    "postgres": _postgres,
+}
 
 DIM = 64
 EMB = HashingEmbedder(dim=DIM)
@@ -51,7 +76,7 @@ EMB = HashingEmbedder(dim=DIM)
 
 @pytest.fixture(params=sorted(BACKENDS))
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    return BACKENDS[request.param](tmp_path)
+    return BACKENDS[request.param](tmp_path, request)
 
 
 def _memory(store: Store, namespace: str = "a", **kw: object) -> Memory:
