@@ -151,15 +151,18 @@ class LocalPostgres:
                 "initdb", "-D", str(self.datadir), "-U", "postgres", "--auth=trust",
                 "--encoding=UTF8", "--no-sync",
             )  # fmt: skip
+            # in postgresql.conf (not -c), so ALTER SYSTEM can still change them
+            with open(self.datadir / "postgresql.conf", "a") as fh:
+                fh.write(
+                    "\n# memcurator.store.pglocal\nwal_recycle = off\narchive_mode = off\n"
+                    "max_wal_senders = 0\nwal_level = minimal\nmax_connections = 200\n"
+                    f"fsync = {'on' if self.fsync else 'off'}\n"
+                )
         self._ctl_start()
         return self.url
 
     def _ctl_start(self) -> None:
-        opts = (
-            f"-h 127.0.0.1 -p {self.port} -k {self.datadir} -c wal_recycle=off "
-            f"-c archive_mode=off -c max_wal_senders=0 -c wal_level=minimal "
-            f"-c fsync={'on' if self.fsync else 'off'} -c max_connections=200"
-        )
+        opts = f"-h 127.0.0.1 -p {self.port} -k {self.datadir}"
         self._cmd(
             "pg_ctl", "-D", str(self.datadir), "-o", opts, "-l", str(self.datadir / "server.log"),
             "-w", "-t", "60", "start",

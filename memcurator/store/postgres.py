@@ -37,7 +37,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -82,6 +82,19 @@ def _psycopg() -> tuple[Any, Any]:
             "pip install 'memcurator[postgres]'"
         ) from e
     return psycopg, psycopg_pool
+
+
+def hash_ns(namespace: str) -> int:
+    """A stable 63-bit hash of a namespace (index names).
+
+    Examples
+    --------
+    >>> hash_ns("a") == hash_ns("a") != hash_ns("b")
+    True
+    """
+    import hashlib
+
+    return int.from_bytes(hashlib.sha1(namespace.encode("utf-8")).digest()[:8], "big") >> 1
 
 
 def redact(url: str) -> str:
@@ -1068,6 +1081,138 @@ class PostgresStore:
             if n == 0:
                 raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
 
+    # ------------------------------------------------------------------ vector search
+    def _vec_expr(self, namespace: str) -> tuple[str, str, str]:
+        """(column expression, operator class, query cast) of ``namespace``'s vectors."""
+        info = self.namespace(namespace)
+        if info.vector_dtype == "float32":
+            return f"(vec::vector({info.dim}))", "vector_cosine_ops", f"vector({info.dim})"
+        if info.vector_dtype == "float16":
+            return f"(hvec::halfvec({info.dim}))", "halfvec_cosine_ops", f"halfvec({info.dim})"
+        raise InvalidInput(
+            f"namespace {namespace!r} stores int8 vectors (bytea): no pgvector index; convert "
+            "it with memcurator reembed --vector-dtype float16 or float32"
+        )
+
+    def ensure_hnsw(self, namespace: str, *, m: int = 16, ef_construction: int = 64) -> str:
+        """Build (if absent) an HNSW index over ``namespace``'s vectors (cosine); its name.
+
+        A partial expression index per namespace (the column has no dimension; the index
+        casts to the namespace's). ``m``: links per node per layer (pgvector default 16; more
+        raises recall and memory). ``ef_construction``: candidate list while building (default
+        64; more builds slower and better). Query-time breadth is ``ef_search`` of
+        :meth:`nearest`. Not used by ``Memory.recall`` (which ranks its resident set in
+        memory); for namespaces too large to hold in a process.
+
+        Raises
+        ------
+        InvalidInput
+            An int8 namespace (no pgvector type holds it).
+        """
+        from psycopg import sql
+
+        expr, ops, _ = self._vec_expr(namespace)
+        dtype = self.namespace(namespace).vector_dtype
+        name = "entries_hnsw_" + format(abs(hash_ns(namespace)), "x")
+        ddl = sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON entries USING hnsw (" + expr + " " + ops + ") "
+            "WITH (m = {}, ef_construction = {}) WHERE namespace = {} AND vec_dtype = {}"
+        ).format(
+            sql.Identifier(name),
+            sql.Literal(int(m)),
+            sql.Literal(int(ef_construction)),
+            sql.Literal(namespace),
+            sql.Literal(dtype),
+        )
+        with self._conn() as c:
+            self._run(lambda: c.execute(ddl))
+        return name
+
+    def nearest(
+        self,
+        namespace: str,
+        query: np.ndarray,
+        k: int,
+        *,
+        where: str | None = None,
+        params: tuple[Any, ...] = (),
+        ef_search: int = 40,
+        iterative: bool = True,
+        index: bool | None = None,
+    ) -> list[Nearest]:
+        """The ``k`` entries of ``namespace`` nearest to ``query`` (cosine) that pass ``where``.
+
+        Parameters
+        ----------
+        query : ndarray of shape (dim,)
+        k : int
+        where : str, optional
+            A SQL condition over the ``entries`` columns with ``%s`` placeholders for
+            ``params`` (e.g. ``"(meta::jsonb ->> 'user') = %s"``). Trusted SQL from the
+            caller, never user text: the values go in ``params``.
+        ef_search : int, default 40
+            ``hnsw.ef_search``: candidates the index scan keeps (recall vs time).
+        iterative : bool, default True
+            ``hnsw.iterative_scan = relaxed_order`` (pgvector >= 0.8): the index scan goes on
+            until ``k`` rows pass the filter. Without it pgvector filters the ``ef_search``
+            candidates after the scan, so a filter passing 10% of the rows leaves about
+            ``ef_search / 10`` results, fewer than ``k``.
+        index : bool or None
+            None: the planner chooses; True: avoid sequential scans (use the HNSW index of
+            :meth:`ensure_hnsw`); False: exact search (no index scan).
+
+        Returns
+        -------
+        list of Nearest
+            Best first, at most ``k``.
+
+        Raises
+        ------
+        InvalidInput
+            ``k < 1``, a query of the wrong shape, an int8 namespace.
+        """
+        from psycopg import sql
+
+        if isinstance(k, bool) or int(k) < 1:
+            raise InvalidInput(f"k must be a positive integer, got {k!r}")
+        expr, _, cast = self._vec_expr(namespace)
+        dim = self.namespace(namespace).dim
+        q = np.asarray(query, dtype=np.float32)
+        if q.shape != (dim,) or not np.all(np.isfinite(q)):
+            raise InvalidInput(f"query must be a finite vector of shape ({dim},), got {q.shape}")
+        qtext = _vec_text(q if cast.startswith("vector") else q.astype(np.float16))
+        cond = "" if where is None else f" AND ({where})"
+        stmt = sql.SQL(
+            "SELECT id, 1 - (" + expr + " <=> %s::" + cast + ") FROM entries WHERE namespace = {} "
+            "AND vec_dtype = {}" + cond + " ORDER BY " + expr + " <=> %s::" + cast + " LIMIT %s"
+        ).format(sql.Literal(namespace), sql.Literal(self.namespace(namespace).vector_dtype))
+        with self._conn() as c:
+
+            def go() -> list[Any]:
+                with c.transaction():
+                    c.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
+                    if iterative:
+                        c.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+                    if index is True:
+                        c.execute("SET LOCAL enable_seqscan = off")
+                    elif index is False:
+                        c.execute("SET LOCAL enable_indexscan = off")
+                    args = (qtext, *params, qtext, int(k))
+                    return c.execute(stmt, args, prepare=False).fetchall()
+
+            rows = self._run(go)
+        out = [Nearest(str(r[0]), float(r[1])) for r in rows]
+        if iterative:  # relaxed order: results may be slightly out of order
+            out.sort(key=lambda n: -n.cosine)
+        return out
+
+
+class Nearest(NamedTuple):
+    """One row of :meth:`PostgresStore.nearest`: an entry id and its cosine to the query."""
+
+    id: str
+    cosine: float
+
 
 def migrate_url(url: str, *, timeout_s: float = 30.0) -> tuple[int, int]:
     """Bring the database at ``url`` to this memcurator's schema; ``(before, after)``.
@@ -1089,4 +1234,4 @@ def _implements_store(store: PostgresStore) -> Store:
     return store
 
 
-__all__ = ["SCHEMES", "PostgresStore", "migrate_url", "redact"]
+__all__ = ["SCHEMES", "Nearest", "PostgresStore", "hash_ns", "migrate_url", "redact"]
