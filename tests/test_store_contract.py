@@ -11,7 +11,8 @@ backend.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -230,3 +231,36 @@ def test_known_ids_remembers_what_left(backend: Backend) -> None:
     assert a is not None and b is not None
     mem.forget(a)
     assert backend.connect().known_ids("a", [a, b, "deadbeef"]) == {a, b}
+
+
+def test_a_commit_landing_right_after_ours_is_not_missed(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process forgets an entry between this handle's commit and the moment it records
+    that its resident set is current: the next read must still see the forget (a handle that
+    recorded the store's token then would take that commit as read and serve the entry)."""
+    sa, sb = backend.connect(), backend.connect()
+    a, b = _memory(sa, max_bytes=None), _memory(sb)
+    x = a.write(_text(1)).id
+    assert x is not None and b.get(x).id == x
+    inner = sa.transaction
+    depth, fired = [0], []
+
+    @contextmanager
+    def racing(namespace: str | None = None) -> Iterator[None]:
+        depth[0] += 1
+        try:
+            with inner(namespace=namespace):
+                yield
+        finally:
+            depth[0] -= 1
+        if depth[0] == 0 and not fired:  # a's outermost commit is done, its record not yet
+            fired.append(b.forget(x))
+
+    monkeypatch.setattr(sa, "transaction", racing)
+    a.write(_text(2))
+    assert fired and fired[0].ids == [x]
+    with pytest.raises(EntryNotFound):
+        a.get(x)
+    assert x not in {e.id for e in a.entries()}
+    assert x not in a.recall("orders of customer 1", k=5).ids
