@@ -517,11 +517,12 @@ class PostgresStore:
             raise InvalidInput(f"max_bytes must be positive or None, got {max_bytes}")
         keep_dtype = vector_dtype is KEEP
         dtype = DEFAULT_DTYPE if keep_dtype else check_dtype(vector_dtype)
-        with self._writing(name):
+        with self.transaction(namespace=name):  # changed (token moves) only if it writes
             row = self._one(
                 "SELECT embedder, dim, vector_dtype FROM namespaces WHERE name=%s", (name,)
             )
             if row is None:
+                self._write(name)
                 self._x(
                     "INSERT INTO namespaces(name, embedder, dim, max_bytes, created_at, "
                     "vector_dtype) VALUES (%s,%s,%s,%s,%s,%s)",
@@ -548,6 +549,7 @@ class PostgresStore:
                     f"--namespace {name} --vector-dtype {dtype}"
                 )
             if not keep:
+                self._write(name)
                 self._x("UPDATE namespaces SET max_bytes=%s WHERE name=%s", (max_bytes, name))
 
     def namespace(self, name: str) -> NamespaceInfo:
