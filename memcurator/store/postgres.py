@@ -170,6 +170,7 @@ def _no_nul(*texts: str) -> None:
 
 class _TxState(threading.local):
     conn: Any = None
+    infos: dict[str, NamespaceInfo]
     store_wide = False
     locked: set[str]
     touched: set[str]
@@ -371,34 +372,40 @@ class PostgresStore:
             return
         if self.readonly:
             raise StoreError(f"store {self.path} is open read-only")
+        from psycopg import sql
+
         with self._conn() as c:
-            tx.conn, tx.locked, tx.touched = c, set(), set()
+            tx.conn, tx.locked, tx.touched, tx.infos = c, set(), set(), {}
             tx.store_wide = namespace is None
             ok = False
             try:
-                self._run(lambda: c.execute("BEGIN ISOLATION LEVEL READ COMMITTED"))
+                # one round trip: begin, then the store-wide lock (exclusive without a
+                # namespace, shared with one) and the namespace's lock
                 if namespace is None:
-                    self._run(
-                        lambda: c.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_STORE,))
-                    )
+                    begin = sql.SQL(
+                        "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({}, 0)"
+                    ).format(sql.Literal(LOCK_STORE))
                 else:
-                    self._run(
-                        lambda: c.execute(
-                            "SELECT pg_advisory_xact_lock_shared(%s, 0)", (LOCK_STORE,)
-                        )
+                    begin = sql.SQL(
+                        "BEGIN ISOLATION LEVEL READ COMMITTED; "
+                        "SELECT pg_advisory_xact_lock_shared({}, 0); "
+                        "SELECT pg_advisory_xact_lock({}, hashtext({}))"
+                    ).format(
+                        sql.Literal(LOCK_STORE), sql.Literal(LOCK_NAMESPACE), sql.Literal(namespace)
                     )
-                    self._lock_ns(namespace)
+                    tx.locked.add(namespace)
+                self._run(lambda: c.execute(begin))
                 yield
-                if tx.touched:
-                    self._run(
-                        lambda: c.execute(
-                            "INSERT INTO mc_changes(namespace, v) SELECT unnest(%s::text[]), 1 "
-                            "ON CONFLICT (namespace) DO UPDATE SET v = mc_changes.v + 1",
-                            (sorted(tx.touched),),
-                        )
-                    )
+                # bump the counters of the namespaces written and read the token this commit
+                # leaves (the CTE's rows are not visible to its SELECT: add one per bump)
                 total = self._run(
-                    lambda: c.execute("SELECT COALESCE(sum(v), 0) FROM mc_changes").fetchone()[0]
+                    lambda: c.execute(
+                        "WITH b AS (INSERT INTO mc_changes(namespace, v) "
+                        "SELECT unnest(%s::text[]), 1 ON CONFLICT (namespace) "
+                        "DO UPDATE SET v = mc_changes.v + 1 RETURNING 1) "
+                        "SELECT COALESCE(sum(v), 0) + (SELECT count(*) FROM b) FROM mc_changes",
+                        (sorted(tx.touched),),
+                    ).fetchone()[0]
                 )
                 self._run(lambda: c.execute("COMMIT"))
                 ok = True
@@ -528,6 +535,7 @@ class PostgresStore:
                     "vector_dtype) VALUES (%s,%s,%s,%s,%s,%s)",
                     (name, embedder, int(dim), max_bytes, self.clock(), dtype),
                 )
+                self._tx.infos.clear()
                 return
             if str(row[0]).startswith(REEMBED_PENDING):
                 raise DimensionMismatch(
@@ -551,9 +559,19 @@ class PostgresStore:
             if not keep:
                 self._write(name)
                 self._x("UPDATE namespaces SET max_bytes=%s WHERE name=%s", (max_bytes, name))
+                self._tx.infos.clear()
 
     def namespace(self, name: str) -> NamespaceInfo:
-        """Raises :class:`NamespaceNotFound` if ``name`` does not exist."""
+        """Raises :class:`NamespaceNotFound` if ``name`` does not exist.
+
+        Inside a transaction that holds ``name``'s lock (or the store-wide one) the answer is
+        kept until the transaction writes the namespaces table: no other writer can change
+        it meanwhile.
+        """
+        tx = self._tx
+        cacheable = tx.conn is not None and (tx.store_wide or name in tx.locked)
+        if cacheable and name in tx.infos:
+            return tx.infos[name]
         row = self._one(
             "SELECT name, embedder, dim, max_bytes, created_at, vector_dtype FROM namespaces "
             "WHERE name=%s",
@@ -564,7 +582,10 @@ class PostgresStore:
                 f"namespace {name!r} does not exist; known: {self.namespaces()}"
             )
         mb = None if row[3] is None else int(row[3])
-        return NamespaceInfo(row[0], row[1], int(row[2]), mb, float(row[4]), row[5])
+        info = NamespaceInfo(row[0], row[1], int(row[2]), mb, float(row[4]), row[5])
+        if cacheable:
+            tx.infos[name] = info
+        return info
 
     def namespaces(self) -> list[str]:
         return [r[0] for r in self._q("SELECT name FROM namespaces ORDER BY name")]
@@ -623,6 +644,7 @@ class PostgresStore:
             self._x("UPDATE shared_out SET forgotten=true WHERE namespace=%s", (name,))
             self._x("DELETE FROM policy_state WHERE namespace=%s", (name,))
             self._x("DELETE FROM namespaces WHERE name=%s", (name,))
+            self._tx.infos.clear()
         self.secure_erase()
         return freed
 
@@ -1055,6 +1077,7 @@ class PostgresStore:
                 "UPDATE namespaces SET embedder=%s, dim=%s, vector_dtype=%s WHERE name=%s",
                 (embedder, int(dim), dtype, namespace),
             )
+            self._tx.infos.clear()
 
     def set_embedding(
         self,
