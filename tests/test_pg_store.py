@@ -109,3 +109,21 @@ def test_filtered_nearest_returns_k_through_the_hnsw_index(pg_url: str, dtype: s
     with pytest.raises(InvalidInput):
         s.nearest("v", q[:3], 10)
     s.close()
+
+
+def test_store_commands_take_a_url(pg_url: str) -> None:
+    from typer.testing import CliRunner
+
+    from memcurator.cli import app
+
+    mem = Memory(pg_url, namespace="c", policy="lru", max_bytes=None)
+    r = mem.write("Task: count orders\nAction: SELECT COUNT(*) FROM orders;")
+    mem.close()
+    runner = CliRunner()
+    out = runner.invoke(app, ["namespaces", pg_url])
+    assert out.exit_code == 0 and "c" in out.output, out.output
+    out = runner.invoke(app, ["entries", pg_url, "--namespace", "c", "--json"])
+    assert out.exit_code == 0 and r.id in out.output, out.output
+    out = runner.invoke(app, ["forget", pg_url, str(r.id), "--namespace", "c"])
+    assert out.exit_code == 0, out.output
+    assert open_store(pg_url).count("c") == 0
