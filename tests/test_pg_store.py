@@ -127,3 +127,16 @@ def test_store_commands_take_a_url(pg_url: str) -> None:
     out = runner.invoke(app, ["forget", pg_url, str(r.id), "--namespace", "c"])
     assert out.exit_code == 0, out.output
     assert open_store(pg_url).count("c") == 0
+
+
+def test_core_imports_without_psycopg() -> None:
+    import subprocess
+
+    code = (
+        "import sys; sys.modules['psycopg'] = None; sys.modules['psycopg_pool'] = None\n"
+        "import memcurator, memcurator.store, memcurator.store.postgres, memcurator.cli\n"
+        "from memcurator import Memory\n"
+        "Memory(':memory:').write('Task: x\\nAction: SELECT 1;')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
