@@ -23,13 +23,17 @@ from memcurator.files import dumps_strict
 _NS_REQUIRED = " Required: a store holds one namespace per user or agent."
 
 
-def _open(path: Path, *, readonly: bool = True) -> Any:
-    from memcurator.store import SQLiteStore
+#: Help of every STORE argument.
+STORE_HELP = "SQLite store file, or a postgresql:// URL."
 
-    if not path.exists():
+
+def _open(path: str, *, readonly: bool = True) -> Any:
+    from memcurator.store import is_url, open_store
+
+    if not is_url(path) and not Path(path).exists():
         fail(FileNotFoundError(f"no store at {path}"))
     try:
-        return SQLiteStore(path, readonly=readonly)
+        return open_store(path, readonly=readonly)
     except MemcuratorError as e:
         fail(e)
 
@@ -93,7 +97,7 @@ def excerpt(text: str, chars: int | None) -> str:
 
 
 def entries(
-    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    path: Annotated[str, typer.Argument(help=STORE_HELP)],
     namespace: Annotated[str, typer.Option(help="Namespace to read." + _NS_REQUIRED)],
     where: Annotated[
         list[str] | None,
@@ -153,7 +157,7 @@ def entries(
 
 
 def decisions(
-    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    path: Annotated[str, typer.Argument(help=STORE_HELP)],
     namespace: Annotated[str, typer.Option(help="Namespace to read." + _NS_REQUIRED)],
     action: Annotated[
         str | None, typer.Option(help="Only this action (evict, reject, ...).")
@@ -186,7 +190,7 @@ def decisions(
 
 
 def namespaces(
-    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    path: Annotated[str, typer.Argument(help=STORE_HELP)],
     as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
 ) -> None:
     """List a store's namespaces with their entries, resident bytes, budgets and log lengths
@@ -224,7 +228,7 @@ def namespaces(
 
 
 def delete_namespace(
-    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    path: Annotated[str, typer.Argument(help=STORE_HELP)],
     name: Annotated[str, typer.Argument(help="Namespace to delete.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
@@ -255,7 +259,7 @@ def delete_namespace(
 
 
 def export(
-    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    path: Annotated[str, typer.Argument(help=STORE_HELP)],
     namespace: Annotated[str, typer.Option(help="Namespace to export." + _NS_REQUIRED)],
     out: Annotated[
         Path | None, typer.Option(help="JSONL file to write; default: standard output.")
@@ -283,7 +287,7 @@ def export(
 
 
 def import_(
-    path: Annotated[Path, typer.Argument(help="SQLite store file (created if missing).")],
+    path: Annotated[str, typer.Argument(help=STORE_HELP + " A file is created if missing.")],
     source: Annotated[Path, typer.Argument(help="JSONL file written by memcurator export.")],
     namespace: Annotated[str, typer.Option(help="Namespace to import into." + _NS_REQUIRED)],
     policy: Annotated[
@@ -308,12 +312,12 @@ def import_(
     """Import a JSONL export: every entry goes through admission; rejections are listed."""
     from memcurator import Memory
     from memcurator.portable import import_namespace
-    from memcurator.store import SQLiteStore
+    from memcurator.store import open_store
 
     if not source.is_file():
         fail(FileNotFoundError(f"no export file {source}"))
     try:
-        store = SQLiteStore(path)
+        store = open_store(path)
         known = {r.name: r for r in store.namespace_stats()}.get(namespace)
         pol = policy or (known.policy if known and known.policy else "curator")
         budget = max_bytes if max_bytes is not None else (known.max_bytes if known else None)
@@ -346,7 +350,7 @@ def import_(
 
 
 def forget(
-    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    path: Annotated[str, typer.Argument(help=STORE_HELP)],
     entry_id: Annotated[str, typer.Argument(help="Entry id (from memcurator entries).")],
     namespace: Annotated[str, typer.Option(help="Namespace of the entry." + _NS_REQUIRED)],
     reason: Annotated[str, typer.Option(help="Reason written to the decision log.")] = (
@@ -371,7 +375,7 @@ def forget(
 
 
 def reembed(
-    path: Annotated[Path, typer.Argument(help="SQLite store file.")],
+    path: Annotated[str, typer.Argument(help=STORE_HELP)],
     namespace: Annotated[str, typer.Option(help="Namespace to re-embed." + _NS_REQUIRED)],
     embedder: Annotated[str, typer.Option(help="Registered embedder name.")] = "hashing",
     batch: Annotated[int, typer.Option(help="Entries per transaction.")] = 256,
@@ -442,6 +446,66 @@ def explain(
     out.print(f"[bold]{t.name}[/bold]: {t.text}")
 
 
+def migrate(
+    path: Annotated[str, typer.Argument(help=STORE_HELP + " A file is created if missing.")],
+) -> None:
+    """Bring a store to this memcurator's schema (idempotent; refuses a newer schema)."""
+    from memcurator.store import migrate_store
+
+    try:
+        before, after = migrate_store(path)
+    except MemcuratorError as e:
+        fail(e)
+        return
+    if before == after:
+        console.print(f"schema version {after}: up to date")
+    else:
+        console.print(f"schema version {before} -> {after}")
+
+
+def copy(
+    src: Annotated[str, typer.Argument(help="Store to copy from: " + STORE_HELP)],
+    dst: Annotated[str, typer.Argument(help="Store to copy into: " + STORE_HELP)],
+    namespace: Annotated[
+        list[str] | None,
+        typer.Option(help="Namespace to copy (repeat for several); default: all of them."),
+    ] = None,
+    via: Annotated[
+        Path | None,
+        typer.Option(help="Also keep the JSONL stream in this file (memcurator.store.transfer)."),
+    ] = None,
+) -> None:
+    """Copy namespaces exactly between stores of any backend (SQLite <-> PostgreSQL).
+
+    Entries keep their ids, counts, vectors and metadata; the decision log and the policy's
+    state and step come along. A namespace that already holds entries or a log in DST is
+    refused (nothing of it is written).
+    """
+    import io
+
+    from memcurator.files import atomic_open
+    from memcurator.store import open_store
+    from memcurator.store.postgres import redact
+    from memcurator.store.transfer import dump_store, load_store
+
+    source = _open(src)
+    try:
+        buf = io.StringIO()
+        dump_store(source, buf, namespace or None)
+        if via is not None:
+            with atomic_open(via, "w") as fh:
+                fh.write(buf.getvalue())
+        buf.seek(0)
+        n = load_store(open_store(dst), buf)
+    except (MemcuratorError, OSError) as e:
+        fail(e)
+        return
+    console.print(
+        f"copied {n['namespaces']} namespaces, {n['entries']} entries and {n['decisions']} "
+        f"decisions into {redact(dst)}"
+    )
+
+
 def register(app: typer.Typer) -> None:
     """Add the store commands and ``explain`` to ``app``."""
     app.command()(entries)
@@ -453,3 +517,5 @@ def register(app: typer.Typer) -> None:
     app.command()(forget)
     app.command()(explain)
     app.command()(reembed)
+    app.command()(migrate)
+    app.command()(copy)

@@ -282,7 +282,7 @@ class Memory:
 
     def close(self) -> None:
         """Persist the policy state and step (recall updates the sketch without a write), close."""
-        with self.store.transaction():
+        with self.store.transaction(namespace=self.namespace):
             self._ctx.save_state()
         self.store.close()
 

@@ -3,13 +3,16 @@ one namespace, hard delete, namespace isolation, crash safety, change detection.
 
 A backend is one entry of :data:`BACKENDS`: a factory that, given a temporary folder, returns how
 to open a new handle on one database (``connect``) and, where it can, the bytes its persistent
-medium holds (``persisted``, for the physical-erase check). A PostgreSQL backend is one more
-entry (a DSN and a fresh schema per test); nothing below names SQLite.
+medium holds (``persisted``, for the physical-erase check). The PostgreSQL backend runs on the
+server of ``tests/conftest.py`` with a fresh database per test; its ``persisted`` reads the
+server's data files (heap and WAL) when the server was started here. Nothing below names a
+backend.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,8 +45,31 @@ def _sqlite(tmp: Path) -> Backend:
     return Backend("sqlite", lambda: SQLiteStore(path), persisted)
 
 
-#: Store factories: name -> (temporary folder -> Backend). Add a backend here.
-BACKENDS: dict[str, Callable[[Path], Backend]] = {"sqlite": _sqlite}
+def _postgres(tmp: Path, request: pytest.FixtureRequest) -> Backend:
+    from memcurator.store.postgres import PostgresStore
+
+    url = request.getfixturevalue("pg_url")
+    datadir = request.getfixturevalue("pg_server").datadir
+    handles: list[PostgresStore] = []
+
+    def connect() -> Store:
+        handles.append(PostgresStore(url, pool_size=2))
+        return handles[-1]
+
+    def persisted() -> bytes:  # every relation file and WAL segment of the cluster
+        assert datadir is not None
+        parts = [datadir / "base", datadir / "global", datadir / "pg_wal"]
+        return b"".join(p.read_bytes() for d in parts for p in sorted(d.rglob("*")) if p.is_file())
+
+    request.addfinalizer(lambda: [h.close() for h in handles])
+    return Backend("postgres", connect, persisted if datadir is not None else None)
+
+
+#: Store factories: name -> (temporary folder, pytest request -> Backend). Add a backend here.
+BACKENDS: dict[str, Callable[[Path, pytest.FixtureRequest], Backend]] = {
+    "sqlite": lambda tmp, request: _sqlite(tmp),
+    "postgres": _postgres,
+}
 
 DIM = 64
 EMB = HashingEmbedder(dim=DIM)
@@ -51,7 +77,7 @@ EMB = HashingEmbedder(dim=DIM)
 
 @pytest.fixture(params=sorted(BACKENDS))
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    return BACKENDS[request.param](tmp_path)
+    return BACKENDS[request.param](tmp_path, request)
 
 
 def _memory(store: Store, namespace: str = "a", **kw: object) -> Memory:
@@ -205,3 +231,36 @@ def test_known_ids_remembers_what_left(backend: Backend) -> None:
     assert a is not None and b is not None
     mem.forget(a)
     assert backend.connect().known_ids("a", [a, b, "deadbeef"]) == {a, b}
+
+
+def test_a_commit_landing_right_after_ours_is_not_missed(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process forgets an entry between this handle's commit and the moment it records
+    that its resident set is current: the next read must still see the forget (a handle that
+    recorded the store's token then would take that commit as read and serve the entry)."""
+    sa, sb = backend.connect(), backend.connect()
+    a, b = _memory(sa, max_bytes=None), _memory(sb)
+    x = a.write(_text(1)).id
+    assert x is not None and b.get(x).id == x
+    inner = sa.transaction
+    depth, fired = [0], []
+
+    @contextmanager
+    def racing(namespace: str | None = None) -> Iterator[None]:
+        depth[0] += 1
+        try:
+            with inner(namespace=namespace):
+                yield
+        finally:
+            depth[0] -= 1
+        if depth[0] == 0 and not fired:  # a's outermost commit is done, its record not yet
+            fired.append(b.forget(x))
+
+    monkeypatch.setattr(sa, "transaction", racing)
+    a.write(_text(2))
+    assert fired and fired[0].ids == [x]
+    with pytest.raises(EntryNotFound):
+        a.get(x)
+    assert x not in {e.id for e in a.entries()}
+    assert x not in a.recall("orders of customer 1", k=5).ids

@@ -119,8 +119,12 @@ class DecisionLog:
         )
         if not due:
             return
-        fresh = res.current()
-        self.store.compact_log(self.namespace, keep=self.keep, max_age_s=self.max_age_s, step=step)
+        # under the namespace's lock: no other writer commits between the check and the compaction
+        with self.store.transaction(namespace=self.namespace):
+            fresh = res.current()
+            self.store.compact_log(
+                self.namespace, keep=self.keep, max_age_s=self.max_age_s, step=step
+            )
         if fresh:  # only the log changed since this handle's own commit
             res.mark_synced()
         self._rows = self._age_mark = self.store.decision_count(self.namespace)
@@ -235,7 +239,7 @@ class Scope:
                 "a recall(where=...) callback cannot write to, give feedback to or forget from "
                 "the memory it filters; collect what to change and do it after recall returns"
             )
-        with self.store.transaction():
+        with self.store.transaction(namespace=self.namespace):
             self.depth += 1
             try:
                 if self.depth == 1:
@@ -436,9 +440,9 @@ def open_context(
         policy=policy,
     )
     if store is None:
-        from memcurator.store.sqlite import SQLiteStore  # the embedded default backend
+        from memcurator.store import open_store  # a SQLite file, or a postgresql:// URL
 
-        store = SQLiteStore(path)
+        store = open_store(path)
     emb = embedder if embedder is not None else HashingEmbedder()
     if isinstance(policy, str):
         from memcurator.policy import create_policy

@@ -130,13 +130,18 @@ class ResidentSet:
 
     # ------------------------------------------------------------------ cache
     def reload(self) -> None:
-        """Read the namespace's entries from the store and rebuild everything derived."""
+        """Read the namespace's entries from the store and rebuild everything derived.
+
+        The change token is read first: a commit landing between the two reads leaves an
+        older token, so the next :meth:`sync` reloads again (read after, it would hide it).
+        """
+        token = self.store.change_token()
         self.entries = ResidentEntries(self.store.entries(self.namespace))
         # an empty set starts its (empty) graph now and links each add; a loaded one builds it
         # on first use
         self._near: dict[str, dict[str, float]] | None = None if self.entries else {}
         self.changed()
-        self._token = self.store.change_token()
+        self._token = token
         # ids added or given feedback since the last victims pass; None: look at everything
         self._changed_ids: set[str] | None = None
 
@@ -199,8 +204,10 @@ class ResidentSet:
         return [self.entries[self.index[i]] for i in ids if i in self.index]
 
     def mark_synced(self) -> None:
-        """This handle's own commit is already reflected here: remember the new change token."""
-        self._token = self.store.change_token()
+        """This handle's own commit is already reflected here: remember the token that commit
+        left (:meth:`~memcurator.store.base.Store.committed_token`; a foreign commit made since
+        still shows as a change)."""
+        self._token = self.store.committed_token()
 
     def changed(self) -> None:
         """Recompute the index and byte account; drop the matrix, BM25 and column caches."""

@@ -1,9 +1,10 @@
 """The store protocol: what the lifecycle needs from a backend, and nothing backend-specific.
 
-:class:`~memcurator.store.sqlite.SQLiteStore` implements it; a PostgreSQL backend implements
-the same methods and the lifecycle, :class:`~memcurator.Memory` and re-embedding run on it
-unchanged. Every backend passes one contract suite (``tests/test_store_contract.py``): budget
-held across two handles of one namespace, hard delete, namespace isolation, crash safety.
+:class:`~memcurator.store.sqlite.SQLiteStore` implements it and
+:class:`~memcurator.store.postgres.PostgresStore` implements the same methods; the lifecycle,
+:class:`~memcurator.Memory` and re-embedding run on either unchanged. Every backend passes
+one contract suite (``tests/test_store_contract.py``): budget held across two handles of one
+namespace, hard delete, namespace isolation, crash safety.
 
 What a backend owes the lifecycle:
 
@@ -11,7 +12,8 @@ What a backend owes the lifecycle:
   one; an exception inside rolls every change back and propagates.
 - **A change token** (:meth:`Store.change_token`): an opaque value that differs after any
   commit or rollback, from this handle or any other connection or process. Callers compare it
-  for equality only (the resident set reloads when it changed).
+  for equality only (the resident set reloads when it changed); after its own commit a cache
+  records :meth:`Store.committed_token`.
 - **Secure delete** (:meth:`Store.delete` then :meth:`Store.secure_erase`): a deleted entry's
   text leaves every read path at commit, and its bytes leave the persistent medium (pages,
   journals) when :meth:`Store.secure_erase` returns True.
@@ -109,12 +111,24 @@ class Store(Protocol):
     path: str
 
     # --- transactions and change detection ------------------------------------------
-    def transaction(self) -> AbstractContextManager[None]:
-        """One write transaction; nested calls join the outer one; an exception rolls back."""
+    def transaction(self, namespace: str | None = None) -> AbstractContextManager[None]:
+        """One write transaction; nested calls join the outer one; an exception rolls back.
+
+        ``namespace`` names the namespace it writes: a backend with per-namespace locks takes
+        that lock first, so what the transaction reads is every earlier commit to it and no
+        other writer changes it until this commits. None: the whole store's lock.
+        """
         ...
 
     def change_token(self) -> Hashable:
         """Opaque; differs after any commit or rollback by any handle or process."""
+        ...
+
+    def committed_token(self) -> Hashable:
+        """The change token as this handle's last commit left it: what :meth:`change_token`
+        returns unless another connection or process committed since. A cache that applied
+        its own commit records this one; recording :meth:`change_token` after the commit
+        could take in a foreign commit made in between, which the cache never read."""
         ...
 
     def secure_erase(self) -> bool:
@@ -177,6 +191,7 @@ class Store(Protocol):
         reason: str = ...,
         policy: str = ...,
         nbytes: int = ...,
+        at: float | None = ...,
     ) -> None: ...
 
     def last_seq(self) -> int: ...

@@ -206,14 +206,19 @@ class SQLiteStore:
                 self._commits += 1  # what handles cached from inside it is void
                 raise
             else:
+                # inside the write lock no other connection commits: the data_version our
+                # commit leaves (own commits do not change it on this connection)
+                dv = int(self._conn.execute("PRAGMA data_version").fetchone()[0])
                 self._retry(lambda: self._conn.execute("COMMIT"))
                 self._commits += 1
+                self._own = (dv, self._commits)
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
+    def transaction(self, namespace: str | None = None) -> Iterator[None]:
         """One write transaction (``BEGIN IMMEDIATE``); nested calls join the outer one.
 
-        An exception inside rolls every change back and propagates.
+        An exception inside rolls every change back and propagates. ``namespace`` is accepted
+        for the protocol and not needed: ``BEGIN IMMEDIATE`` takes the whole file's write lock.
 
         Raises
         ------
@@ -239,6 +244,13 @@ class SQLiteStore:
         """
         with self._lock:
             return (int(self._conn.execute("PRAGMA data_version").fetchone()[0]), self._commits)
+
+    def committed_token(self) -> tuple[int, int]:
+        """The change token as this handle's last commit left it
+        (:meth:`memcurator.store.base.Store.committed_token`)."""
+        with self._lock:
+            own = getattr(self, "_own", None)
+            return own if own is not None else self.change_token()
 
     def schema_version(self) -> int:
         with self._lock:
@@ -683,14 +695,27 @@ class SQLiteStore:
         reason: str = "",
         policy: str = "",
         nbytes: int = 0,
+        at: float | None = None,
     ) -> None:
-        """Append one decision. NaN ``score`` means "no score applies" and is stored as NULL."""
+        """Append one decision. NaN ``score`` means "no score applies" and is stored as NULL;
+        ``at`` (seconds since the epoch) defaults to the store clock's now (a copy between
+        stores passes the original's)."""
         sc = None if score is None or not math.isfinite(float(score)) else float(score)
         with self._tx() as c:
             c.execute(
                 "INSERT INTO decisions(namespace, step, action, entry_id, score, reason, policy, "
                 "bytes, at) VALUES (?,?,?,?,?,?,?,?,?)",
-                (namespace, step, action, entry_id, sc, reason, policy, int(nbytes), self.clock()),
+                (
+                    namespace,
+                    step,
+                    action,
+                    entry_id,
+                    sc,
+                    reason,
+                    policy,
+                    int(nbytes),
+                    self.clock() if at is None else float(at),
+                ),
             )
 
     def last_seq(self) -> int:

@@ -1,0 +1,172 @@
+"""Schema of the PostgreSQL store and its migrations.
+
+Table ``mc_schema`` holds the schema version (one row). :func:`migrate` brings a database up to
+:data:`SCHEMA_VERSION` step by step in one transaction under an advisory lock (two processes
+opening a new database at once do not both create it), and refuses a newer schema. Version 1
+is the SQLite schema v3 (:mod:`memcurator.store.schema`) in PostgreSQL terms:
+
+- vectors in pgvector types: ``vector`` for float32 rows, ``halfvec`` for float16 rows (exact:
+  both types hold the IEEE values the SQLite BLOB holds); int8 rows keep the BLOB layout of
+  :mod:`memcurator.store.vectors` in ``bytea`` (pgvector has no int8 type with a per-vector
+  scale). The columns carry no dimension: a namespace records its own and the store checks it.
+- ``pos``: an identity column giving insertion order (``vector_rows`` resumes after it).
+- the decision log is append-only by trigger, except inside ``compact_log`` (which sets
+  ``memcurator.compacting`` for its own transaction only).
+- ``mc_changes``: one version counter per namespace, bumped by every write transaction that
+  touched it; the change token is their sum (a row is never deleted, so the sum only grows).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memcurator.errors import StoreError
+
+SCHEMA_VERSION = 1
+
+#: Advisory-lock class ids (the first key of ``pg_advisory_xact_lock(int, int)``).
+LOCK_MIGRATE = 0x6D630001
+LOCK_STORE = 0x6D630002
+LOCK_NAMESPACE = 0x6D630003
+
+_V1 = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE TABLE namespaces (
+    name TEXT PRIMARY KEY,
+    embedder TEXT NOT NULL,
+    dim INTEGER NOT NULL CHECK (dim > 0),
+    max_bytes BIGINT,
+    created_at DOUBLE PRECISION NOT NULL,
+    vector_dtype TEXT NOT NULL DEFAULT 'float32'
+        CHECK (vector_dtype IN ('float32', 'float16', 'int8'))
+);
+CREATE TABLE entries (
+    pos BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE,
+    id TEXT NOT NULL,
+    namespace TEXT NOT NULL REFERENCES namespaces(name),
+    kind TEXT NOT NULL CHECK (kind IN ('raw', 'insight', 'skill')),
+    text TEXT NOT NULL CHECK (length(btrim(text)) > 0),
+    bytes BIGINT NOT NULL CHECK (bytes > 0),
+    raw_bytes BIGINT NOT NULL CHECK (raw_bytes > 0),
+    vec vector,
+    hvec halfvec,
+    qvec BYTEA,
+    vec_dtype TEXT NOT NULL DEFAULT 'float32'
+        CHECK (vec_dtype IN ('float32', 'float16', 'int8')),
+    origin TEXT NOT NULL CHECK (origin IN ('self', 'peer', 'external')),
+    origin_detail TEXT NOT NULL DEFAULT '',
+    reinforcement BIGINT NOT NULL DEFAULT 0,
+    uses BIGINT NOT NULL DEFAULT 0,
+    successes BIGINT NOT NULL DEFAULT 0,
+    failures BIGINT NOT NULL DEFAULT 0,
+    created_step BIGINT NOT NULL DEFAULT 0,
+    last_used_step BIGINT NOT NULL DEFAULT -1,
+    meta TEXT NOT NULL DEFAULT '{}',
+    stats TEXT NOT NULL DEFAULT '{}',
+    PRIMARY KEY (namespace, id),
+    CHECK ((vec IS NOT NULL) = (vec_dtype = 'float32')
+       AND (hvec IS NOT NULL) = (vec_dtype = 'float16')
+       AND (qvec IS NOT NULL) = (vec_dtype = 'int8'))
+);
+CREATE INDEX entries_ns_pos ON entries(namespace, pos);
+CREATE TABLE decisions (
+    seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    namespace TEXT NOT NULL,
+    step BIGINT NOT NULL,
+    action TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    score DOUBLE PRECISION,
+    reason TEXT NOT NULL,
+    policy TEXT NOT NULL,
+    bytes BIGINT NOT NULL,
+    at DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX decisions_ns ON decisions(namespace, seq);
+CREATE INDEX decisions_ns_at ON decisions(namespace, at);
+CREATE INDEX decisions_ns_entry ON decisions(namespace, entry_id);
+CREATE FUNCTION mc_decisions_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' AND current_setting('memcurator.compacting', true) = 'on' THEN
+        RETURN OLD;
+    END IF;
+    RAISE EXCEPTION 'the decision log is append-only';
+END $$;
+CREATE TRIGGER decisions_append_only BEFORE UPDATE OR DELETE ON decisions
+    FOR EACH ROW EXECUTE FUNCTION mc_decisions_append_only();
+CREATE TABLE policy_state (
+    namespace TEXT PRIMARY KEY REFERENCES namespaces(name),
+    policy TEXT NOT NULL,
+    step BIGINT NOT NULL,
+    state TEXT NOT NULL
+);
+CREATE TABLE shared_out (
+    namespace TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    peer TEXT NOT NULL,
+    forgotten BOOLEAN NOT NULL DEFAULT false,
+    PRIMARY KEY (namespace, entry_id, peer)
+);
+CREATE TABLE log_dropped (
+    namespace TEXT NOT NULL,
+    action TEXT NOT NULL,
+    n BIGINT NOT NULL,
+    bytes BIGINT NOT NULL,
+    first_seq BIGINT NOT NULL,
+    last_seq BIGINT NOT NULL,
+    PRIMARY KEY (namespace, action)
+);
+CREATE TABLE mc_changes (
+    namespace TEXT PRIMARY KEY,
+    v BIGINT NOT NULL
+)
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1}
+
+
+def current_version(conn: Any) -> int:
+    """The schema version of the database ``conn`` is connected to (0: no memcurator schema)."""
+    row = conn.execute("SELECT to_regclass('mc_schema') IS NOT NULL").fetchone()
+    if not row[0]:
+        return 0
+    row = conn.execute("SELECT max(version) FROM mc_schema").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(conn: Any) -> tuple[int, int]:
+    """Apply the migrations the database lacks, in one transaction; ``(before, after)``.
+
+    ``conn`` is an autocommit psycopg connection. Idempotent: a current database is left
+    untouched.
+
+    Raises
+    ------
+    StoreError
+        The schema is newer than this memcurator's.
+    """
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_MIGRATE,))
+        before = current_version(conn)
+        if before > SCHEMA_VERSION:
+            raise StoreError(
+                f"store schema version {before} is newer than this memcurator's "
+                f"({SCHEMA_VERSION}); upgrade memcurator"
+            )
+        if before == 0:
+            conn.execute("CREATE TABLE mc_schema (version INTEGER NOT NULL)")
+            conn.execute("INSERT INTO mc_schema(version) VALUES (0)")
+        for v in range(before + 1, SCHEMA_VERSION + 1):
+            conn.execute(MIGRATIONS[v])  # no parameters: several statements in one call
+            conn.execute("UPDATE mc_schema SET version=%s", (v,))
+    return before, SCHEMA_VERSION
+
+
+__all__ = [
+    "LOCK_MIGRATE",
+    "LOCK_NAMESPACE",
+    "LOCK_STORE",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "current_version",
+    "migrate",
+]

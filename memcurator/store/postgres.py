@@ -1,0 +1,1262 @@
+"""The store on PostgreSQL with pgvector: many processes and hosts on one memory.
+
+Chosen by URL (:func:`memcurator.store.open_store`): ``Memory("postgresql://user@host/db")``.
+The same protocol as :class:`~memcurator.store.sqlite.SQLiteStore`
+(:class:`~memcurator.store.base.Store`), the same contract suite, and what SQLite gives a single
+host PostgreSQL gives many:
+
+- **One writer per namespace at a time.** Every write transaction takes the advisory lock of
+  the namespace it writes (``pg_advisory_xact_lock``) before it reads anything, so the resident
+  set it checks the budget against is the committed one: the budget holds across processes,
+  and a duplicate check and the insert it guards are one atomic step (Mem0 #6515). Writers of
+  different namespaces run in parallel; a transaction that names no namespace takes the
+  store-wide lock (exclusive; namespace transactions hold it shared).
+- **Change token.** Each write transaction bumps its namespaces' counters in ``mc_changes``
+  before it commits; :meth:`change_token` is their sum with this handle's own rollbacks, so a
+  forget committed by any process changes every other process's token and their next read
+  reloads (no process serves a forgotten entry from its resident set).
+- **A pool, never one shared connection**: ``psycopg_pool.ConnectionPool``; each thread's
+  transaction holds one connection from it, reads outside a transaction borrow one per call.
+  Connections are checked when borrowed, so after a server restart the pool reconnects; an
+  operation cut off by the restart raises :class:`~memcurator.errors.StoreError` (never a raw
+  psycopg error) and changes nothing (its transaction rolled back).
+- **Secure erase** (:meth:`secure_erase`): see ``docs/storage.md`` for what PostgreSQL keeps
+  after ``DELETE`` and what this does about it.
+
+Requires ``pip install 'memcurator[postgres]'`` (psycopg 3 and psycopg_pool) and the
+``vector`` extension on the server (created by the first migration when the role may).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from memcurator.errors import (
+    DimensionMismatch,
+    EntryNotFound,
+    InvalidInput,
+    MissingExtra,
+    NamespaceNotFound,
+    StoreError,
+)
+from memcurator.store.base import (
+    KEEP,
+    REEMBED_PENDING,
+    NamespaceInfo,
+    NamespaceStats,
+    Store,
+    VectorRow,
+)
+from memcurator.store.pgschema import LOCK_NAMESPACE, LOCK_STORE, current_version, migrate
+from memcurator.store.vectors import DEFAULT_DTYPE, check_dtype, decode, encode
+from memcurator.types import DECISION_ACTIONS, Decision, Entry
+
+#: URL schemes that select this backend.
+SCHEMES = ("postgresql://", "postgres://")
+
+_ENTRY_COLS = (
+    "id, namespace, kind, text, bytes, raw_bytes, vec::text, hvec::text, qvec, vec_dtype, "
+    "origin, origin_detail, reinforcement, uses, successes, failures, created_step, "
+    "last_used_step, meta, stats"
+)
+
+
+def _psycopg() -> tuple[Any, Any]:
+    """(psycopg, psycopg_pool), or :class:`MissingExtra` naming the extra."""
+    try:
+        import psycopg
+        import psycopg_pool
+    except ImportError as e:
+        raise MissingExtra(
+            "a postgresql:// store needs psycopg 3 and psycopg_pool: "
+            "pip install 'memcurator[postgres]'"
+        ) from e
+    return psycopg, psycopg_pool
+
+
+def hash_ns(namespace: str) -> int:
+    """A stable 63-bit hash of a namespace (index names).
+
+    Examples
+    --------
+    >>> hash_ns("a") == hash_ns("a") != hash_ns("b")
+    True
+    """
+    import hashlib
+
+    return int.from_bytes(hashlib.sha1(namespace.encode("utf-8")).digest()[:8], "big") >> 1
+
+
+def redact(url: str) -> str:
+    """``url`` without its password (for messages and :attr:`PostgresStore.path`).
+
+    Examples
+    --------
+    >>> redact("postgresql://bob:s3cret@db:5432/mem")
+    'postgresql://bob:***@db:5432/mem'
+    """
+    return re.sub(r"^(\w+://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+def _vec_text(e: np.ndarray) -> str:
+    """pgvector's text form; exact: a float32 (or float16) value's shortest repr reads back as
+    the same value."""
+    return "[" + ",".join(map(repr, e.tolist())) + "]"
+
+
+def _parse_vec(s: str, dtype: str) -> np.ndarray:
+    out = np.array(s[1:-1].split(","), dtype=np.float32)
+    return out.astype(np.float16).astype(np.float32) if dtype == "float16" else out
+
+
+def _row_to_entry(r: tuple[Any, ...]) -> Entry:
+    dtype = r[9]
+    if dtype == "int8":
+        emb = decode(bytes(r[8]), "int8")
+    else:
+        emb = _parse_vec(r[6] if dtype == "float32" else r[7], dtype)
+    return Entry(
+        id=r[0],
+        namespace=r[1],
+        kind=r[2],
+        text=r[3],
+        bytes=int(r[4]),
+        raw_bytes=int(r[5]),
+        embedding=emb,
+        origin=r[10],
+        origin_detail=r[11],
+        reinforcement=int(r[12]),
+        uses=int(r[13]),
+        successes=int(r[14]),
+        failures=int(r[15]),
+        created_step=int(r[16]),
+        last_used_step=int(r[17]),
+        meta=json.loads(r[18]),
+        stats=json.loads(r[19]),
+    )
+
+
+def _vec_args(emb: np.ndarray, dtype: str) -> tuple[str | None, str | None, bytes | None]:
+    """(vec, hvec, qvec) column values of ``emb`` stored in ``dtype``."""
+    blob = encode(emb, dtype)  # checks float16's range like SQLite does
+    if dtype == "float32":
+        return _vec_text(np.asarray(emb, dtype=np.float32)), None, None
+    if dtype == "float16":
+        return None, _vec_text(decode(blob, "float16")), None
+    return None, None, blob
+
+
+def _finite_stats(stats: dict[str, float]) -> str:
+    for k, v in stats.items():
+        if isinstance(v, float) and not math.isfinite(v):
+            raise InvalidInput(f"statistic {k!r} is {v!r}; NaN or infinite values are never stored")
+    return json.dumps(stats, sort_keys=True)
+
+
+def _no_nul(*texts: str) -> None:
+    if any("\x00" in t for t in texts):
+        raise InvalidInput("text contains a NUL character (\\x00), which PostgreSQL cannot store")
+
+
+class _TxState(threading.local):
+    conn: Any = None
+    infos: dict[str, NamespaceInfo]
+    store_wide = False
+    locked: set[str]
+    touched: set[str]
+
+
+class PostgresStore:
+    """Entries, namespaces and the decision log in one PostgreSQL database (pgvector).
+
+    Parameters
+    ----------
+    url : str
+        ``postgresql://`` or ``postgres://`` connection URL (libpq syntax; ``?options=...``
+        may set a ``search_path`` to keep the store in a schema of its own).
+    timeout_s : float, default 30.0
+        How long to wait for a connection from the pool or a lock held by another writer
+        (``lock_timeout``) before :class:`StoreError`.
+    clock : callable, default time.time
+        Wall clock for decision timestamps (seconds since the epoch).
+    pool_size : int, default 4
+        Most connections this handle holds.
+    readonly : bool, default False
+        No migration; writes raise :class:`StoreError`.
+
+    Raises
+    ------
+    MissingExtra
+        psycopg / psycopg_pool not installed.
+    StoreError
+        The server cannot be reached within ``timeout_s``, the schema is newer than this
+        memcurator's, the ``vector`` extension cannot be created, or (``readonly``) the
+        database holds no memcurator store.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout_s: float = 30.0,
+        clock: Callable[[], float] = time.time,
+        pool_size: int = 4,
+        readonly: bool = False,
+    ):
+        psycopg, psycopg_pool = _psycopg()
+        self._pg = psycopg
+        self._pgpool = psycopg_pool
+        self.url = url
+        self.path = redact(url)
+        self.timeout_s = float(timeout_s)
+        self.clock = clock
+        self.readonly = readonly
+        self._tx = _TxState()
+        self._events = itertools.count(1)
+        self._event = 0  # local rollbacks and commits (part of the change token)
+        self._event_lock = threading.Lock()
+        self._closed = False
+        #: what the last :meth:`secure_erase` found (why it returned False, if it did)
+        self.erase_report = ""
+        lock_ms = int(self.timeout_s * 1000)
+        self._pool = psycopg_pool.ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max(1, int(pool_size)),
+            kwargs={"autocommit": True, "options": f"-c lock_timeout={lock_ms}"},
+            check=psycopg_pool.ConnectionPool.check_connection,
+            timeout=self.timeout_s,
+            open=False,
+            name="memcurator",
+        )
+        try:
+            self._pool.open(wait=True, timeout=self.timeout_s)
+        except psycopg_pool.PoolTimeout as e:
+            self._pool.close()
+            raise StoreError(
+                f"cannot connect to PostgreSQL at {self.path} within {self.timeout_s:g} s; is "
+                "the server running and the URL right?"
+            ) from e
+        with self._conn() as c:
+            if readonly:
+                v = self._run(lambda: current_version(c))
+                if v == 0:
+                    self.close()
+                    raise StoreError(f"no memcurator store at {self.path}")
+            else:
+                self._run(lambda: migrate(c))
+
+    # ------------------------------------------------------------------ plumbing
+    def _run(self, fn: Callable[[], Any]) -> Any:
+        """Call ``fn``; a psycopg error becomes memcurator's (no raw driver error escapes)."""
+        pg = self._pg
+        try:
+            return fn()
+        except pg.errors.LockNotAvailable as e:
+            raise StoreError(
+                f"store {self.path}: a lock stayed held by another writer for more than "
+                f"{self.timeout_s:g} s; raise timeout_s or reduce concurrent writers"
+            ) from e
+        except pg.OperationalError as e:
+            raise StoreError(
+                f"lost the connection to PostgreSQL at {self.path} ({str(e).strip()}); the "
+                "operation did not complete and its transaction rolled back; the next call "
+                "reconnects"
+            ) from e
+        except pg.errors.UndefinedFile as e:
+            raise StoreError(f"PostgreSQL at {self.path}: {e} (is pgvector installed?)") from e
+        except (pg.DataError, pg.IntegrityError) as e:
+            raise InvalidInput(f"PostgreSQL refused the value: {str(e).strip()}") from e
+        except pg.Error as e:
+            raise StoreError(f"PostgreSQL error on {self.path}: {str(e).strip()}") from e
+
+    @contextmanager
+    def _conn(self) -> Iterator[Any]:
+        """This thread's transaction connection, else one borrowed from the pool."""
+        if self._closed:
+            raise StoreError(f"store {self.path} is closed")
+        if self._tx.conn is not None:
+            yield self._tx.conn
+            return
+        try:
+            with self._pool.connection() as c:
+                yield c
+        except self._pgpool.PoolTimeout as e:
+            raise StoreError(
+                f"no connection to PostgreSQL at {self.path} within {self.timeout_s:g} s "
+                "(server down, or every pooled connection busy)"
+            ) from e
+        except self._pg.OperationalError as e:
+            raise StoreError(
+                f"lost the connection to PostgreSQL at {self.path} ({str(e).strip()}); the next "
+                "call reconnects"
+            ) from e
+
+    def _q(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+        """Rows of one statement (on this thread's transaction if one is open)."""
+        with self._conn() as c:
+            return self._run(lambda: c.execute(sql, args).fetchall())
+
+    def _one(self, sql: str, args: Any = None) -> tuple[Any, ...] | None:
+        rows = self._q(sql, args)
+        return rows[0] if rows else None
+
+    def _x(self, sql: str, args: Any = None) -> int:
+        """Execute one statement inside the current transaction; its row count."""
+        c = self._tx.conn
+        return int(self._run(lambda: c.execute(sql, args).rowcount))
+
+    def _write(self, namespace: str) -> None:
+        """Inside a transaction: lock ``namespace`` (once) and mark it changed."""
+        self._lock_ns(namespace)
+        self._tx.touched.add(namespace)
+
+    def _lock_ns(self, namespace: str) -> None:
+        """Inside a transaction: take ``namespace``'s lock (once; none under the store-wide
+        one)."""
+        tx = self._tx
+        if not tx.store_wide and namespace not in tx.locked:
+            c = tx.conn
+            self._run(
+                lambda: c.execute(
+                    "SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (LOCK_NAMESPACE, namespace)
+                )
+            )
+            tx.locked.add(namespace)
+
+    def _bump_event(self) -> int:
+        with self._event_lock:
+            self._event = next(self._events)
+            return self._event
+
+    @contextmanager
+    def _writing(self, namespace: str) -> Iterator[None]:
+        """A transaction (joined if one is open) that writes ``namespace``."""
+        with self.transaction(namespace=namespace):
+            self._write(namespace)
+            yield
+
+    @contextmanager
+    def transaction(self, namespace: str | None = None) -> Iterator[None]:
+        """One write transaction; nested calls (same thread) join the outer one.
+
+        Parameters
+        ----------
+        namespace : str, optional
+            The namespace it writes: its lock is taken first, so everything read inside sees
+            every earlier commit to it and no other process writes it until this commits.
+            None takes the store-wide lock instead (every namespace waits).
+
+        Raises
+        ------
+        StoreError
+            Read-only or closed store; a lock not granted within ``timeout_s``; the
+            connection lost (the transaction rolled back; the outcome of a commit cut off
+            mid-way is the server's).
+        """
+        tx = self._tx
+        if tx.conn is not None:
+            if namespace is not None:
+                self._lock_ns(namespace)
+            yield
+            return
+        if self.readonly:
+            raise StoreError(f"store {self.path} is open read-only")
+        from psycopg import sql
+
+        with self._conn() as c:
+            tx.conn, tx.locked, tx.touched, tx.infos = c, set(), set(), {}
+            tx.store_wide = namespace is None
+            ok = False
+            try:
+                # one round trip: begin, then the store-wide lock (exclusive without a
+                # namespace, shared with one) and the namespace's lock
+                if namespace is None:
+                    begin = sql.SQL(
+                        "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({}, 0)"
+                    ).format(sql.Literal(LOCK_STORE))
+                else:
+                    begin = sql.SQL(
+                        "BEGIN ISOLATION LEVEL READ COMMITTED; "
+                        "SELECT pg_advisory_xact_lock_shared({}, 0); "
+                        "SELECT pg_advisory_xact_lock({}, hashtext({}))"
+                    ).format(
+                        sql.Literal(LOCK_STORE), sql.Literal(LOCK_NAMESPACE), sql.Literal(namespace)
+                    )
+                    tx.locked.add(namespace)
+                self._run(lambda: c.execute(begin))
+                yield
+                # bump the counters of the namespaces written and read the token this commit
+                # leaves (the CTE's rows are not visible to its SELECT: add one per bump)
+                total = self._run(
+                    lambda: c.execute(
+                        "WITH b AS (INSERT INTO mc_changes(namespace, v) "
+                        "SELECT unnest(%s::text[]), 1 ON CONFLICT (namespace) "
+                        "DO UPDATE SET v = mc_changes.v + 1 RETURNING 1) "
+                        "SELECT COALESCE(sum(v), 0) + (SELECT count(*) FROM b) FROM mc_changes",
+                        (sorted(tx.touched),),
+                    ).fetchone()[0]
+                )
+                self._run(lambda: c.execute("COMMIT"))
+                ok = True
+                tx.own = (int(total), self._bump_event() if tx.touched else self._event)
+            finally:
+                tx.conn = None
+                if not ok:
+                    try:
+                        c.execute("ROLLBACK")
+                    except self._pg.Error:
+                        pass  # a broken connection: the pool discards it
+                    self._bump_event()  # what handles cached from inside it is void
+
+    def change_token(self) -> tuple[int, int]:
+        """``(sum of mc_changes counters, local commits and rollbacks)``: changes when any
+        process commits a change to any namespace, and on this handle's rollbacks."""
+        row = self._one("SELECT COALESCE(sum(v), 0) FROM mc_changes")
+        assert row is not None
+        return (int(row[0]), self._event)
+
+    def committed_token(self) -> tuple[int, int]:
+        """The change token as this thread's last commit left it (what :meth:`change_token`
+        returns unless another connection committed since); see
+        :meth:`memcurator.store.base.Store.committed_token`."""
+        own = getattr(self._tx, "own", None)
+        return own if own is not None else self.change_token()
+
+    def schema_version(self) -> int:
+        with self._conn() as c:
+            return int(self._run(lambda: current_version(c)))
+
+    def secure_erase(self) -> bool:
+        """Make deleted text leave the database's files; True when it could guarantee that.
+
+        ``DELETE`` leaves the row's bytes in its heap page (a dead tuple), plain ``VACUUM``
+        marks the space reusable without zeroing it, and the WAL keeps the inserted row until
+        its segment is removed. So this runs ``VACUUM FULL entries`` (a new copy of the
+        table and its TOAST without dead rows; the old files are unlinked at the next
+        checkpoint), ``pg_switch_wal()`` and ``CHECKPOINT`` (WAL segments before it are
+        removed). The guarantee needs ``wal_recycle=off`` (otherwise old segments are renamed
+        for reuse with their contents), no WAL archiving, no replication slot and no standby
+        (copies elsewhere), and the privileges to run the three commands: when any is
+        missing it still vacuums, returns False and says why in :attr:`erase_report`.
+        False too inside a transaction or when another session's lock outlasted
+        ``timeout_s``. Freed disk blocks are not overwritten (a filesystem matter: use
+        encrypted storage for that). ``docs/storage.md`` has the details.
+        """
+        if self._tx.conn is not None:
+            self.erase_report = "inside a transaction"
+            return False
+        why: list[str] = []
+        with self._conn() as c:
+            try:
+                cfg = dict(
+                    c.execute(
+                        "SELECT name, setting FROM pg_settings WHERE name IN "
+                        "('wal_recycle', 'archive_mode')"
+                    ).fetchall()
+                )
+                if cfg.get("wal_recycle") != "off":
+                    why.append("wal_recycle is on (old WAL segments are reused, not removed)")
+                if cfg.get("archive_mode", "off") != "off":
+                    why.append("WAL archiving is on (archived segments hold the text)")
+                slots = c.execute("SELECT count(*) FROM pg_replication_slots").fetchone()[0]
+                senders = c.execute("SELECT count(*) FROM pg_stat_replication").fetchone()[0]
+                if slots or senders:
+                    why.append("a replication slot or standby holds or received the WAL")
+                c.execute("VACUUM FULL entries")
+                c.execute("CHECKPOINT")
+                c.execute("SELECT pg_switch_wal()")
+                c.execute("CHECKPOINT")
+            except self._pg.errors.InsufficientPrivilege as e:
+                why.append(f"not permitted: {str(e).strip()}")
+            except self._pg.errors.LockNotAvailable:
+                why.append(f"another session held the entries table past {self.timeout_s:g} s")
+            except self._pg.OperationalError as e:
+                raise StoreError(
+                    f"lost the connection to PostgreSQL at {self.path} during secure_erase "
+                    f"({str(e).strip()})"
+                ) from e
+        self.erase_report = "; ".join(why) if why else "erased"
+        return not why
+
+    def close(self) -> None:
+        """Close the pool; any later call raises :class:`StoreError`."""
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
+
+    # ------------------------------------------------------------------ namespaces
+    def create_namespace(
+        self,
+        name: str,
+        *,
+        embedder: str,
+        dim: int,
+        max_bytes: Any = None,
+        vector_dtype: Any = KEEP,
+    ) -> None:
+        """Create ``name`` if absent; if present, check that its embedder and dimension match
+        (:meth:`memcurator.store.sqlite.SQLiteStore.create_namespace`).
+
+        Raises
+        ------
+        InvalidInput, DimensionMismatch
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise InvalidInput("namespace must be a non-empty string")
+        _no_nul(name, embedder)
+        if int(dim) <= 0:
+            raise InvalidInput(f"dim must be positive, got {dim}")
+        keep = max_bytes is KEEP
+        if keep:
+            max_bytes = None
+        if max_bytes is not None and int(max_bytes) <= 0:
+            raise InvalidInput(f"max_bytes must be positive or None, got {max_bytes}")
+        keep_dtype = vector_dtype is KEEP
+        dtype = DEFAULT_DTYPE if keep_dtype else check_dtype(vector_dtype)
+        with self.transaction(namespace=name):  # changed (token moves) only if it writes
+            row = self._one(
+                "SELECT embedder, dim, vector_dtype FROM namespaces WHERE name=%s", (name,)
+            )
+            if row is None:
+                self._write(name)
+                self._x(
+                    "INSERT INTO namespaces(name, embedder, dim, max_bytes, created_at, "
+                    "vector_dtype) VALUES (%s,%s,%s,%s,%s,%s)",
+                    (name, embedder, int(dim), max_bytes, self.clock(), dtype),
+                )
+                self._tx.infos.clear()
+                return
+            if str(row[0]).startswith(REEMBED_PENDING):
+                raise DimensionMismatch(
+                    f"namespace {name!r} is being re-embedded or converted (an unfinished "
+                    f"`memcurator reembed`, {row[0]!r}); run it again to finish: memcurator "
+                    f"reembed STORE --namespace {name}"
+                )
+            if row[0] != embedder or int(row[1]) != int(dim):
+                raise DimensionMismatch(
+                    f"namespace {name!r} was created with embedder {row[0]!r} (dim {row[1]}); "
+                    f"opened with {embedder!r} (dim {dim}). Open it with the same embedder, use "
+                    f"a new namespace, or re-embed it: memcurator reembed STORE --namespace {name}"
+                )
+            if not keep_dtype and row[2] != dtype:
+                raise InvalidInput(
+                    f"namespace {name!r} stores its vectors as {row[2]}; opened with "
+                    f"vector_dtype={dtype!r}. Open it without vector_dtype (it keeps "
+                    f"{row[2]}), use a new namespace, or convert it: memcurator reembed STORE "
+                    f"--namespace {name} --vector-dtype {dtype}"
+                )
+            if not keep:
+                self._write(name)
+                self._x("UPDATE namespaces SET max_bytes=%s WHERE name=%s", (max_bytes, name))
+                self._tx.infos.clear()
+
+    def namespace(self, name: str) -> NamespaceInfo:
+        """Raises :class:`NamespaceNotFound` if ``name`` does not exist.
+
+        Inside a transaction that holds ``name``'s lock (or the store-wide one) the answer is
+        kept until the transaction writes the namespaces table: no other writer can change
+        it meanwhile.
+        """
+        tx = self._tx
+        cacheable = tx.conn is not None and (tx.store_wide or name in tx.locked)
+        if cacheable and name in tx.infos:
+            return tx.infos[name]
+        row = self._one(
+            "SELECT name, embedder, dim, max_bytes, created_at, vector_dtype FROM namespaces "
+            "WHERE name=%s",
+            (name,),
+        )
+        if row is None:
+            raise NamespaceNotFound(
+                f"namespace {name!r} does not exist; known: {self.namespaces()}"
+            )
+        mb = None if row[3] is None else int(row[3])
+        info = NamespaceInfo(row[0], row[1], int(row[2]), mb, float(row[4]), row[5])
+        if cacheable:
+            tx.infos[name] = info
+        return info
+
+    def namespaces(self) -> list[str]:
+        return [r[0] for r in self._q("SELECT name FROM namespaces ORDER BY name")]
+
+    def namespace_stats(self) -> list[NamespaceStats]:
+        """Every namespace with its resident entries and bytes, budget and log length."""
+        rows = self._q(
+            "SELECT n.name, "
+            "(SELECT COUNT(*) FROM entries e WHERE e.namespace = n.name), "
+            "(SELECT COALESCE(SUM(bytes), 0) FROM entries e WHERE e.namespace = n.name), "
+            "n.max_bytes, n.embedder, n.dim, "
+            "(SELECT COUNT(*) FROM decisions d WHERE d.namespace = n.name), "
+            "(SELECT policy FROM policy_state p WHERE p.namespace = n.name), "
+            "n.vector_dtype FROM namespaces n ORDER BY n.name"
+        )
+        return [
+            NamespaceStats(
+                r[0],
+                int(r[1]),
+                int(r[2]),
+                None if r[3] is None else int(r[3]),
+                r[4],
+                int(r[5]),
+                int(r[6]),
+                r[7],
+                r[8],
+            )
+            for r in rows
+        ]
+
+    def delete_namespace(self, name: str, *, reason: str = "namespace deleted") -> int:
+        """Delete a namespace, its entries and policy state; a ``forget`` tombstone per entry
+        and one for the namespace stay in the log (as on SQLite). Returns the bytes freed.
+
+        Raises
+        ------
+        NamespaceNotFound
+        """
+        with self._writing(name):
+            self.namespace(name)
+            rows = self._q("SELECT id, bytes FROM entries WHERE namespace=%s ORDER BY pos", (name,))
+            st = self._one("SELECT step FROM policy_state WHERE namespace=%s", (name,))
+            step = int(st[0]) if st else 0
+            for eid, nb in rows:
+                self.log(name, step=step, action="forget", entry_id=eid, reason=reason, nbytes=nb)
+            freed = sum(int(r[1]) for r in rows)
+            self.log(
+                name,
+                step=step,
+                action="forget",
+                entry_id="",
+                reason=f"{reason}: namespace {name!r} removed with {len(rows)} entries",
+                nbytes=freed,
+            )
+            self._x("DELETE FROM entries WHERE namespace=%s", (name,))
+            self._x("UPDATE shared_out SET forgotten=true WHERE namespace=%s", (name,))
+            self._x("DELETE FROM policy_state WHERE namespace=%s", (name,))
+            self._x("DELETE FROM namespaces WHERE name=%s", (name,))
+            self._tx.infos.clear()
+        self.secure_erase()
+        return freed
+
+    # ------------------------------------------------------------------ entries
+    def insert(self, entry: Entry) -> None:
+        """Insert one entry (caller holds a transaction for multi-step changes).
+
+        Raises
+        ------
+        NamespaceNotFound, DimensionMismatch, InvalidInput
+        """
+        info = self.namespace(entry.namespace)
+        emb = np.asarray(entry.embedding, dtype=np.float32)
+        if emb.shape != (info.dim,):
+            raise DimensionMismatch(
+                f"embedding has shape {emb.shape}; namespace {entry.namespace!r} stores dim "
+                f"{info.dim}"
+            )
+        if not np.all(np.isfinite(emb)):
+            raise InvalidInput("embedding contains NaN or infinite values")
+        _no_nul(entry.id, entry.text, entry.origin_detail)
+        vec, hvec, qvec = _vec_args(emb, info.vector_dtype)
+        args = (
+            entry.id,
+            entry.namespace,
+            entry.kind,
+            entry.text,
+            int(entry.bytes),
+            int(entry.raw_bytes),
+            vec,
+            hvec,
+            qvec,
+            info.vector_dtype,
+            entry.origin,
+            entry.origin_detail,
+            entry.reinforcement,
+            entry.uses,
+            entry.successes,
+            entry.failures,
+            entry.created_step,
+            entry.last_used_step,
+            json.dumps(entry.meta, sort_keys=True),
+            _finite_stats(entry.stats),
+        )
+        with self._writing(entry.namespace):
+            if self._one(
+                "SELECT 1 FROM entries WHERE namespace=%s AND id=%s", (entry.namespace, entry.id)
+            ):
+                raise InvalidInput(f"entry id {entry.id!r} already exists")
+            self._x(
+                "INSERT INTO entries(id, namespace, kind, text, bytes, raw_bytes, vec, hvec, "
+                "qvec, vec_dtype, origin, origin_detail, reinforcement, uses, successes, "
+                "failures, created_step, last_used_step, meta, stats) VALUES "
+                "(%s,%s,%s,%s,%s,%s,%s::vector,%s::halfvec,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                args,
+            )
+
+    def get(self, namespace: str, entry_id: str) -> Entry:
+        """Raises :class:`EntryNotFound` for an unknown id (never returns None)."""
+        row = self._one(
+            f"SELECT {_ENTRY_COLS} FROM entries WHERE namespace=%s AND id=%s",
+            (namespace, entry_id),
+        )
+        if row is None:
+            self.namespace(namespace)
+            raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
+        return _row_to_entry(row)
+
+    def entries(self, namespace: str) -> list[Entry]:
+        """All resident entries of ``namespace`` in insertion order (one statement: one
+        snapshot, never half of another process's commit)."""
+        rows = self._q(
+            f"SELECT {_ENTRY_COLS} FROM entries WHERE namespace=%s ORDER BY pos", (namespace,)
+        )
+        if not rows:
+            self.namespace(namespace)
+        return [_row_to_entry(r) for r in rows]
+
+    def update(self, entry: Entry) -> None:
+        """Write back an entry's mutable fields.
+
+        Raises
+        ------
+        EntryNotFound, NamespaceNotFound, InvalidInput
+        """
+        _no_nul(entry.text)
+        with self._writing(entry.namespace):
+            dtype = self.namespace(entry.namespace).vector_dtype
+            emb = np.asarray(entry.embedding, dtype=np.float32)
+            vec, hvec, qvec = _vec_args(emb, dtype)
+            n = self._x(
+                "UPDATE entries SET kind=%s, text=%s, bytes=%s, raw_bytes=%s, vec=%s::vector, "
+                "hvec=%s::halfvec, qvec=%s, vec_dtype=%s, reinforcement=%s, uses=%s, "
+                "successes=%s, failures=%s, last_used_step=%s, meta=%s, stats=%s "
+                "WHERE namespace=%s AND id=%s",
+                (
+                    entry.kind,
+                    entry.text,
+                    int(entry.bytes),
+                    int(entry.raw_bytes),
+                    vec,
+                    hvec,
+                    qvec,
+                    dtype,
+                    entry.reinforcement,
+                    entry.uses,
+                    entry.successes,
+                    entry.failures,
+                    entry.last_used_step,
+                    json.dumps(entry.meta, sort_keys=True),
+                    _finite_stats(entry.stats),
+                    entry.namespace,
+                    entry.id,
+                ),
+            )
+            if n == 0:
+                raise EntryNotFound(f"no entry {entry.id!r} in namespace {entry.namespace!r}")
+
+    def delete(self, namespace: str, entry_id: str) -> int:
+        """Hard-delete one entry; its freed bytes. Gone from every read path at commit; from
+        the database files after :meth:`secure_erase`.
+
+        Raises
+        ------
+        EntryNotFound
+        """
+        with self._writing(namespace):
+            row = self._one(
+                "DELETE FROM entries WHERE namespace=%s AND id=%s RETURNING bytes",
+                (namespace, entry_id),
+            )
+            if row is None:
+                raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
+        return int(row[0])
+
+    def known_ids(self, namespace: str, ids: list[str]) -> set[str]:
+        """Those of ``ids`` that are or were entries of ``namespace`` (resident, or in its
+        decision log); every id once the log was compacted."""
+        want = list(dict.fromkeys(str(i) for i in ids))
+        if not want:
+            return set()
+        if self._one(
+            "SELECT 1 FROM decisions WHERE namespace=%s AND action='compact' LIMIT 1", (namespace,)
+        ):
+            return set(want)
+        rows = self._q(
+            "SELECT id FROM entries WHERE namespace=%s AND id = ANY(%s) UNION "
+            "SELECT entry_id FROM decisions WHERE namespace=%s AND entry_id = ANY(%s)",
+            (namespace, want, namespace, want),
+        )
+        return {str(r[0]) for r in rows}
+
+    def vector_rows(
+        self,
+        namespace: str,
+        *,
+        after: int = 0,
+        limit: int | None = None,
+        other_than: tuple[str, int] | None = None,
+    ) -> list[VectorRow]:
+        """Entries after position ``after`` in insertion order, at most ``limit``; with
+        ``other_than=(dtype, nbytes)`` only those stored in another precision or size."""
+        vbytes = (
+            "CASE vec_dtype WHEN 'float32' THEN 4 * vector_dims(vec) "
+            "WHEN 'float16' THEN 2 * vector_dims(hvec) ELSE length(qvec) END"
+        )
+        q = f"SELECT pos, id, text, bytes, {vbytes} FROM entries WHERE namespace=%s AND pos>%s"
+        args: list[Any] = [namespace, int(after)]
+        if other_than is not None:
+            q += f" AND (vec_dtype != %s OR {vbytes} != %s)"
+            args += [str(other_than[0]), int(other_than[1])]
+        q += " ORDER BY pos"
+        if limit is not None:
+            q += " LIMIT %s"
+            args.append(int(limit))
+        rows = self._q(q, args)
+        return [VectorRow(int(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4])) for r in rows]
+
+    def used_bytes(self, namespace: str) -> int:
+        """Resident bytes ``sum(b(m))`` of the namespace."""
+        self.namespace(namespace)
+        row = self._one(
+            "SELECT COALESCE(SUM(bytes), 0) FROM entries WHERE namespace=%s", (namespace,)
+        )
+        return int(row[0]) if row else 0
+
+    def count(self, namespace: str) -> int:
+        """Number of resident entries. Raises :class:`NamespaceNotFound`."""
+        self.namespace(namespace)
+        row = self._one("SELECT COUNT(*) FROM entries WHERE namespace=%s", (namespace,))
+        return int(row[0]) if row else 0
+
+    # ------------------------------------------------------------------ policy state
+    def save_state(self, namespace: str, policy: str, step: int, state: dict[str, Any]) -> None:
+        """Persist a policy's learned state (JSON) and the logical step, in one row."""
+        with self._writing(namespace):
+            self._x(
+                "INSERT INTO policy_state(namespace, policy, step, state) VALUES (%s,%s,%s,%s) "
+                "ON CONFLICT (namespace) DO UPDATE SET policy=excluded.policy, "
+                "step=excluded.step, state=excluded.state",
+                (namespace, policy, int(step), json.dumps(state)),
+            )
+
+    def load_state(self, namespace: str) -> tuple[str, int, dict[str, Any]] | None:
+        """(policy name, step, state) saved for ``namespace``, or None."""
+        row = self._one(
+            "SELECT policy, step, state FROM policy_state WHERE namespace=%s", (namespace,)
+        )
+        return None if row is None else (row[0], int(row[1]), json.loads(row[2]))
+
+    # ------------------------------------------------------------------ decision log
+    def log(
+        self,
+        namespace: str,
+        *,
+        step: int,
+        action: str,
+        entry_id: str,
+        score: float = float("nan"),
+        reason: str = "",
+        policy: str = "",
+        nbytes: int = 0,
+        at: float | None = None,
+    ) -> None:
+        """Append one decision (NaN ``score`` is stored as NULL; ``at`` defaults to now)."""
+        sc = None if score is None or not math.isfinite(float(score)) else float(score)
+        _no_nul(reason, entry_id)
+        with self._writing(namespace):
+            self._x(
+                "INSERT INTO decisions(namespace, step, action, entry_id, score, reason, policy, "
+                "bytes, at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                (
+                    namespace,
+                    int(step),
+                    action,
+                    entry_id,
+                    sc,
+                    reason,
+                    policy,
+                    int(nbytes),
+                    self.clock() if at is None else float(at),
+                ),
+            )
+
+    def last_seq(self) -> int:
+        """Sequence number of the newest decision in the whole store (0 when none)."""
+        row = self._one("SELECT COALESCE(MAX(seq), 0) FROM decisions")
+        return int(row[0]) if row else 0
+
+    def decisions(
+        self, namespace: str, *, since: int = 0, action: str | None = None
+    ) -> list[Decision]:
+        """Decisions of ``namespace`` with ``seq > since``, oldest first.
+
+        Raises
+        ------
+        NamespaceNotFound, InvalidInput
+        """
+        if action is not None and action not in DECISION_ACTIONS:
+            raise InvalidInput(f"unknown action {action!r}; known: {list(DECISION_ACTIONS)}")
+        self.namespace(namespace)
+        return self._decision_rows(namespace, since, action)
+
+    def _decision_rows(self, namespace: str, since: int, action: str | None) -> list[Decision]:
+        q = (
+            "SELECT seq, namespace, step, action, entry_id, score, reason, policy, bytes, at "
+            "FROM decisions WHERE namespace=%s AND seq>%s"
+        )
+        args: list[Any] = [namespace, int(since)]
+        if action is not None:
+            q += " AND action=%s"
+            args.append(action)
+        rows = self._q(q + " ORDER BY seq", args)
+        return [
+            Decision(
+                int(r[0]),
+                r[1],
+                int(r[2]),
+                r[3],
+                r[4],
+                float("nan") if r[5] is None else float(r[5]),
+                r[6],
+                r[7],
+                int(r[8]),
+                float(r[9]),
+            )
+            for r in rows
+        ]
+
+    def decision_count(self, namespace: str) -> int:
+        """Rows of ``namespace``'s decision log (summary rows included)."""
+        row = self._one("SELECT COUNT(*) FROM decisions WHERE namespace=%s", (namespace,))
+        return int(row[0]) if row else 0
+
+    def deleted_namespace_log(self, namespace: str, *, action: str | None = None) -> list[Decision]:
+        """The decision log a deleted namespace left behind, oldest first.
+
+        Raises
+        ------
+        NamespaceNotFound, InvalidInput
+        """
+        if action is not None and action not in DECISION_ACTIONS:
+            raise InvalidInput(f"unknown action {action!r}; known: {list(DECISION_ACTIONS)}")
+        if namespace in self.namespaces():
+            raise NamespaceNotFound(f"namespace {namespace!r} exists; it is not a deleted one")
+        if not self.decision_count(namespace):
+            raise NamespaceNotFound(
+                f"namespace {namespace!r} does not exist and left no decision log; known: "
+                f"{self.namespaces()}"
+            )
+        return self._decision_rows(namespace, 0, action)
+
+    def compact_log(
+        self,
+        namespace: str,
+        *,
+        keep: int | None = None,
+        max_age_s: float | None = None,
+        step: int = 0,
+    ) -> int:
+        """Apply a retention to ``namespace``'s decision log; returns the rows dropped
+        (:meth:`memcurator.store.sqlite.SQLiteStore.compact_log`)."""
+        if keep is not None and (isinstance(keep, bool) or int(keep) < 1):
+            raise InvalidInput(f"keep must be a positive integer or None, got {keep!r}")
+        with self._writing(namespace):
+            self.namespace(namespace)
+            cut = 0
+            if keep is not None:
+                row = self._one(
+                    "SELECT seq FROM decisions WHERE namespace=%s ORDER BY seq DESC LIMIT 1 "
+                    "OFFSET %s",
+                    (namespace, int(keep)),
+                )
+                cut = int(row[0]) if row else 0
+            cond = "namespace=%s AND (seq<=%s"
+            args: list[Any] = [namespace, cut]
+            if max_age_s is not None:
+                cond += " OR at<%s"
+                args.append(self.clock() - float(max_age_s))
+            cond += ")"
+            groups = self._q(
+                f"SELECT action, COUNT(*), COALESCE(SUM(bytes),0), MIN(seq), MAX(seq) "
+                f"FROM decisions WHERE {cond} AND action != 'compact' GROUP BY action",
+                args,
+            )
+            n = sum(int(g[1]) for g in groups)
+            if n == 0:
+                return 0
+            for action, cnt, nb, lo, hi in groups:
+                self._x(
+                    "INSERT INTO log_dropped(namespace, action, n, bytes, first_seq, last_seq) "
+                    "VALUES (%s,%s,%s,%s,%s,%s) ON CONFLICT (namespace, action) DO UPDATE SET "
+                    "n=log_dropped.n+excluded.n, bytes=log_dropped.bytes+excluded.bytes, "
+                    "first_seq=LEAST(log_dropped.first_seq, excluded.first_seq), "
+                    "last_seq=GREATEST(log_dropped.last_seq, excluded.last_seq)",
+                    (namespace, action, int(cnt), int(nb), int(lo), int(hi)),
+                )
+            tot = self._q(
+                "SELECT action, n, bytes, first_seq, last_seq FROM log_dropped "
+                "WHERE namespace=%s ORDER BY action",
+                (namespace,),
+            )
+            all_n = sum(int(t[1]) for t in tot)
+            lo = min(int(t[3]) for t in tot)
+            hi = max(int(t[4]) for t in tot)
+            parts = ", ".join(f"{t[0]}={t[1]} ({t[2]} B)" for t in tot)
+            self._x("SELECT set_config('memcurator.compacting', 'on', true)")
+            try:
+                self._x(
+                    f"DELETE FROM decisions WHERE ({cond}) OR (namespace=%s AND action='compact')",
+                    [*args, namespace],
+                )
+            finally:
+                self._x("SELECT set_config('memcurator.compacting', 'off', true)")
+            self.log(
+                namespace,
+                step=step,
+                action="compact",
+                entry_id="",
+                reason=f"log retention has dropped {all_n} decisions, seq {lo}..{hi} "
+                f"({n} in this pass): {parts}",
+                nbytes=sum(int(t[2]) for t in tot),
+            )
+        return n
+
+    # ------------------------------------------------------------------ peers
+    def mark_shared(self, namespace: str, entry_id: str, peer: str) -> None:
+        """Remember that ``entry_id`` was sent to ``peer`` (for forget notices)."""
+        with self._writing(namespace):
+            self._x(
+                "INSERT INTO shared_out(namespace, entry_id, peer) VALUES (%s,%s,%s) "
+                "ON CONFLICT DO NOTHING",
+                (namespace, entry_id, peer),
+            )
+
+    def mark_forgotten(self, namespace: str, entry_id: str) -> int:
+        """Flag every copy of ``entry_id`` sent to a peer as owed a forget notice."""
+        with self._writing(namespace):
+            return self._x(
+                "UPDATE shared_out SET forgotten=true WHERE namespace=%s AND entry_id=%s",
+                (namespace, entry_id),
+            )
+
+    def pending_notices(self, namespace: str, peer: str) -> list[str]:
+        """Ids sent to ``peer`` (or shared without a peer name) and forgotten since."""
+        rows = self._q(
+            "SELECT entry_id FROM shared_out WHERE namespace=%s AND forgotten "
+            "AND peer IN (%s, '') ORDER BY entry_id",
+            (namespace, peer),
+        )
+        return [str(r[0]) for r in rows]
+
+    def notice_sent(self, namespace: str, entry_id: str, peer: str) -> None:
+        """A forget notice for ``entry_id`` went to ``peer``: nothing more is owed there."""
+        with self._writing(namespace):
+            self._x(
+                "DELETE FROM shared_out WHERE namespace=%s AND entry_id=%s AND peer IN (%s, '')",
+                (namespace, entry_id, peer),
+            )
+
+    # ------------------------------------------------------------------ re-embedding
+    def set_embedder(
+        self, namespace: str, embedder: str, dim: int, vector_dtype: str | None = None
+    ) -> None:
+        """Record that every entry of ``namespace`` is now embedded by ``embedder`` (dim)."""
+        with self._writing(namespace):
+            info = self.namespace(namespace)
+            dtype = info.vector_dtype if vector_dtype is None else check_dtype(vector_dtype)
+            self._x(
+                "UPDATE namespaces SET embedder=%s, dim=%s, vector_dtype=%s WHERE name=%s",
+                (embedder, int(dim), dtype, namespace),
+            )
+            self._tx.infos.clear()
+
+    def set_embedding(
+        self,
+        namespace: str,
+        entry_id: str,
+        embedding: np.ndarray,
+        nbytes: int,
+        vector_dtype: str | None = None,
+    ) -> None:
+        """Replace one entry's embedding and stored bytes (re-embedding); no other field."""
+        emb = np.asarray(embedding, dtype=np.float32)
+        if not np.all(np.isfinite(emb)):
+            raise InvalidInput("embedding contains NaN or infinite values")
+        with self._writing(namespace):
+            dtype = (
+                self.namespace(namespace).vector_dtype
+                if vector_dtype is None
+                else check_dtype(vector_dtype)
+            )
+            vec, hvec, qvec = _vec_args(emb, dtype)
+            n = self._x(
+                "UPDATE entries SET vec=%s::vector, hvec=%s::halfvec, qvec=%s, vec_dtype=%s, "
+                "bytes=%s WHERE namespace=%s AND id=%s",
+                (vec, hvec, qvec, dtype, int(nbytes), namespace, entry_id),
+            )
+            if n == 0:
+                raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
+
+    # ------------------------------------------------------------------ vector search
+    def _vec_expr(self, namespace: str) -> tuple[str, str, str]:
+        """(column expression, operator class, query cast) of ``namespace``'s vectors."""
+        info = self.namespace(namespace)
+        if info.vector_dtype == "float32":
+            return f"(vec::vector({info.dim}))", "vector_cosine_ops", f"vector({info.dim})"
+        if info.vector_dtype == "float16":
+            return f"(hvec::halfvec({info.dim}))", "halfvec_cosine_ops", f"halfvec({info.dim})"
+        raise InvalidInput(
+            f"namespace {namespace!r} stores int8 vectors (bytea): no pgvector index; convert "
+            "it with memcurator reembed --vector-dtype float16 or float32"
+        )
+
+    def ensure_hnsw(self, namespace: str, *, m: int = 16, ef_construction: int = 64) -> str:
+        """Build (if absent) an HNSW index over ``namespace``'s vectors (cosine); its name.
+
+        A partial expression index per namespace (the column has no dimension; the index
+        casts to the namespace's). ``m``: links per node per layer (pgvector default 16; more
+        raises recall and memory). ``ef_construction``: candidate list while building (default
+        64; more builds slower and better). Query-time breadth is ``ef_search`` of
+        :meth:`nearest`. Not used by ``Memory.recall`` (which ranks its resident set in
+        memory); for namespaces too large to hold in a process.
+
+        Raises
+        ------
+        InvalidInput
+            An int8 namespace (no pgvector type holds it).
+        """
+        from psycopg import sql
+
+        expr, ops, _ = self._vec_expr(namespace)
+        dtype = self.namespace(namespace).vector_dtype
+        name = "entries_hnsw_" + format(abs(hash_ns(namespace)), "x")
+        ddl = sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON entries USING hnsw (" + expr + " " + ops + ") "
+            "WITH (m = {}, ef_construction = {}) WHERE namespace = {} AND vec_dtype = {}"
+        ).format(
+            sql.Identifier(name),
+            sql.Literal(int(m)),
+            sql.Literal(int(ef_construction)),
+            sql.Literal(namespace),
+            sql.Literal(dtype),
+        )
+        with self._conn() as c:
+            self._run(lambda: c.execute(ddl))
+        return name
+
+    def nearest(
+        self,
+        namespace: str,
+        query: np.ndarray,
+        k: int,
+        *,
+        where: str | None = None,
+        params: tuple[Any, ...] = (),
+        ef_search: int = 40,
+        iterative: bool = True,
+        index: bool | None = None,
+    ) -> list[Nearest]:
+        """The ``k`` entries of ``namespace`` nearest to ``query`` (cosine) that pass ``where``.
+
+        Parameters
+        ----------
+        query : ndarray of shape (dim,)
+        k : int
+        where : str, optional
+            A SQL condition over the ``entries`` columns with ``%s`` placeholders for
+            ``params`` (e.g. ``"(meta::jsonb ->> 'user') = %s"``). Trusted SQL from the
+            caller, never user text: the values go in ``params``.
+        ef_search : int, default 40
+            ``hnsw.ef_search``: candidates the index scan keeps (recall vs time).
+        iterative : bool, default True
+            ``hnsw.iterative_scan = relaxed_order`` (pgvector >= 0.8): the index scan goes on
+            until ``k`` rows pass the filter. Without it pgvector filters the ``ef_search``
+            candidates after the scan, so a filter passing 10% of the rows leaves about
+            ``ef_search / 10`` results, fewer than ``k``.
+        index : bool or None
+            None: the planner chooses; True: avoid sequential scans (use the HNSW index of
+            :meth:`ensure_hnsw`); False: exact search (no index scan).
+
+        Returns
+        -------
+        list of Nearest
+            Best first, at most ``k``.
+
+        Raises
+        ------
+        InvalidInput
+            ``k < 1``, a query of the wrong shape, an int8 namespace.
+        """
+        from psycopg import sql
+
+        if isinstance(k, bool) or int(k) < 1:
+            raise InvalidInput(f"k must be a positive integer, got {k!r}")
+        expr, _, cast = self._vec_expr(namespace)
+        dim = self.namespace(namespace).dim
+        q = np.asarray(query, dtype=np.float32)
+        if q.shape != (dim,) or not np.all(np.isfinite(q)):
+            raise InvalidInput(f"query must be a finite vector of shape ({dim},), got {q.shape}")
+        qtext = _vec_text(q if cast.startswith("vector") else q.astype(np.float16))
+        cond = "" if where is None else f" AND ({where})"
+        stmt = sql.SQL(
+            "SELECT id, 1 - (" + expr + " <=> %s::" + cast + ") FROM entries WHERE namespace = {} "
+            "AND vec_dtype = {}" + cond + " ORDER BY " + expr + " <=> %s::" + cast + " LIMIT %s"
+        ).format(sql.Literal(namespace), sql.Literal(self.namespace(namespace).vector_dtype))
+        with self._conn() as c:
+
+            def go() -> list[Any]:
+                with c.transaction():
+                    c.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search),))
+                    if iterative:
+                        c.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+                    if index is True:
+                        c.execute("SET LOCAL enable_seqscan = off")
+                    elif index is False:
+                        c.execute("SET LOCAL enable_indexscan = off")
+                    args = (qtext, *params, qtext, int(k))
+                    return c.execute(stmt, args, prepare=False).fetchall()
+
+            rows = self._run(go)
+        out = [Nearest(str(r[0]), float(r[1])) for r in rows]
+        if iterative:  # relaxed order: results may be slightly out of order
+            out.sort(key=lambda n: -n.cosine)
+        return out
+
+
+class Nearest(NamedTuple):
+    """One row of :meth:`PostgresStore.nearest`: an entry id and its cosine to the query."""
+
+    id: str
+    cosine: float
+
+
+def migrate_url(url: str, *, timeout_s: float = 30.0) -> tuple[int, int]:
+    """Bring the database at ``url`` to this memcurator's schema; ``(before, after)``.
+
+    Raises
+    ------
+    MissingExtra, StoreError
+    """
+    psycopg, _ = _psycopg()
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=int(timeout_s)) as c:
+            return migrate(c)
+    except psycopg.Error as e:
+        raise StoreError(f"cannot migrate PostgreSQL at {redact(url)}: {str(e).strip()}") from e
+
+
+def _implements_store(store: PostgresStore) -> Store:
+    """Never called: mypy checks here that :class:`PostgresStore` implements the protocol."""
+    return store
+
+
+__all__ = ["SCHEMES", "Nearest", "PostgresStore", "hash_ns", "migrate_url", "redact"]

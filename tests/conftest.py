@@ -1,0 +1,77 @@
+"""Shared fixtures: a real PostgreSQL server (with pgvector) for the PostgreSQL backend's tests.
+
+``MEMCURATOR_TEST_PG_URL`` set: the tests use that server (a superuser URL: each test gets a
+database of its own, created and dropped here). Unset: one local server for the session
+(:class:`memcurator.store.pglocal.LocalPostgres`, 127.0.0.1, a free port, a temporary data
+folder). When no server can be had, the tests that need one fail under ``CI=true`` (CI must
+never pass by skipping the second backend) and are skipped elsewhere with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+@dataclass
+class PgServer:
+    """A server the tests may use: its admin URL and, when started here, its data folder (for
+    reading the database files) and the launcher (for restarts)."""
+
+    url: str
+    datadir: Path | None
+    local: object | None = None
+
+    def db_url(self, dbname: str) -> str:
+        base, _, _ = self.url.rpartition("/")
+        return f"{base}/{dbname}"
+
+
+def _unavailable(why: str) -> None:
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"PostgreSQL is required in CI and could not be had: {why}")
+    pytest.skip(f"no PostgreSQL server: {why}")
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    url = os.environ.get("MEMCURATOR_TEST_PG_URL")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _unavailable("psycopg is not installed (pip install 'memcurator[postgres]')")
+    if url:
+        yield PgServer(url, None)
+        return
+    from memcurator.errors import MemcuratorError
+    from memcurator.store.pglocal import LocalPostgres
+
+    try:
+        local = LocalPostgres()
+        local.start()
+    except (MemcuratorError, OSError) as e:
+        _unavailable(f"the local server did not start: {e}")
+    try:
+        yield PgServer(local.url, local.datadir, local)
+    finally:
+        local.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: PgServer) -> Iterator[str]:
+    """The URL of a new, empty database on the session's server, dropped afterwards."""
+    import psycopg
+
+    name = "mc_test_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(pg_server.url, autocommit=True) as c:
+        c.execute(f"CREATE DATABASE {name}")
+    try:
+        yield pg_server.db_url(name)
+    finally:
+        with psycopg.connect(pg_server.url, autocommit=True) as c:
+            c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
