@@ -69,6 +69,26 @@ def test_memory_block_respects_the_character_budget() -> None:
     assert memory_block(ents, 0) == ("", [])
 
 
+def test_outside_entries_are_spotlighted_only_under_the_trust_policy() -> None:
+    """Spotlighting is the Trust policy's prompt defence: curator's probation policies wrap an
+    outside entry as data; the ungoverned baselines show it as it is (their ASR stays theirs)."""
+    from memcurator import Memory
+
+    for policy, wrapped in (("keep-all", False), ("lru", False), ("curator", True)):
+        mem = Memory(policy=policy)
+        own = mem.write("Task: one\nAction: SELECT 1;").id
+        out = mem.write("Task: two\nAction: SELECT 2;", origin="peer").id
+        if wrapped:  # on probation: corroborate it so that it may be injected at all
+            mem.feedback([out], 1.0, verified=True)
+        block, used = memory_block(
+            [mem.get(own), mem.get(out)], 10_000, spotlight_outside=mem.policy.probation
+        )
+        assert used == [own, out]
+        assert block.startswith(mem.get(own).text)  # own experience is never wrapped
+        assert ("<<data from peer" in block) is wrapped, policy
+        assert ("Action: SELECT 2;" in block) is (not wrapped), policy
+
+
 def test_extract_sql_and_fake_copier() -> None:
     assert extract_sql("```sql\nSELECT 1;\n```") == "SELECT 1;"
     assert extract_sql(" SQL: SELECT 2;\nmore") == "SELECT 2;"

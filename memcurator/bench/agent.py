@@ -41,14 +41,19 @@ def build_prompt(
     return f"{HEADER}\n{mem}Table: {schema}\nTask: {task.instruction}\nAction:"
 
 
-def memory_block(entries: list[Entry], budget_chars: int) -> tuple[str, list[str]]:
+def memory_block(
+    entries: list[Entry], budget_chars: int, *, spotlight_outside: bool = False
+) -> tuple[str, list[str]]:
     """Concatenate recalled entries into at most ``budget_chars`` characters.
 
     The whole injected block counts against the budget; an entry that does not fit whole is cut
     at the budget (so the part that is injected is what the model sees). Returns the block and
-    the ids that were (at least partly) injected. An entry from outside the agent's own
-    experience (origin peer/external, admitted or corroborated) is wrapped as data
-    (:func:`memcurator.trust.provenance.spotlight`: delimited, labelled, datamarked).
+    the ids that were (at least partly) injected. With ``spotlight_outside`` (the memory's
+    policy runs the Trust gate's probation, :attr:`memcurator.policy.base.Policy.probation`),
+    an entry from outside the agent's own experience (origin peer/external, corroborated) is
+    wrapped as data (:func:`memcurator.trust.provenance.spotlight`: delimited, labelled,
+    datamarked). The ungoverned baselines (keep-all, LRU, ...) render every entry plainly: the
+    prompt defence belongs to the Trust policy, not to the bench.
     """
     parts: list[str] = []
     used: list[str] = []
@@ -57,7 +62,7 @@ def memory_block(entries: list[Entry], budget_chars: int) -> tuple[str, list[str
         if left <= 0:
             break
         text = m.text
-        if m.origin != "self":  # outside content is shown as data, never as instructions
+        if spotlight_outside and m.origin != "self":  # outside content is shown as data
             text = spotlight(m.text, f"{m.origin} {m.origin_detail}".strip())
         piece = text if len(text) <= left else text[:left]
         parts.append(piece)
@@ -244,7 +249,9 @@ def run_task(
     hit = None
     if curator is None:
         hit = memory.recall(task.instruction, k=cfg.k)
-        block, used = memory_block(hit.entries, cfg.inject_chars)
+        block, used = memory_block(
+            hit.entries, cfg.inject_chars, spotlight_outside=memory.policy.probation
+        )
         t_mem = clock() - t0
         injected = [m for m in hit.entries if m.id in used]
     else:

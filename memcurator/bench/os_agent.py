@@ -168,7 +168,7 @@ def run_os_task(
     t0 = clock()
     hit = memory.recall(task.instruction, k=cfg.k)
     shown = [dataclasses.replace(m, text=as_dialogue(m.text)) for m in hit.entries]
-    block, used = memory_block(shown, cfg.inject_chars)
+    block, used = memory_block(shown, cfg.inject_chars, spotlight_outside=memory.policy.probation)
     injected = [m for m in hit.entries if m.id in used]
     t_mem = clock() - t0
     poison_in = any(m.meta.get("poison") for m in injected)
