@@ -319,9 +319,15 @@ class Client:
         body = {"round": round, "sketch": [float(x) for x in sketch]}
         self._call("PUT", "/v1/hub/sketch", json=body)
 
-    def hub_sketches(self) -> dict[str, tuple[int, list[float]]]:
-        """Every peer's last published ``(round, sketch)`` in the key's group, by name."""
-        d = self._call("GET", "/v1/hub/sketches")
+    def hub_sketches(
+        self, *, min_round: int = 0, peers: Iterable[str] | None = None
+    ) -> dict[str, tuple[int, list[float]]]:
+        """The last published ``(round, sketch)`` of each peer in the key's group, by name;
+        only those of round ``min_round`` on, of ``peers`` when given."""
+        params: dict[str, Any] = {"min_round": min_round}
+        if peers is not None:
+            params["peer"] = list(peers)
+        d = self._call("GET", "/v1/hub/sketches", params=params)
         return {p: (int(v["round"]), list(v["sketch"])) for p, v in d.items()}
 
     def health(self) -> dict[str, Any]:

@@ -233,6 +233,14 @@ class PeerRun:
     broadcast: bool = False
     #: decision-log actions of the run with outside traffic, summed over the agents
     decisions: dict[str, int] = field(default_factory=dict)
+    #: how the agents exchanged: "inproc" (threads, loopback sockets) or "http" (one process
+    #: per agent, a hub server; :mod:`memcurator.bench.hub_peers`)
+    transport: str = "inproc"
+    #: http only, per agent and round (bytes): push request + response bodies, their headers,
+    #: and every hub call's bodies (sketches, pushes, pulls); NaN for inproc
+    wire_bytes_per_round: float = float("nan")
+    wire_header_bytes_per_round: float = float("nan")
+    wire_all_bytes_per_round: float = float("nan")
     records: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
@@ -642,6 +650,7 @@ def run_peers(
     uplinks: Sequence[int] = (),
     on_run: Callable[[PeerRun], None] | None = None,
     isolated: dict[str, tuple[float, dict[str, Any]]] | None = None,
+    group_runner: Callable[..., tuple[float, dict[str, Any]]] | None = None,
 ) -> list[PeerRun]:
     """Every policy on the same peer group (seed), with and without outside traffic.
 
@@ -666,6 +675,11 @@ def run_peers(
         Cache of isolated runs, filled and read here, keyed by policy and the configuration
         less ``uplink`` (the isolated run does not depend on it). Pass one dict to several calls
         (e.g. one per uplink) to run the isolated reference once per policy and seed.
+    group_runner : callable, optional
+        ``(policy, families, executor, cfg) -> (accuracy, details)`` for the run with outside
+        traffic (default: :func:`run_group`; over HTTP:
+        :func:`memcurator.bench.hub_peers.run_group_http`). The isolated reference exchanges
+        nothing and always runs in process.
 
     Returns
     -------
@@ -690,7 +704,10 @@ def run_peers(
         broadcast = not create_policy(p).can_share
         for L in values[:1] if broadcast else values:
             run_cfg = replace(cfg, uplink=L)
-            acc, det = run_group(p, families, executor, run_cfg, outside=True)
+            if group_runner is None:
+                acc, det = run_group(p, families, executor, run_cfg, outside=True)
+            else:
+                acc, det = group_runner(p, families, executor, run_cfg)
             key = f"{p}|{replace(cfg, uplink=0)!r}"
             if key not in cache:
                 cache[key] = run_group(p, families, executor, run_cfg, outside=False)
@@ -712,6 +729,10 @@ def run_peers(
                 cfg.n_tasks,
                 broadcast=broadcast,
                 decisions=det["decisions"],
+                transport=det.get("transport", "inproc"),
+                wire_bytes_per_round=det.get("wire_bytes_per_round", float("nan")),
+                wire_header_bytes_per_round=det.get("wire_header_bytes_per_round", float("nan")),
+                wire_all_bytes_per_round=det.get("wire_all_bytes_per_round", float("nan")),
                 records=det["records"] + iso_records,
             )
             runs.append(run)
@@ -735,6 +756,20 @@ def format_table(runs: list[PeerRun]) -> str:
                 f"{v['genuine_admitted']:.3f} (n={v['genuine_n']}) | "
                 f"{v['poison_admitted']:.3f} (n={v['poison_n']}) | "
                 f"{v['asr']:.3f} (n={v['asr_n']}) | {v['asr_no_attack']:.3f}"
+            )
+    wire = [r for r in runs if r.transport == "http"]
+    if wire:
+        lines += [
+            "",
+            "uplink over HTTP, per agent and round (bytes): policy | seed | L | in-process "
+            "frames | wire bodies (push request + response) | wire headers | all hub bodies",
+        ]
+        for r in wire:
+            L = f"{r.uplink} (broadcast)" if r.broadcast else str(r.uplink)
+            lines.append(
+                f"{r.policy} | {r.seed} | {L} | {r.uplink_bytes_per_round:.0f} | "
+                f"{r.wire_bytes_per_round:.0f} | {r.wire_header_bytes_per_round:.0f} | "
+                f"{r.wire_all_bytes_per_round:.0f}"
             )
     return "\n".join(lines)
 
@@ -769,11 +804,19 @@ def from_json(d: dict[str, Any]) -> PeerRun:
             return {k: v if k.endswith("_n") else nan(v) for k, v in x.items()}
         return x
 
-    keep = [f.name for f in fields(PeerRun) if f.name not in ("records", "broadcast")]
+    optional = {f.name for f in fields(PeerRun) if f.name.startswith("wire_")} | {"transport"}
+    keep = [
+        f.name
+        for f in fields(PeerRun)
+        if f.name not in ("records", "broadcast") and f.name not in optional
+    ]
     missing = [k for k in keep if k not in d]
     if missing:
         raise InvalidInput(f"not a peer run: no {missing}")
-    return PeerRun(**{k: nan(d[k]) for k in keep}, broadcast=bool(d.get("broadcast", False)))
+    extra = {k: nan(d[k]) for k in optional if k in d}  # folders written before the hub have none
+    return PeerRun(
+        **{k: nan(d[k]) for k in keep}, **extra, broadcast=bool(d.get("broadcast", False))
+    )
 
 
 __all__ = [

@@ -512,11 +512,21 @@ def create_app(
         return Response(status_code=204)
 
     @app.get("/v1/hub/sketches", response_model=dict[str, SketchOut], tags=["hub"])
-    def hub_sketches(key: KeyInfo = Depends(key_of)) -> dict[str, SketchOut]:
-        """Every peer's last sketch in the key's group, by peer name (peer scope)."""
+    def hub_sketches(
+        key: KeyInfo = Depends(key_of),
+        min_round: Annotated[int, Query(ge=0, description="Only sketches of this round on")] = 0,
+        peer: Annotated[
+            list[str] | None, Query(max_length=64, description="Only these peers (repeat)")
+        ] = None,
+    ) -> dict[str, SketchOut]:
+        """The last sketch of each peer in the key's group, by peer name (peer scope); a peer
+        waiting for a round asks for the ones it still lacks (``min_round``, ``peer``)."""
         key.require("peer")
+        want = None if peer is None else set(peer)
         return {
-            p: SketchOut(round=r, sketch=s) for p, (r, s) in hub.sketches(key.namespace).items()
+            p: SketchOut(round=r, sketch=s)
+            for p, (r, s) in hub.sketches(key.namespace).items()
+            if r >= min_round and (want is None or p in want)
         }
 
     return app
