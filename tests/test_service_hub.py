@@ -162,7 +162,10 @@ def test_malformed_entries_are_refused_whole(hub: Any, entry: dict[str, Any]) ->
 
 def test_non_finite_numbers_are_refused(hub: Any) -> None:
     c, h = hub
-    raw = '{"entries":[{"text":"x","kind":"insight","bytes":1,"q":NaN,"a":1,"rho_s":0,"source_id":"e"}]}'
+    raw = (
+        '{"entries":[{"text":"x","kind":"insight","bytes":1,"q":NaN,"a":1,"rho_s":0,'
+        '"source_id":"e"}]}'
+    )
     r = c.post("/v1/hub/push", content=raw, headers={**h["p0"], "content-type": "application/json"})
     assert r.status_code in (400, 422)
     r = c.put("/v1/hub/sketch", content='{"sketch":[1, Infinity]}', headers=h["p0"])

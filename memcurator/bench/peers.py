@@ -407,14 +407,14 @@ class _PeerAgent:
             if not self.outside or ch == "peer":  # peer attacks: sent by the compromised peer
                 continue
             try:
-                r = self.mem.write(t, origin=ch, origin_detail="attacker")
+                res = self.mem.write(t, origin=ch, origin_detail="attacker")
             except BudgetExceeded:
                 continue
-            self.tally(ch, False, r.admitted)
+            self.tally(ch, False, res.admitted)
         if self.outside and n == plan.bad_peer:
             for r in plan.names:
                 self.pending_peer_attacks[r] = [
-                    t for ch, _, _, t in plan.attacks[r] if ch == "peer" and t is not None
+                    x for c, _, _, x in plan.attacks[r] if c == "peer" and x is not None
                 ]
 
     def step(self, t: int) -> None:
