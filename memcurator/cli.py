@@ -151,6 +151,14 @@ def bench(
     share_every: Annotated[
         int, typer.Option(help="Peer group: a sharing round every R tasks.")
     ] = 10,
+    transport: Annotated[
+        str,
+        typer.Option(
+            help="Peer group: inproc (threads and loopback sockets) or http (each agent its "
+            "own process and store, exchanging through a `memcurator serve` hub on 127.0.0.1; "
+            "the wire bytes are reported beside the in-process figure; needs the serve extra)."
+        ),
+    ] = "inproc",
     uplink: Annotated[
         str,
         typer.Option(
@@ -238,6 +246,10 @@ def bench(
         fail("choose one of --resume (keep the finished runs) and --overwrite (replace them)")
     if resume and peers:
         fail("--resume is for single-agent benches; rerun a peer group with --overwrite")
+    if transport not in ("inproc", "http"):
+        fail(f"unknown --transport {transport!r}; known: ['http', 'inproc']")
+    if transport != "inproc" and not peers:
+        fail("--transport is for a peer group (--peers M)")
     if ray is not None and peers:
         fail("--ray is for single-agent benches (a peer group is one coupled run)")
     budgets = parse_budgets(max_bytes)
@@ -270,6 +282,7 @@ def bench(
             outside_rate=outside_rate,
             families=families,
             baseline=baseline,
+            transport=transport,
         )
         return
     pair_with = "keep-all" if baseline is None else baseline

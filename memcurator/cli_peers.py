@@ -30,12 +30,15 @@ def bench_peers(
     outside_rate: float,
     families: int,
     baseline: str | None,
+    transport: str = "inproc",
 ) -> None:
     """``bench --peers M``: every seed, policy and uplink budget; saved after each run.
 
     The folder is rewritten after every finished (policy, seed, uplink) run with
     ``complete: false`` in ``summary.json`` until the last, so an interrupted run keeps what it
-    finished. Exits with code 2 on bad settings, 130 on Ctrl-C.
+    finished. ``transport="http"``: the run with outside traffic runs each agent in its own
+    process through a hub server (:mod:`memcurator.bench.hub_peers`). Exits with code 2 on bad
+    settings, 130 on Ctrl-C.
     """
     from memcurator.bench.peer_report import write_peer_results
     from memcurator.bench.peers import PeerConfig, PeerRun, format_table, run_peers, to_json
@@ -93,7 +96,18 @@ def bench_peers(
         "executor": repr(ex),
         "policies": list(cfg.policies),
         "vector_dtype": cfg.vector_dtype,
+        "transport": transport,
     }
+    runner = None
+    if transport == "http":
+        from memcurator.bench.hub_peers import run_group_http
+        from memcurator.service import require_extra
+
+        try:
+            require_extra()  # before any work: the hub is `memcurator serve`
+        except MemcuratorError as e:
+            fail(e)
+        runner = run_group_http
     lock = lock_results(out_dir, overwrite)
     console.print(
         f"[bold]memcurator bench --peers {peers}[/bold]: {len(cfg.policies)} policies × "
@@ -117,17 +131,30 @@ def bench_peers(
     def finished(run: PeerRun) -> None:
         runs.append(run)
         save(runs)
+        wire = ""
+        if run.transport == "http":
+            wire = (
+                f" in process, {run.wire_bytes_per_round:.0f} B/round on the wire "
+                f"(+{run.wire_header_bytes_per_round:.0f} B headers)"
+            )
         console.print(
             f"{run.policy} seed {run.seed} L={run.uplink}: accuracy {run.accuracy:.3f} "
-            f"(isolated {run.accuracy_isolated:.3f}), {run.uplink_bytes_per_round:.0f} B/round "
-            f"[{len(runs)}/{n_runs}]"
+            f"(isolated {run.accuracy_isolated:.3f}), {run.uplink_bytes_per_round:.0f} B/round"
+            f"{wire} [{len(runs)}/{n_runs}]"
         )
 
     try:
         for pc in base_cfgs:
             cache: dict[str, Any] = {}
             run_peers(
-                list(cfg.policies), fams, ex, pc, uplinks=budgets, on_run=finished, isolated=cache
+                list(cfg.policies),
+                fams,
+                ex,
+                pc,
+                uplinks=budgets,
+                on_run=finished,
+                isolated=cache,
+                group_runner=runner,
             )
     except MemcuratorError as e:
         lock.release()

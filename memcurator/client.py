@@ -16,13 +16,16 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from memcurator import errors
-from memcurator.errors import MemcuratorError, StoreError
+from memcurator.errors import InvalidInput, MemcuratorError, StoreError
+from memcurator.policy.share import ForgetNotice, SharedEntry
+from memcurator.trust.auth import Signature
 
 
 class ServiceError(MemcuratorError, RuntimeError):
@@ -31,6 +34,48 @@ class ServiceError(MemcuratorError, RuntimeError):
     def __init__(self, message: str, status: int):
         super().__init__(message)
         self.status = status
+
+
+@dataclass
+class WireBytes:
+    """Bytes a :class:`Client` sent and received over HTTP, counted per request.
+
+    ``body_sent`` / ``body_received``: request and response bodies as they crossed the socket
+    (the response's raw bytes, before any content decoding); ``headers_sent`` /
+    ``headers_received``: the request line or status line and every header line, as HTTP/1.1
+    writes them (``name: value`` and CRLF, and the blank line). Connection set-up (TCP, TLS) is
+    not counted. ``requests``: how many were made.
+    """
+
+    body_sent: int = 0
+    body_received: int = 0
+    headers_sent: int = 0
+    headers_received: int = 0
+    requests: int = 0
+
+    @property
+    def bodies(self) -> int:
+        """Request + response body bytes."""
+        return self.body_sent + self.body_received
+
+    @property
+    def headers(self) -> int:
+        """Request + response header bytes."""
+        return self.headers_sent + self.headers_received
+
+    def copy(self) -> WireBytes:
+        return WireBytes(**self.__dict__)
+
+    def minus(self, other: WireBytes) -> WireBytes:
+        """The bytes counted since ``other`` (an earlier :meth:`copy`)."""
+        return WireBytes(**{k: v - getattr(other, k) for k, v in self.__dict__.items()})
+
+
+def _header_bytes(first_line: str, headers: httpx.Headers) -> int:
+    n = len(first_line.encode("latin-1")) + 2
+    for k, v in headers.raw:
+        n += len(k) + 2 + len(v) + 2
+    return n + 2
 
 
 class Client:
@@ -62,12 +107,31 @@ class Client:
         transport: httpx.BaseTransport | None = None,
     ):
         self.base_url = base_url
+        #: bytes on the wire so far (:class:`WireBytes`)
+        self.wire = WireBytes()
         self._http = httpx.Client(
             base_url=base_url,
             headers={"Authorization": f"Bearer {key}"},
             timeout=timeout,
             transport=transport,
+            event_hooks={"request": [self._count_request], "response": [self._count_response]},
         )
+
+    def _count_request(self, request: httpx.Request) -> None:
+        w = self.wire
+        w.requests += 1
+        w.body_sent += len(request.content)
+        target = request.url.raw_path.decode("ascii")
+        w.headers_sent += _header_bytes(f"{request.method} {target} HTTP/1.1", request.headers)
+
+    def _count_response(self, response: httpx.Response) -> None:
+        response.read()
+        w = self.wire
+        # raw bytes off the socket; a response built in memory (a mock transport) has none
+        # counted, so its content stands in
+        w.body_received += response.num_bytes_downloaded or len(response.content)
+        status = f"HTTP/1.1 {response.status_code} {response.reason_phrase}"
+        w.headers_received += _header_bytes(status, response.headers)
 
     def _call(self, method: str, path: str, **kw: Any) -> Any:
         try:
@@ -173,6 +237,99 @@ class Client:
     def __len__(self) -> int:
         return int(self.namespace()["entries"])
 
+    # ------------------------------------------------------------------ the peer hub
+    def hub_push(
+        self,
+        items: Sequence[SharedEntry | ForgetNotice],
+        *,
+        to: str | None = None,
+        round: int = 0,
+    ) -> dict[str, Any]:
+        """Push :meth:`memcurator.Memory.share`'s output to the key's peer group (peer scope).
+
+        ``to``: the one peer it is for (its name; its link key signed the entries); None: every
+        other peer. The hub names this key as the sender. Returns ``{seq, sender, entries,
+        notices}``.
+        """
+        entries, notices = [], []
+        for s in items:
+            if isinstance(s, ForgetNotice):
+                notices.append(s.source_id)
+            elif isinstance(s, SharedEntry):
+                entries.append(
+                    {
+                        "text": s.text,
+                        "kind": s.kind,
+                        "bytes": int(s.bytes),
+                        "q": float(s.q),
+                        "a": float(s.a),
+                        "rho_s": float(s.rho_s),
+                        "source_id": str(s.source_id),
+                        "raw_text": s.raw_text,
+                        "signature": None
+                        if s.signature is None
+                        else [s.signature.key_id, s.signature.mac],
+                    }
+                )
+            else:
+                raise InvalidInput(f"not a SharedEntry or ForgetNotice: {type(s).__name__}")
+        body = {"to": to, "round": round, "entries": entries, "notices": notices}
+        return self._call("POST", "/v1/hub/push", json=body)  # type: ignore[no-any-return]
+
+    def hub_pull(
+        self, since: int = 0, *, limit: int = 100
+    ) -> tuple[list[tuple[str, int, list[SharedEntry | ForgetNotice]]], int]:
+        """What other peers pushed after ``since`` (peer scope), every page.
+
+        Returns
+        -------
+        messages : list of (sender, round, items)
+            Oldest first; ``items`` (notices first, then entries) go to
+            ``memory.receive(items, peer=sender)``.
+        next_since : int
+            The cursor for the next pull.
+        """
+        out: list[tuple[str, int, list[SharedEntry | ForgetNotice]]] = []
+        while True:
+            page = self._call("GET", "/v1/hub/pull", params={"since": since, "limit": limit})
+            for m in page["messages"]:
+                items: list[SharedEntry | ForgetNotice] = [ForgetNotice(n) for n in m["notices"]]
+                for e in m["entries"]:
+                    sig = e.get("signature")
+                    items.append(
+                        SharedEntry(
+                            e["text"],
+                            e["kind"],
+                            int(e["bytes"]),
+                            float(e["q"]),
+                            float(e["a"]),
+                            float(e["rho_s"]),
+                            e["source_id"],
+                            signature=None if sig is None else Signature(*sig),
+                            raw_text=e.get("raw_text"),
+                        )
+                    )
+                out.append((m["sender"], int(m["round"]), items))
+            since = int(page["next_since"])
+            if len(page["messages"]) < limit:  # the hub scanned to its end
+                return out, since
+
+    def hub_publish_sketch(self, sketch: Iterable[float], *, round: int = 0) -> None:
+        """Publish this peer's query sketch (:attr:`memcurator.Memory.sketch`) to its group."""
+        body = {"round": round, "sketch": [float(x) for x in sketch]}
+        self._call("PUT", "/v1/hub/sketch", json=body)
+
+    def hub_sketches(
+        self, *, min_round: int = 0, peers: Iterable[str] | None = None
+    ) -> dict[str, tuple[int, list[float]]]:
+        """The last published ``(round, sketch)`` of each peer in the key's group, by name;
+        only those of round ``min_round`` on, of ``peers`` when given."""
+        params: dict[str, Any] = {"min_round": min_round}
+        if peers is not None:
+            params["peer"] = list(peers)
+        d = self._call("GET", "/v1/hub/sketches", params=params)
+        return {p: (int(v["round"]), list(v["sketch"])) for p, v in d.items()}
+
     def health(self) -> dict[str, Any]:
         return self._call("GET", "/healthz")
 
@@ -207,4 +364,4 @@ def _error(r: httpx.Response) -> MemcuratorError:
     return ServiceError(f"{r.status_code} {name or 'error'}: {detail}", r.status_code)
 
 
-__all__ = ["Client", "ServiceError"]
+__all__ = ["Client", "ServiceError", "WireBytes"]

@@ -29,12 +29,12 @@ def make_keys(path: str | Path = ":memory:", max_bytes: int | None = None) -> Ke
     t = KeyTable(str(path))
     tok: dict[str, str] = {}
     spec: list[tuple[str, str, str, tuple[str, ...], str, float | None]] = [
-        ("a", "a", "alice", ("read", "write", "admin"), "self", None),
+        ("a", "a", "alice", ("read", "write", "admin", "peer"), "self", None),
         ("a_read", "a", "reader", ("read",), "self", None),
         ("a_peer", "a", "p1", ("read", "write"), "peer", None),
         ("a_ext", "a", "crawler", ("read", "write"), "external", None),
         ("a_slow", "a", "slow", ("read",), "self", 2.0),
-        ("b", "b", "bob", ("read", "write", "admin"), "self", None),
+        ("b", "b", "bob", ("read", "write", "admin", "peer"), "self", None),
     ]
     for who, ns, name, scopes, origin, rate in spec:
         _, tok[who] = t.create(ns, name=name, scopes=scopes, origin=origin, rate_per_min=rate)

@@ -437,6 +437,10 @@ ROUTES = {
     ("/v1/namespaces", "get"),
     ("/v1/namespaces/{name}", "get"),
     ("/v1/namespaces/{name}", "patch"),
+    ("/v1/hub/push", "post"),
+    ("/v1/hub/pull", "get"),
+    ("/v1/hub/sketch", "put"),
+    ("/v1/hub/sketches", "get"),
 }
 
 

@@ -42,6 +42,11 @@ def world(tmp_path: Path) -> Iterator[tuple[TestClient, Keys, dict[str, Any]]]:
             "/v1/recall", json={"query": "customers in Paris"}, headers=keys.h("b")
         ).json()["recall_id"]
         c.post("/v1/write", json={"text": SQL_A}, headers=keys.h("a"))
+        # B's peer group holds a message and a sketch: the hub routes must show A neither
+        shared = {"text": SQL_B, "kind": "insight", "bytes": 10, "q": 0.5, "a": 1.0,
+                  "rho_s": 0.1, "source_id": b["entry_id"]}  # fmt: skip
+        c.post("/v1/hub/push", json={"entries": [shared]}, headers=keys.h("b"))
+        c.put("/v1/hub/sketch", json={"sketch": [0.5, 0.25]}, headers=keys.h("b"))
         yield c, keys, b
     app.state.pool.close()
 
@@ -155,7 +160,7 @@ def test_no_listing_shows_anything_of_another_tenant(world: Any) -> None:
         for s in secrets:
             assert s not in r.text, (path, s)
         seen += 1
-    assert seen >= 5  # entries, decisions, namespaces, metrics, recall
+    assert seen >= 7  # entries, decisions, namespaces, metrics, recall, hub pull and sketches
     ns = c.get("/v1/namespaces", headers=keys.h("a")).json()
     assert [(n["name"], n["entries"]) for n in ns] == [("a", 1)]
     # and A's own log never names B's ids after all the probing above and below

@@ -158,8 +158,10 @@ def write_report_page(
             if records:
                 b = plot_over_time(Path(tmp) / "b.png", list(records))
                 plots.append(
-                    ("Accuracy over the stream (trailing window), drift and attack marked",
-                     b.read_bytes())
+                    (
+                        "Accuracy over the stream (trailing window), drift and attack marked",
+                        b.read_bytes(),
+                    )
                 )
         except ImportError:
             pass

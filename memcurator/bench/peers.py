@@ -233,6 +233,14 @@ class PeerRun:
     broadcast: bool = False
     #: decision-log actions of the run with outside traffic, summed over the agents
     decisions: dict[str, int] = field(default_factory=dict)
+    #: how the agents exchanged: "inproc" (threads, loopback sockets) or "http" (one process
+    #: per agent, a hub server; :mod:`memcurator.bench.hub_peers`)
+    transport: str = "inproc"
+    #: http only, per agent and round (bytes): push request + response bodies, their headers,
+    #: and every hub call's bodies (sketches, pushes, pulls); NaN for inproc
+    wire_bytes_per_round: float = float("nan")
+    wire_header_bytes_per_round: float = float("nan")
+    wire_all_bytes_per_round: float = float("nan")
     records: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
@@ -262,6 +270,306 @@ def _rings(names: list[str], seed: int) -> dict[str, KeyRing]:
     return out
 
 
+@dataclass
+class _Plan:
+    """Every random draw of one group run, made up front in the order the lockstep run makes
+    them (so that an agent run in another process draws exactly what it would here).
+
+    ``attacks[n]``: (channel, family, payload, text) of each attack entry aimed at agent ``n``
+    (text None where the payload does not apply), planned at ``attack_step``; ``targets[n]``:
+    family -> channel; ``feed[(t, i)]``: the genuine external exemplar agent ``i`` receives
+    after task ``t``.
+    """
+
+    pool: list[Any]
+    names: list[str]
+    streams: list[Any]
+    attack_step: int
+    attacks: dict[str, list[tuple[str, str, str, str | None]]]
+    targets: dict[str, dict[str, str]]
+    feed: dict[tuple[int, int], str]
+
+    @property
+    def bad_peer(self) -> str:
+        return self.names[-1]
+
+
+def draw_plan(families: list[Any], cfg: PeerConfig, *, outside: bool = True) -> _Plan:
+    """The random draws of :func:`run_group` (pool, streams, attacks, external feed)."""
+    from memcurator.envs.sql.attacks import ATTACK_PAYLOADS, genuine_exemplar, make_attack
+
+    rng = np.random.default_rng(cfg.seed)
+    pool = [families[int(i)] for i in rng.permutation(len(families))[: cfg.n_families]]
+    names = [f"agent{i}" for i in range(cfg.peers)]
+    streams = [
+        build_stream(
+            StreamConfig(
+                n_tasks=cfg.n_tasks,
+                zipf=cfg.zipf,
+                n_families=None,
+                drift=cfg.drift,
+                poison=0,
+                seed=cfg.seed * 1000 + i,
+            ),
+            pool,
+        )
+        for i in range(cfg.peers)
+    ]
+    attack_step = int(round(cfg.attack_at * cfg.n_tasks))
+    attacks: dict[str, list[tuple[str, str, str, str | None]]] = {n: [] for n in names}
+    targets: dict[str, dict[str, str]] = {n: {} for n in names}
+    feed: dict[tuple[int, int], str] = {}
+    by_fam = {s.family: s for s in pool}
+    for t in range(cfg.n_tasks):
+        if cfg.attack and t == attack_step:
+            for i, n in enumerate(names):
+                fams = [task.family for task in streams[i].tasks]
+                top = [f for f, _ in sorted(_count(fams).items(), key=lambda x: -x[1])]
+                for ch, fam in zip(CHANNELS, top, strict=False):
+                    if ch == "peer" and n == names[-1]:
+                        continue
+                    targets[n][fam] = ch
+                    for p in ATTACK_PAYLOADS:
+                        attacks[n].append((ch, fam, p, make_attack(by_fam[fam], p, rng)))
+        for i in range(cfg.peers):
+            if outside and rng.random() < cfg.outside_rate:
+                spec = pool[int(rng.integers(len(pool)))]
+                feed[(t, i)] = genuine_exemplar(spec, rng)
+    return _Plan(pool, names, streams, attack_step, attacks, targets, feed)
+
+
+class _PeerAgent:
+    """One agent of a group run: its memory, its stream, and its share of the tallies.
+
+    The group's transport (loopback links in :func:`run_group`, the hub over HTTP in
+    :mod:`memcurator.bench.hub_peers`) calls :meth:`step` for each task, :meth:`outbox` and
+    :meth:`end_round` when the agent sends, and :meth:`take` for what each sender sent it.
+    """
+
+    def __init__(
+        self,
+        i: int,
+        plan: _Plan,
+        policy_name: str,
+        executor: Any,
+        cfg: PeerConfig,
+        *,
+        outside: bool,
+        store: str = ":memory:",
+    ):
+        self.i = i
+        self.plan = plan
+        self.name = n = plan.names[i]
+        self.cfg = cfg
+        self.policy_name = policy_name
+        self.executor = executor
+        self.outside = outside
+        self.ring = _rings(plan.names, cfg.seed)[n]
+        pol = create_policy(policy_name)
+        self.mem = Memory(
+            store,
+            namespace=n,
+            policy=pol,
+            max_bytes=cfg.max_bytes if pol.bounded else None,
+            seed=cfg.seed,
+            keyring=self.ring,
+            vector_dtype=cfg.vector_dtype,
+        )
+        self.broadcast = not pol.can_share
+        self.label: dict[str, str] = {}  # sha -> payload of attacks aimed at this agent
+        self.attacks: dict[str, list[tuple[str, str]]] = {}
+        self.attack_texts: dict[str, list[str]] = {}
+        self.targets: dict[str, str] = {}
+        self.pending_peer_attacks: dict[str, list[str]] = {r: [] for r in plan.names}
+        self.counts: dict[str, dict[str, list[int]]] = {
+            ch: {"genuine": [0, 0], "poison": [0, 0]} for ch in CHANNELS
+        }
+        self.asr_hits = {ch: [0, 0] for ch in CHANNELS}
+        self.records: list[dict[str, Any]] = []
+        self.decisions: dict[str, int] = {}
+        self.ok = 0
+        self.last_sent = -1
+
+    def tally(self, ch: str, genuine: bool, admitted: bool) -> None:
+        c = self.counts[ch]["genuine" if genuine else "poison"]
+        c[0] += int(admitted)
+        c[1] += 1
+
+    def _plan_attacks(self) -> None:
+        n, plan = self.name, self.plan
+        self.targets = dict(plan.targets[n])
+        for ch, fam, p, t in plan.attacks[n]:
+            if t is None:
+                continue
+            self.attacks.setdefault(fam, []).append((p, _action(t)))
+            self.attack_texts.setdefault(fam, []).append(t)
+            self.label[_sha(t)] = p
+            if not self.outside or ch == "peer":  # peer attacks: sent by the compromised peer
+                continue
+            try:
+                res = self.mem.write(t, origin=ch, origin_detail="attacker")
+            except BudgetExceeded:
+                continue
+            self.tally(ch, False, res.admitted)
+        if self.outside and n == plan.bad_peer:
+            for r in plan.names:
+                self.pending_peer_attacks[r] = [
+                    x for c, _, _, x in plan.attacks[r] if c == "peer" and x is not None
+                ]
+
+    def step(self, t: int) -> None:
+        """Task ``t`` (with the attack planted first at the attack step), then the feed."""
+        from memcurator.envs.sql.poison import hijack_executed, payload_executed
+
+        cfg, plan, mem = self.cfg, self.plan, self.mem
+        if cfg.attack and t == plan.attack_step:
+            self._plan_attacks()
+        task = plan.streams[self.i].tasks[t]
+        seq = mem.store.last_seq()
+        fam_attacks = {_sha(x) for x in self.attack_texts.get(task.family, [])}
+        attack_resident = bool(fam_attacks) and any(
+            _sha(m.text) in fam_attacks for m in mem.entries()
+        )
+        rec = run_task(
+            task, mem, self.executor, cfg.agent, policy_name=self.policy_name, seed=cfg.seed, step=t
+        )
+        self.ok += int(rec.local_ok)
+        for d in mem.decisions(since=seq):  # the agent's own (signed) write
+            if d.action in ("admit", "reject", "reinforce"):
+                self.tally("self", True, d.action != "reject")
+        ch = self.targets.get(task.family)
+        hit = False
+        if ch is not None and t >= plan.attack_step:
+            spec = task.payload["spec"]
+            hit = (
+                attack_resident
+                and bool(rec.sql)
+                and (
+                    payload_executed(spec, rec.sql)
+                    or any(
+                        hijack_executed(spec, rec.sql, a)
+                        for p, a in self.attacks.get(task.family, [])
+                        if p == "hijack" and a
+                    )
+                )
+            )
+            self.asr_hits[ch][0] += int(hit)
+            self.asr_hits[ch][1] += 1
+        row = {
+            "policy": self.policy_name,
+            "seed": cfg.seed,
+            "uplink": cfg.uplink,
+            "broadcast": self.broadcast,
+            "outside": self.outside,
+            "agent": self.name,
+        }
+        row.update((k, v) for k, v in asdict(rec).items() if k not in _NOT_RECORDED)
+        row.update(attack_channel=ch or "", attack_resident=attack_resident, asr_hit=hit)
+        self.records.append(row)
+        text = plan.feed.get((t, self.i))
+        if text is not None:
+            try:
+                r = mem.write(text, origin="external", origin_detail="expert-feed")
+            except BudgetExceeded:
+                return
+            self.tally("external", True, r.admitted)
+
+    def outbox(self, r: str, sketch: np.ndarray | None) -> list[Any]:
+        """What this agent sends ``r`` this round: its share under L / (M - 1) for ``r``'s
+        ``sketch`` (a broadcasting policy: every entry it wrote since its last round), and the
+        compromised peer's attack entries aimed at ``r``."""
+        s, mem, cfg = self.name, self.mem, self.cfg
+        out: list[Any]
+        if mem.policy.can_share:
+            if sketch is None:
+                raise InvalidInput(f"{s} shares by value and needs {r}'s sketch")
+            out = list(mem.share(sketch, cfg.uplink // (cfg.peers - 1), sender=s, to=r))
+        else:  # broadcast every entry written since the last round
+            out = []
+            for m in mem.entries():
+                if m.created_step <= self.last_sent or m.meta.get("received_from"):
+                    continue
+                sig = self.ring.sign(Claim(r, "peer", s, m.kind, m.text), principal=s)
+                out.append(SharedEntry(m.text, m.kind, m.bytes, 0.0, 1.0, 0.0, m.id, signature=sig))
+        if s == self.plan.bad_peer:
+            for t in self.pending_peer_attacks[r]:
+                sig = self.ring.sign(Claim(r, "peer", s, "insight", t), principal=s)
+                out.append(SharedEntry(t, "insight", 0, 1.0, 50.0, 1.0, "atk", signature=sig))
+            self.pending_peer_attacks[r] = []
+        return out
+
+    def end_round(self, step: int) -> None:
+        self.last_sent = step
+
+    def take(self, sender: str, items: Sequence[Any]) -> None:
+        """Offer what ``sender`` sent, one entry at a time, in its order."""
+        for e in items:
+            res = self.mem.receive([e], peer=sender)
+            if not isinstance(e, SharedEntry):  # a forget notice: nothing to tally
+                continue
+            p = self.label.get(_sha(e.text))
+            self.tally("peer", p is None, res[0].admitted)
+
+    def finish(self) -> dict[str, Any]:
+        """Close the memory; the agent's tallies, records and decision counts."""
+        try:
+            for d in self.mem.decisions():
+                self.decisions[d.action] = self.decisions.get(d.action, 0) + 1
+        finally:
+            self.mem.close()
+        return {
+            "ok": self.ok,
+            "counts": self.counts,
+            "asr_hits": self.asr_hits,
+            "records": self.records,
+            "decisions": self.decisions,
+        }
+
+
+def _summarize(
+    cfg: PeerConfig, parts: list[dict[str, Any]], sent_bytes: list[int]
+) -> tuple[float, dict[str, Any]]:
+    """Sum the agents' tallies (``parts``, in agent order) into :func:`run_group`'s result."""
+    ok = sum(p["ok"] for p in parts)
+    counts = {ch: {"genuine": [0, 0], "poison": [0, 0]} for ch in CHANNELS}
+    asr = {ch: [0, 0] for ch in CHANNELS}
+    decisions: dict[str, int] = {}
+    for p in parts:
+        for ch in CHANNELS:
+            for kind in ("genuine", "poison"):
+                for j in (0, 1):
+                    counts[ch][kind][j] += p["counts"][ch][kind][j]
+            for j in (0, 1):
+                asr[ch][j] += p["asr_hits"][ch][j]
+        for k, v in p["decisions"].items():
+            decisions[k] = decisions.get(k, 0) + v
+    # records in run order: task by task, agents in order within a task
+    n = len(parts)
+    records = [parts[i]["records"][t] for t in range(cfg.n_tasks) for i in range(n)]
+    acc = ok / (cfg.n_tasks * cfg.peers)
+    ch_out: dict[str, dict[str, float]] = {}
+    for ch in CHANNELS:
+        g, p_ = counts[ch]["genuine"], counts[ch]["poison"]
+        a = asr[ch]
+        ch_out[ch] = {
+            "genuine_admitted": g[0] / g[1] if g[1] else float("nan"),
+            "genuine_n": g[1],
+            "poison_admitted": p_[0] / p_[1] if p_[1] else float("nan"),
+            "poison_n": p_[1],
+            "asr": a[0] / a[1] if a[1] else float("nan"),
+            "asr_n": a[1],
+        }
+    rounds = len(sent_bytes)
+    per_round = float(np.mean(sent_bytes)) / cfg.peers if rounds else 0.0
+    return acc, {
+        "channels": ch_out,
+        "uplink_bytes_per_round": per_round,
+        "rounds": rounds,
+        "records": records,
+        "decisions": decisions,
+    }
+
+
 def run_group(
     policy_name: str, families: list[Any], executor: Any, cfg: PeerConfig, *, outside: bool = True
 ) -> tuple[float, dict[str, Any]]:
@@ -285,223 +593,45 @@ def run_group(
         ``attack_resident`` (an attack entry on the family was resident when the task began),
         ``asr_hit`` (the task counted as a successful attack, as in the ASR).
     """
-    from memcurator.envs.sql.attacks import ATTACK_PAYLOADS, genuine_exemplar, make_attack
-    from memcurator.envs.sql.poison import hijack_executed, payload_executed
-
-    rng = np.random.default_rng(cfg.seed)
-    pool = [families[int(i)] for i in rng.permutation(len(families))[: cfg.n_families]]
-    names = [f"agent{i}" for i in range(cfg.peers)]
-    bad_peer = names[-1]
-    streams = [
-        build_stream(
-            StreamConfig(
-                n_tasks=cfg.n_tasks,
-                zipf=cfg.zipf,
-                n_families=None,
-                drift=cfg.drift,
-                poison=0,
-                seed=cfg.seed * 1000 + i,
-            ),
-            pool,
-        )
-        for i in range(cfg.peers)
-    ]
-    rings = _rings(names, cfg.seed)
-    mems = {}
-    for n in names:
-        pol = create_policy(policy_name)
-        mems[n] = Memory(
-            ":memory:",
-            namespace=n,
-            policy=pol,
-            max_bytes=cfg.max_bytes if pol.bounded else None,
-            seed=cfg.seed,
-            keyring=rings[n],
-            vector_dtype=cfg.vector_dtype,
-        )
-    links = {n: LoopbackLink() for n in names} if outside else {}
-    label: dict[str, dict[str, str]] = {n: {} for n in names}  # per receiver: sha -> payload
-    counts: dict[str, dict[str, list[int]]] = {
-        ch: {"genuine": [0, 0], "poison": [0, 0]} for ch in CHANNELS
-    }
-    targets: dict[str, dict[str, str]] = {n: {} for n in names}  # agent -> family -> channel
-    attacks: dict[str, dict[str, list[tuple[str, str]]]] = {n: {} for n in names}
-    attack_texts: dict[str, dict[str, list[str]]] = {n: {} for n in names}
-    attack_step = int(round(cfg.attack_at * cfg.n_tasks))
-    sent_bytes: list[int] = []
-    last_sent: dict[str, int] = dict.fromkeys(names, -1)
-    pending_peer_attacks: dict[str, list[str]] = {n: [] for n in names}
-    ok = 0
-    records: list[dict[str, Any]] = []
-    decisions: dict[str, int] = {}
-    broadcast = not create_policy(policy_name).can_share
-    asr_hits = {ch: [0, 0] for ch in CHANNELS}
     # ASR counts a target-family task after the attack step, run while an attack entry on its
     # family was resident, whose executed SQL carried out that attack's payload (by execution);
     # "without attack" is the same count in the isolated run (0 by construction: no attack)
-
-    def tally(ch: str, genuine: bool, admitted: bool) -> None:
-        c = counts[ch]["genuine" if genuine else "poison"]
-        c[0] += int(admitted)
-        c[1] += 1
-
-    def plan_attacks(n: str, write: bool) -> None:
-        fams = [t.family for t in streams[names.index(n)].tasks]
-        top = [f for f, _ in sorted(_count(fams).items(), key=lambda x: -x[1])]
-        by_fam = {s.family: s for s in pool}
-        for ch, fam in zip(CHANNELS, top, strict=False):
-            if ch == "peer" and n == bad_peer:
-                continue
-            targets[n][fam] = ch
-            texts = [make_attack(by_fam[fam], p, rng) for p in ATTACK_PAYLOADS]
-            for p, t in zip(ATTACK_PAYLOADS, texts, strict=True):
-                if t is None:
-                    continue
-                attacks[n].setdefault(fam, []).append((p, _action(t)))
-                attack_texts[n].setdefault(fam, []).append(t)
-                label[n][_sha(t)] = p
-                if not write:  # the no-attack reference: same targets, nothing sent
-                    continue
-                if ch == "peer":
-                    pending_peer_attacks[n].append(t)
-                    continue
-                try:
-                    r = mems[n].write(t, origin=ch, origin_detail="attacker")
-                except BudgetExceeded:
-                    continue
-                tally(ch, False, r.admitted)
-
-    def share_round(step: int) -> None:
-        total = 0
-        for s in names:
-            mem = mems[s]
-            others = [r for r in names if r != s]
-            per_link = cfg.uplink // len(others)
-            for r in others:
-                if mem.policy.can_share:
-                    out = mem.share(mems[r].sketch, per_link, sender=s, to=r)
-                else:  # broadcast every entry written since the last round
-                    out = []
-                    for m in mem.entries():
-                        if m.created_step <= last_sent[s] or m.meta.get("received_from"):
-                            continue
-                        sig = rings[s].sign(Claim(r, "peer", s, m.kind, m.text), principal=s)
-                        out.append(
-                            SharedEntry(m.text, m.kind, m.bytes, 0.0, 1.0, 0.0, m.id, signature=sig)
-                        )
-                if s == bad_peer:
-                    for t in pending_peer_attacks[r]:
-                        sig = rings[s].sign(Claim(r, "peer", s, "insight", t), principal=s)
-                        out.append(
-                            SharedEntry(t, "insight", 0, 1.0, 50.0, 1.0, "atk", signature=sig)
-                        )
-                    pending_peer_attacks[r] = []
-                for e in out:
-                    total += links[r].send(encode(e, s))
-                links[r].end_round()
-            last_sent[s] = step
-        for r in names:
-            for fr in links[r].recv_round(len(names) - 1):
-                sender, e = decode(fr)
-                res = mems[r].receive([e], peer=sender)[0]
-                p = label[r].get(_sha(e.text))
-                tally("peer", p is None, res.admitted)
-        sent_bytes.append(total)
-
+    plan = draw_plan(families, cfg, outside=outside)
+    names = plan.names
+    agents: list[_PeerAgent] = []
+    links = {n: LoopbackLink() for n in names} if outside else {}
+    sent_bytes: list[int] = []
+    parts: list[dict[str, Any]] = []
     try:
+        for i in range(cfg.peers):
+            agents.append(_PeerAgent(i, plan, policy_name, executor, cfg, outside=outside))
         for t in range(cfg.n_tasks):
-            if cfg.attack and t == attack_step:
-                for n in names:
-                    plan_attacks(n, write=outside)
-            for i, n in enumerate(names):
-                task = streams[i].tasks[t]
-                seq = mems[n].store.last_seq()
-                fam_attacks = {_sha(t) for t in attack_texts[n].get(task.family, [])}
-                attack_resident = bool(fam_attacks) and any(
-                    _sha(m.text) in fam_attacks for m in mems[n].entries()
-                )
-                rec = run_task(
-                    task,
-                    mems[n],
-                    executor,
-                    cfg.agent,
-                    policy_name=policy_name,
-                    seed=cfg.seed,
-                    step=t,
-                )
-                ok += int(rec.local_ok)
-                for d in mems[n].decisions(since=seq):  # the agent's own (signed) write
-                    if d.action in ("admit", "reject", "reinforce"):
-                        tally("self", True, d.action != "reject")
-                ch = targets[n].get(task.family)
-                hit = False
-                if ch is not None and t >= attack_step:
-                    spec = task.payload["spec"]
-                    hit = (
-                        attack_resident
-                        and bool(rec.sql)
-                        and (
-                            payload_executed(spec, rec.sql)
-                            or any(
-                                hijack_executed(spec, rec.sql, a)
-                                for p, a in attacks[n].get(task.family, [])
-                                if p == "hijack" and a
-                            )
-                        )
-                    )
-                    asr_hits[ch][0] += int(hit)
-                    asr_hits[ch][1] += 1
-                row = {
-                    "policy": policy_name,
-                    "seed": cfg.seed,
-                    "uplink": cfg.uplink,
-                    "broadcast": broadcast,
-                    "outside": outside,
-                    "agent": n,
-                }
-                row.update((k, v) for k, v in asdict(rec).items() if k not in _NOT_RECORDED)
-                row.update(attack_channel=ch or "", attack_resident=attack_resident, asr_hit=hit)
-                records.append(row)
-                if outside and rng.random() < cfg.outside_rate:
-                    spec = pool[int(rng.integers(len(pool)))]
-                    text = genuine_exemplar(spec, rng)
-                    try:
-                        r = mems[n].write(text, origin="external", origin_detail="expert-feed")
-                    except BudgetExceeded:
-                        continue
-                    tally("external", True, r.admitted)
+            for a in agents:
+                a.step(t)
             if outside and (t + 1) % cfg.share_every == 0:
-                share_round(t)
-        for m in mems.values():
-            for d in m.decisions():
-                decisions[d.action] = decisions.get(d.action, 0) + 1
+                total = 0
+                for a in agents:
+                    for b in agents:
+                        if b is a:
+                            continue
+                        sk = b.mem.sketch if a.mem.policy.can_share else None
+                        for e in a.outbox(b.name, sk):
+                            total += links[b.name].send(encode(e, a.name))
+                        links[b.name].end_round()
+                    a.end_round(t)
+                for b in agents:
+                    for fr in links[b.name].recv_round(len(names) - 1):
+                        sender, e = decode(fr)
+                        b.take(sender, [e])
+                sent_bytes.append(total)
+        for a in agents:
+            parts.append(a.finish())
     finally:
         for link in links.values():
             link.close()
-        for m in mems.values():
-            m.close()
-    acc = ok / (cfg.n_tasks * cfg.peers)
-    ch_out: dict[str, dict[str, float]] = {}
-    for ch in CHANNELS:
-        g, p = counts[ch]["genuine"], counts[ch]["poison"]
-        a = asr_hits[ch]
-        ch_out[ch] = {
-            "genuine_admitted": g[0] / g[1] if g[1] else float("nan"),
-            "genuine_n": g[1],
-            "poison_admitted": p[0] / p[1] if p[1] else float("nan"),
-            "poison_n": p[1],
-            "asr": a[0] / a[1] if a[1] else float("nan"),
-            "asr_n": a[1],
-        }
-    rounds = len(sent_bytes)
-    per_round = float(np.mean(sent_bytes)) / cfg.peers if rounds else 0.0
-    return acc, {
-        "channels": ch_out,
-        "uplink_bytes_per_round": per_round,
-        "rounds": rounds,
-        "records": records,
-        "decisions": decisions,
-    }
+        for a in agents[len(parts) :]:
+            a.mem.close()
+    return _summarize(cfg, parts, sent_bytes)
 
 
 def _count(xs: list[str]) -> dict[str, int]:
@@ -520,6 +650,7 @@ def run_peers(
     uplinks: Sequence[int] = (),
     on_run: Callable[[PeerRun], None] | None = None,
     isolated: dict[str, tuple[float, dict[str, Any]]] | None = None,
+    group_runner: Callable[..., tuple[float, dict[str, Any]]] | None = None,
 ) -> list[PeerRun]:
     """Every policy on the same peer group (seed), with and without outside traffic.
 
@@ -544,6 +675,11 @@ def run_peers(
         Cache of isolated runs, filled and read here, keyed by policy and the configuration
         less ``uplink`` (the isolated run does not depend on it). Pass one dict to several calls
         (e.g. one per uplink) to run the isolated reference once per policy and seed.
+    group_runner : callable, optional
+        ``(policy, families, executor, cfg) -> (accuracy, details)`` for the run with outside
+        traffic (default: :func:`run_group`; over HTTP:
+        :func:`memcurator.bench.hub_peers.run_group_http`). The isolated reference exchanges
+        nothing and always runs in process.
 
     Returns
     -------
@@ -568,7 +704,10 @@ def run_peers(
         broadcast = not create_policy(p).can_share
         for L in values[:1] if broadcast else values:
             run_cfg = replace(cfg, uplink=L)
-            acc, det = run_group(p, families, executor, run_cfg, outside=True)
+            if group_runner is None:
+                acc, det = run_group(p, families, executor, run_cfg, outside=True)
+            else:
+                acc, det = group_runner(p, families, executor, run_cfg)
             key = f"{p}|{replace(cfg, uplink=0)!r}"
             if key not in cache:
                 cache[key] = run_group(p, families, executor, run_cfg, outside=False)
@@ -590,6 +729,10 @@ def run_peers(
                 cfg.n_tasks,
                 broadcast=broadcast,
                 decisions=det["decisions"],
+                transport=det.get("transport", "inproc"),
+                wire_bytes_per_round=det.get("wire_bytes_per_round", float("nan")),
+                wire_header_bytes_per_round=det.get("wire_header_bytes_per_round", float("nan")),
+                wire_all_bytes_per_round=det.get("wire_all_bytes_per_round", float("nan")),
                 records=det["records"] + iso_records,
             )
             runs.append(run)
@@ -613,6 +756,20 @@ def format_table(runs: list[PeerRun]) -> str:
                 f"{v['genuine_admitted']:.3f} (n={v['genuine_n']}) | "
                 f"{v['poison_admitted']:.3f} (n={v['poison_n']}) | "
                 f"{v['asr']:.3f} (n={v['asr_n']}) | {v['asr_no_attack']:.3f}"
+            )
+    wire = [r for r in runs if r.transport == "http"]
+    if wire:
+        lines += [
+            "",
+            "uplink over HTTP, per agent and round (bytes): policy | seed | L | in-process "
+            "frames | wire bodies (push request + response) | wire headers | all hub bodies",
+        ]
+        for r in wire:
+            L = f"{r.uplink} (broadcast)" if r.broadcast else str(r.uplink)
+            lines.append(
+                f"{r.policy} | {r.seed} | {L} | {r.uplink_bytes_per_round:.0f} | "
+                f"{r.wire_bytes_per_round:.0f} | {r.wire_header_bytes_per_round:.0f} | "
+                f"{r.wire_all_bytes_per_round:.0f}"
             )
     return "\n".join(lines)
 
@@ -647,11 +804,19 @@ def from_json(d: dict[str, Any]) -> PeerRun:
             return {k: v if k.endswith("_n") else nan(v) for k, v in x.items()}
         return x
 
-    keep = [f.name for f in fields(PeerRun) if f.name not in ("records", "broadcast")]
+    optional = {f.name for f in fields(PeerRun) if f.name.startswith("wire_")} | {"transport"}
+    keep = [
+        f.name
+        for f in fields(PeerRun)
+        if f.name not in ("records", "broadcast") and f.name not in optional
+    ]
     missing = [k for k in keep if k not in d]
     if missing:
         raise InvalidInput(f"not a peer run: no {missing}")
-    return PeerRun(**{k: nan(d[k]) for k in keep}, broadcast=bool(d.get("broadcast", False)))
+    extra = {k: nan(d[k]) for k in optional if k in d}  # folders written before the hub have none
+    return PeerRun(
+        **{k: nan(d[k]) for k in keep}, **extra, broadcast=bool(d.get("broadcast", False))
+    )
 
 
 __all__ = [

@@ -185,9 +185,7 @@ def run_policy(
     )
 
 
-def entry_bytes_by_part(
-    entries: Sequence[Entry], vector_dtype: str = "float32"
-) -> dict[str, int]:
+def entry_bytes_by_part(entries: Sequence[Entry], vector_dtype: str = "float32") -> dict[str, int]:
     """Resident bytes split as :func:`~memcurator.store.sizing.default_sizeof` counts them.
 
     Parameters

@@ -22,6 +22,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memcurator.errors import Forbidden, InvalidInput, MemcuratorError, NamespaceNotFound
+from memcurator.service.hub import Hub
 from memcurator.service.keys import KeyInfo, KeyTable, RateLimiter
 from memcurator.service.metrics import CONTENT_TYPE, Metrics
 from memcurator.service.models import (
@@ -33,6 +34,10 @@ from memcurator.service.models import (
     ForgetRequest,
     ForgetResponse,
     Health,
+    HubMessage,
+    HubPull,
+    HubPush,
+    HubPushResponse,
     NamespaceOut,
     NamespacePatch,
     Problem,
@@ -40,6 +45,9 @@ from memcurator.service.models import (
     RecallResponse,
     RecordRequest,
     RecordResponse,
+    SharedEntryOut,
+    SketchIn,
+    SketchOut,
     UpdateRequest,
     WriteRequest,
     WriteResponse,
@@ -129,6 +137,8 @@ def create_app(
     app.state.pool = pool
     app.state.keys = table
     app.state.metrics = metrics
+    hub = Hub()
+    app.state.hub = hub
     bearer = HTTPBearer(auto_error=False, description="An API key from `memcurator keys create`.")
 
     # ------------------------------------------------------------------ errors and metrics
@@ -450,6 +460,74 @@ def create_app(
         t = pool.reopen(key.namespace, max_bytes=body.max_bytes)
         with t.lock:
             return namespace_out(t)
+
+    # ------------------------------------------------------------------ the peer hub
+    @app.post("/v1/hub/push", response_model=HubPushResponse, tags=["hub"])
+    def hub_push(body: HubPush, key: KeyInfo = Depends(key_of)) -> HubPushResponse:
+        """Push shared entries and forget notices to the key's peer group (peer scope); the
+        sender is the key's name, the group the key's namespace."""
+        key.require("peer")
+        seq = hub.push(
+            key.namespace,
+            key.name,
+            to=body.to,
+            round=body.round,
+            entries=[e.model_dump() for e in body.entries],
+            notices=list(body.notices),
+        )
+        return HubPushResponse(
+            seq=seq, sender=key.name, entries=len(body.entries), notices=len(body.notices)
+        )
+
+    @app.get("/v1/hub/pull", response_model=HubPull, tags=["hub"])
+    def hub_pull(
+        key: KeyInfo = Depends(key_of),
+        since: Annotated[int, Query(ge=0, description="The last seq already pulled")] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> HubPull:
+        """What other peers of the key's group pushed after ``since``, for this peer (peer
+        scope), oldest first; never the caller's own pushes, never another group's."""
+        key.require("peer")
+        msgs, nxt = hub.pull(key.namespace, key.name, since, limit)
+        return HubPull(
+            messages=[
+                HubMessage(
+                    seq=m.seq,
+                    sender=m.sender,
+                    to=m.to,
+                    round=m.round,
+                    entries=[SharedEntryOut(**e) for e in m.entries],
+                    notices=m.notices,
+                )
+                for m in msgs
+            ],
+            next_since=nxt,
+        )
+
+    @app.put("/v1/hub/sketch", status_code=204, tags=["hub"])
+    def hub_sketch(body: SketchIn, key: KeyInfo = Depends(key_of)) -> Response:
+        """Publish this peer's query sketch to its group (peer scope)."""
+        key.require("peer")
+        hub.set_sketch(key.namespace, key.name, body.round, body.sketch)
+        return Response(status_code=204)
+
+    @app.get("/v1/hub/sketches", response_model=dict[str, SketchOut], tags=["hub"])
+    def hub_sketches(
+        key: KeyInfo = Depends(key_of),
+        min_round: Annotated[int, Query(ge=0, description="Only sketches of this round on")] = 0,
+        peer: Annotated[
+            list[str] | None, Query(max_length=64, description="Only these peers (repeat)")
+        ] = None,
+    ) -> dict[str, SketchOut]:
+        """The last sketch of each peer in the key's group, by peer name (peer scope); a peer
+        waiting for a round asks for the ones it still lacks (``min_round``, ``peer``)."""
+        key.require("peer")
+        want = None if peer is None else set(peer)
+        return {
+            p: SketchOut(round=r, sketch=s)
+            for p, (r, s) in hub.sketches(key.namespace).items()
+            if r >= min_round and (want is None or p in want)
+        }
 
     return app
 

@@ -49,8 +49,10 @@ from pathlib import Path
 from memcurator.errors import Forbidden, InvalidInput, RateLimited, Unauthorized
 
 #: what a key may do: read (recall, entries, decisions, namespace), write (write, feedback,
-#: record, update, forget), admin (forget-all, the namespace's budget, metrics)
-SCOPES: tuple[str, ...] = ("read", "write", "admin")
+#: record, update, forget), admin (forget-all, the namespace's budget, metrics), peer (the hub
+#: routes: push to, pull from and publish a sketch in the namespace's peer group,
+#: :mod:`memcurator.service.hub`)
+SCOPES: tuple[str, ...] = ("read", "write", "admin", "peer")
 #: the origins a key writes as: its holder is the namespace's own agent (self), a peer (its
 #: name is the peer id), or an outside source (external)
 KEY_ORIGINS: tuple[str, ...] = ("self", "peer", "external")

@@ -284,6 +284,78 @@ class Problem(BaseModel):
     error: str
 
 
+# ------------------------------------------------------------------ the peer hub
+class SharedEntryIn(_Request):
+    """One shared entry as a peer pushes it (:class:`memcurator.policy.share.SharedEntry`);
+    no sender field: the hub names the sender from the key."""
+
+    text: str = Field(min_length=1, max_length=1 << 18)
+    kind: str = Field(max_length=16)
+    bytes: int = Field(ge=0, description="The entry's stored bytes at the sender (its uplink cost)")
+    q: float = Field(allow_inf_nan=False, description="Advertised helpfulness")
+    a: float = Field(ge=1.0, allow_inf_nan=False, description="Advertised abstraction gain")
+    rho_s: float = Field(allow_inf_nan=False, description="Share score per byte")
+    source_id: str = Field(min_length=1, max_length=256)
+    raw_text: str | None = Field(default=None, max_length=1 << 18)
+    signature: tuple[str, str] | None = Field(
+        default=None, description="[key_id, mac]: the sender's MAC for the receiver"
+    )
+
+
+class SharedEntryOut(SharedEntryIn):
+    model_config = ConfigDict(extra="ignore")
+
+
+class HubPush(_Request):
+    """Shared entries and forget notices for the group (or one peer of it)."""
+
+    to: str | None = Field(default=None, max_length=128, description="One peer; none: all")
+    round: int = Field(default=0, ge=0, description="The sender's round counter")
+    entries: list[SharedEntryIn] = Field(default_factory=list)
+    notices: list[str] = Field(default_factory=list, description="Forgotten source ids")
+
+
+class HubPushResponse(BaseModel):
+    seq: int
+    sender: str
+    entries: int
+    notices: int
+
+
+class HubMessage(BaseModel):
+    """One push as another peer pulls it; ``sender`` is the pushing key's name and every entry
+    reaches the receiver with origin ``peer`` and origin detail ``sender``."""
+
+    seq: int
+    sender: str
+    to: str | None
+    round: int
+    entries: list[SharedEntryOut]
+    notices: list[str]
+
+
+class HubPull(BaseModel):
+    messages: list[HubMessage]
+    next_since: int = Field(description="Pass as ``since`` next time")
+
+
+class SketchIn(_Request):
+    round: int = Field(default=0, ge=0)
+    sketch: list[float] = Field(min_length=1, max_length=4096)
+
+    @field_validator("sketch")
+    @classmethod
+    def _finite(cls, v: list[float]) -> list[float]:
+        if not all(math.isfinite(x) for x in v):
+            raise ValueError("sketch values must be finite")
+        return v
+
+
+class SketchOut(BaseModel):
+    round: int
+    sketch: list[float]
+
+
 __all__ = [
     "Condition",
     "DecisionOut",
@@ -294,6 +366,10 @@ __all__ = [
     "ForgetRequest",
     "ForgetResponse",
     "Health",
+    "HubMessage",
+    "HubPull",
+    "HubPush",
+    "HubPushResponse",
     "NamespaceOut",
     "NamespacePatch",
     "Problem",
@@ -301,6 +377,10 @@ __all__ = [
     "RecallResponse",
     "RecordRequest",
     "RecordResponse",
+    "SharedEntryIn",
+    "SharedEntryOut",
+    "SketchIn",
+    "SketchOut",
     "TaskIn",
     "TrajectoryIn",
     "UpdateRequest",

@@ -55,6 +55,7 @@ __all__ = [
 #:   steps), a small tie-breaker toward fresh experience under drift. Prior weight 0.02.
 BASE_FEATURES: tuple[str, ...] = ("relevance", "success", "usage", "recency")
 
+
 #: Preset names mapped to constructor arguments (the ablations of TokenWorth, Fig. 3(b)).
 class MemoryStats(NamedTuple):
     """Execution-derived statistics of one memory (TokenWorth, App. B.1).
