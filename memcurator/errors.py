@@ -75,6 +75,11 @@ class LLMError(MemcuratorError, RuntimeError):
     """An LLM executor failed (model file missing, endpoint unreachable, bad response)."""
 
 
+class ContextOverflow(LLMError):
+    """A prompt does not fit the model's context window together with ``max_tokens``; an agent
+    loop ends its episode here, as LifelongAgentBench's "agent context limit" does."""
+
+
 class MissingExtra(MemcuratorError, ImportError):
     """An optional component whose dependencies are not installed; the message names the extra
     to install (``pip install 'memcurator[embed]'``)."""

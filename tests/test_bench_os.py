@@ -103,3 +103,27 @@ def test_cli_bench_env_os(tmp_path: Path) -> None:
     assert cfg["env"] == "os" and cfg["drift"] == 0.0
     bad = CliRunner().invoke(app, ["bench", "--env", "os", "--drift", "0.3", "--out", str(out)])
     assert bad.exit_code != 0 and "--drift 0" in bad.output
+
+
+def test_a_prompt_past_the_context_window_ends_the_episode_not_the_run() -> None:
+    """Upstream's "agent context limit": a round whose prompt no longer fits ends that task's
+    episode (the check still runs and the task fails); the stream goes on. A real run died
+    here at task 14 with 2,007 prompt tokens in a 2,048 window."""
+    from memcurator.errors import ContextOverflow
+    from memcurator.llm.fake import ScriptedExecutor
+
+    replies = iter([" Think: look.\nAct: bash\n```bash\nls /\n```"])
+
+    def responder(prompt: str) -> str:
+        try:
+            return next(replies)
+        except StopIteration:
+            raise ContextOverflow("prompt of 2007 tokens plus max_tokens=384 exceeds") from None
+
+    cfg = _cfg(["no-memory"], n_tasks=3, poison=0)
+    out = run_bench(cfg, ScriptedExecutor(responder), families=load_families(env="os"))
+    recs = out[0].records
+    assert len(recs) == 3  # every task ran and was recorded
+    assert recs[0].turns == 1 and recs[0].sql == "ls /"  # the round before the overflow ran
+    assert all(not r.local_ok for r in recs)  # ended by the context limit, then checked
+    assert all(r.turns == 0 for r in recs[1:])

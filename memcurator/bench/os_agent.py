@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memcurator.bench.agent import AgentConfig, TaskRecord, memory_block
-from memcurator.errors import BudgetExceeded
+from memcurator.errors import BudgetExceeded, ContextOverflow
 from memcurator.memory import Memory
 from memcurator.trust.provenance import unspotlight
 from memcurator.types import Step, Task, Trajectory
@@ -192,9 +192,13 @@ def run_os_task(
         else:
             obs = ""
             for _ in range(cfg.max_turns):
-                comp = executor.complete(
-                    render_prompt(history, block), max_tokens=cfg.max_tokens, stop=STOP
-                )
+                try:
+                    comp = executor.complete(
+                        render_prompt(history, block), max_tokens=cfg.max_tokens, stop=STOP
+                    )
+                except ContextOverflow:
+                    # upstream's "agent context limit": the episode ends, the check still runs
+                    break
                 turns += 1
                 tokens_in += comp.tokens_in
                 tokens_out += comp.tokens_out

@@ -70,6 +70,10 @@ def bench_settings(
     }
 
 
+#: Context window (tokens) of the bundled model on ``--env os`` (SQL prompts fit the default 2,048).
+OS_N_CTX = 8192
+
+
 def make_executor(
     kind: str,
     *,
@@ -113,6 +117,10 @@ def make_executor(
         kw = {"responder": copy_first_action}
     if kind == "gguf":
         kw = {"model_path": model_path, "n_threads": threads}
+        if env == "os":
+            # five rounds of commands and (truncated) outputs outgrow 2,048 tokens; the bundled
+            # Gemma-3-270M takes 32k. A prompt that still does not fit ends its episode.
+            kw["n_ctx"] = OS_N_CTX
     ex = create_executor(kind, **kw)
     if cache and kind != "fake":
         from memcurator.llm.gguf import cache_dir

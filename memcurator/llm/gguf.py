@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memcurator.errors import InvalidInput, LLMError
+from memcurator.errors import ContextOverflow, InvalidInput, LLMError
 from memcurator.llm.base import Completion, check_request
 
 CACHE_ENV = "MEMCURATOR_CACHE_DIR"
@@ -257,9 +257,11 @@ class LlamaCppExecutor:
         InvalidInput
             Bad arguments.
         LLMError
-            llama-cpp-python missing, model file missing or unloadable, or a prompt that does
-            not fit in ``n_ctx`` together with ``max_tokens`` (with ``chat=True`` the template's
-            few extra tokens are not part of this check).
+            llama-cpp-python missing, model file missing or unloadable.
+        ContextOverflow
+            A prompt that does not fit in ``n_ctx`` together with ``max_tokens`` (with
+            ``chat=True`` the template's few extra tokens are not part of this check); an
+            :class:`~memcurator.errors.LLMError`.
         """
         stops = check_request(prompt, max_tokens, stop)
         llama = self._load()
@@ -267,7 +269,7 @@ class LlamaCppExecutor:
         if n_prompt + max_tokens > self.n_ctx:
             # checked here because llama.cpp pads its context to 256 tokens and
             # llama-cpp-python then fails deep inside with an unreadable error
-            raise LLMError(
+            raise ContextOverflow(
                 f"prompt of {n_prompt} tokens plus max_tokens={max_tokens} exceeds the context "
                 f"window n_ctx={self.n_ctx} tokens; shorten the prompt or raise n_ctx"
             )
