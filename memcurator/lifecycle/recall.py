@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -228,6 +228,31 @@ class RecallOptions(TypedDict, total=False):
     observe: bool
     min_score: float | None
     user: str | None
+    meta: dict[str, Any] | None
+
+
+def check_recall_args(k: Any, min_score: Any, meta: Any = None) -> None:
+    """Validate :func:`recall_for`'s ``k``, ``min_score`` and ``meta``.
+
+    Raises
+    ------
+    InvalidInput
+    """
+    if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
+        raise InvalidInput(f"k must be a positive integer, got {k!r}")
+    if min_score is not None and (
+        not isinstance(min_score, int | float) or not math.isfinite(min_score)
+    ):
+        raise InvalidInput(f"min_score must be a finite number or None, got {min_score!r}")
+    if meta is not None:
+        if not isinstance(meta, dict):
+            raise InvalidInput(f"meta must be a dict of key: value pairs, got {meta!r}")
+        for key, v in meta.items():
+            if not isinstance(key, str) or not (v is None or isinstance(v, str | int | float)):
+                raise InvalidInput(
+                    f"meta filter {key!r}: {v!r}; keys must be str and values str, number, "
+                    "bool or None"
+                )
 
 
 def recall_for(
@@ -239,6 +264,7 @@ def recall_for(
     observe: bool = True,
     min_score: float | None = None,
     user: str | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> RecallResult:
     """Recall up to ``k`` entries for ``query`` (:func:`recall` on a context): counts the query
     and the resident bytes scanned as energy, and guards ``where``.
@@ -264,6 +290,14 @@ def recall_for(
     user : str, optional
         The user recalling: entries written with ``user=`` are returned only to that
         user; entries without one are shared by every user of the namespace.
+    meta : dict, optional
+        Only entries whose ``meta`` holds every pair (key present, value equal) are eligible.
+        A simple filter a database can apply itself (in-database recall pushes it into SQL);
+        in memory it is a ``where`` test.
+
+    With ``ctx.recall_in_store`` set (``Memory(..., recall_in_store=True)``) the pool comes
+    from the store (:func:`memcurator.lifecycle.store_recall.recall_in_store`), not from the
+    resident set.
 
     Ranking: the policy's score plus ``lexical_weight`` times the candidate's BM25 score
     over the pool's best; between versions of one request (cosine >= ``same_request``)
@@ -285,16 +319,59 @@ def recall_for(
         that is not a finite number.
     """
     query, e_q = query_vector(ctx.embedder, query)  # validates the query first
-    if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
-        raise InvalidInput(f"k must be a positive integer, got {k!r}")
-    if min_score is not None and (
-        not isinstance(min_score, int | float) or not math.isfinite(min_score)
-    ):
-        raise InvalidInput(f"min_score must be a finite number or None, got {min_score!r}")
+    check_recall_args(k, min_score, meta)
+    in_store = getattr(ctx, "recall_in_store", False)
+    if in_store:
+        from memcurator.lifecycle.store_recall import recall_in_store
+
+        ctx.sync_usable()
+        ctx.energy.add(len(query.encode("utf-8")))  # the scan is the database's
+        if observe:
+            ctx.policy.observe_query(e_q)
+        return recall_in_store(
+            ctx.store,  # type: ignore[arg-type]  # checked when the option was set
+            ctx.namespace,
+            query,
+            e_q,
+            int(k),
+            candidates=ctx.candidates,
+            step=ctx.step,
+            where=_guard(ctx, where),
+            min_score=min_score,
+            user=user,
+            meta=meta,
+            lexical_weight=ctx.lexical_weight,
+            same_request=ctx.same_request,
+        )
     ctx.sync_usable()
     ctx.energy.add(len(query.encode("utf-8")) + ctx.res.used)
     if observe:
         ctx.policy.observe_query(e_q)
+    if meta:
+        from memcurator.lifecycle.store_recall import meta_test
+
+        mt, w0 = meta_test(meta), where
+        where = mt if w0 is None else (lambda e: mt(e) and bool(w0(e)))
+    return recall(
+        ctx.res,
+        ctx.policy,
+        query,
+        e_q,
+        int(k),
+        candidates=ctx.candidates,
+        step=ctx.step,
+        where=_guard(ctx, where),
+        min_score=min_score,
+        user=user,
+        lexical_weight=ctx.lexical_weight,
+        same_request=ctx.same_request,
+    )
+
+
+def _guard(
+    ctx: Context, where: Callable[[Entry], bool] | None
+) -> Callable[[Entry], bool] | None:
+    """``where`` with changes to the memory refused while it runs."""
     guarded = None
     if where is not None:
         user_where = where
@@ -306,25 +383,13 @@ def recall_for(
             finally:
                 ctx.in_where = False
 
-    return recall(
-        ctx.res,
-        ctx.policy,
-        query,
-        e_q,
-        int(k),
-        candidates=ctx.candidates,
-        step=ctx.step,
-        where=guarded,
-        min_score=min_score,
-        user=user,
-        lexical_weight=ctx.lexical_weight,
-        same_request=ctx.same_request,
-    )
+    return guarded
 
 
 __all__ = [
     "RecallOptions",
     "as_ranking",
+    "check_recall_args",
     "observe",
     "query_vector",
     "recall",

@@ -53,7 +53,10 @@ from memcurator.store.base import (
     KEEP,
     REEMBED_PENDING,
     NamespaceInfo,
+    Hit,
     NamespaceStats,
+    SearchableStore,
+    SearchHits,
     Store,
     VectorRow,
 )
@@ -226,6 +229,7 @@ class PostgresStore:
         self._event = 0  # local rollbacks and commits (part of the change token)
         self._event_lock = threading.Lock()
         self._closed = False
+        self._hnsw: set[str] = set()  # namespaces whose HNSW index this handle ensured
         #: what the last :meth:`secure_erase` found (why it returned False, if it did)
         self.erase_report = ""
         lock_ms = int(self.timeout_s * 1000)
@@ -1232,6 +1236,215 @@ class PostgresStore:
         return out
 
 
+    # ------------------------------------------------------------------ in-database recall
+    #: ``hnsw.ef_search`` of :meth:`search` (pgvector's default is 40; 100 measured
+    #: recall@10 >= 0.95 against exact search, benchmarks/recall_scale.py).
+    ef_search = 100
+    #: Most rows per query word the full-text leg scores, and the cap of its document
+    #: frequency (:meth:`search`).
+    lexical_scan = 2000
+
+    def _eligible(
+        self,
+        user: str | None,
+        meta: dict[str, Any] | None,
+        min_score: float | None,
+        expr: str,
+        cast: str,
+        qtext: str,
+    ) -> tuple[str, list[Any]]:
+        """SQL condition (and its parameters) of the rows a recall may return."""
+        conds = [
+            "NOT (metab ? '_probation')",  # trust probation (trust.provenance.injectable)
+            "(metab -> '_user' IS NULL OR metab -> '_user' = 'null'::jsonb"
+            + (" OR metab -> '_user' = to_jsonb(%s::text))" if user is not None else ")"),
+        ]
+        args: list[Any] = [] if user is None else [str(user)]
+        if meta:
+            for key, v in meta.items():
+                if not isinstance(key, str) or not (v is None or isinstance(v, str | int | float)):
+                    raise InvalidInput(
+                        f"meta filter {key!r}: {v!r}; only str keys with str, number, bool "
+                        "or None values can be matched"
+                    )
+            conds.append("metab @> %s::jsonb")
+            args.append(json.dumps(meta, sort_keys=True))
+        if min_score is not None:
+            conds.append(f"({expr} <=> %s::{cast}) <= %s")
+            args += [qtext, 1.0 - float(min_score)]
+        return " AND ".join(conds), args
+
+    def search(
+        self,
+        namespace: str,
+        text: str,
+        query: np.ndarray,
+        k: int,
+        *,
+        user: str | None = None,
+        meta: dict[str, Any] | None = None,
+        min_score: float | None = None,
+        exact: bool = False,
+        ef_search: int | None = None,
+    ) -> SearchHits:
+        """Recall candidates found in the database: the ``k`` best eligible entries of a
+        dense leg and of a full-text leg (:class:`~memcurator.store.base.SearchHits`).
+
+        **Eligible**: not on trust probation (``meta["_probation"]``), not scoped to another
+        user (``meta["_user"]`` unset or ``user``), containing every ``meta`` pair (JSON
+        equality of top-level values), cosine >= ``min_score``. The conditions are in the SQL,
+        so each leg returns ``k`` hits whenever ``k`` eligible entries match it.
+
+        **Dense leg**: cosine order through the namespace's HNSW index (built on first use,
+        :meth:`ensure_hnsw`) with ``hnsw.ef_search`` = ``ef_search`` (default
+        :attr:`ef_search`) and ``hnsw.iterative_scan = relaxed_order``: the scan goes on past
+        ``ef_search`` candidates until ``k`` pass the filter (pgvector >= 0.8). It stops after
+        ``hnsw.max_scan_tuples`` (default 20,000) visited rows; when that leaves fewer than
+        ``k`` hits (a filter passing under ~0.05% of a large namespace) the leg is run again
+        exactly (no index: a scan of the namespace), so a rare filter costs time, never
+        results. ``exact``: exact search from the start (the reference of recall@10). Entries
+        with a zero vector (no content) have no cosine and are never returned.
+
+        **Full-text leg**: the ``'simple'`` full-text form of ``text`` (words lower-cased, no
+        stemming) matched against each entry's recall text (``rtsv``, GIN index, schema v2).
+        Any query word matches (OR); an entry scores the sum of ``ln(1 + S / df_w)`` over the
+        query words ``w`` it contains, ``df_w`` the word's document frequency in the namespace
+        capped at ``S`` = :attr:`lexical_scan`: a capped IDF, so a rare exact term (an error
+        code, a name) outranks common words as in BM25 (Robertson & Zaragoza 2009, Eq. 3.3;
+        no term-frequency or length saturation). Candidates are all eligible entries with a
+        word of ``df_w < S`` and at most ``S`` eligible entries per commoner word (arbitrary
+        among them): bounded work per query at any size.
+
+        Parameters
+        ----------
+        namespace : str
+        text : str
+            The query's recall text (:func:`memcurator.retrieve.hybrid.recall_text`).
+        query : ndarray of shape (dim,)
+            Its embedding (unit norm).
+        k : int
+            Hits per leg.
+        user, meta, min_score
+            Eligibility (above).
+        exact : bool, default False
+        ef_search : int, optional
+
+        Returns
+        -------
+        SearchHits
+            ``dense`` (score: cosine) and ``lexical`` (score: capped-IDF sum), best first,
+            ties by insertion position.
+
+        Raises
+        ------
+        InvalidInput
+            ``k < 1``, a query of the wrong shape or not finite, an int8 namespace, a ``meta``
+            value that is not a scalar.
+        NamespaceNotFound
+        """
+        from psycopg import sql
+
+        if isinstance(k, bool) or int(k) < 1:
+            raise InvalidInput(f"k must be a positive integer, got {k!r}")
+        info = self.namespace(namespace)
+        expr, _, cast = self._vec_expr(namespace)
+        q = np.asarray(query, dtype=np.float32)
+        if q.shape != (info.dim,) or not np.all(np.isfinite(q)):
+            raise InvalidInput(
+                f"query must be a finite vector of shape ({info.dim},), got {q.shape}"
+            )
+        qtext = _vec_text(q if cast.startswith("vector") else q.astype(np.float16))
+        elig, eargs = self._eligible(user, meta, min_score, expr, cast, qtext)
+        if not exact and namespace not in self._hnsw:
+            self.ensure_hnsw(namespace)
+            self._hnsw.add(namespace)
+        scope = sql.SQL("namespace = {} AND vec_dtype = {}").format(
+            sql.Literal(namespace), sql.Literal(info.vector_dtype)
+        )
+        dense_stmt = sql.SQL(
+            "SELECT pos, id, 1 - (" + expr + " <=> %s::" + cast + ") FROM entries WHERE {} AND "
+            + elig + " ORDER BY " + expr + " <=> %s::" + cast + " LIMIT %s"
+        ).format(scope)
+        dargs = (qtext, *eargs, qtext, int(k))
+        ef = int(self.ef_search if ef_search is None else ef_search)
+        with self._conn() as c:
+
+            def dense(use_index: bool) -> list[Any]:
+                with c.transaction():
+                    if use_index:
+                        c.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
+                        c.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+                    else:
+                        c.execute("SET LOCAL enable_indexscan = off")
+                    return c.execute(dense_stmt, dargs, prepare=False).fetchall()
+
+            rows = self._run(lambda: dense(not exact))
+            if not exact and len(rows) < int(k):
+                rows = self._run(lambda: dense(False))  # the scan stopped early: exact
+            words = self._run(
+                lambda: c.execute(
+                    "SELECT tsvector_to_array(to_tsvector('simple'::regconfig, %s))", (text,)
+                ).fetchone()[0]
+            )
+            lex: list[Any] = []
+            if words:
+                lex = self._run(lambda: self._lexical(c, namespace, words, elig, eargs, int(k)))
+        dense_hits = [Hit(int(r[0]), str(r[1]), float(r[2])) for r in rows]
+        dense_hits = [h for h in dense_hits if math.isfinite(h.score)]
+        # relaxed order: the index may return near-ties slightly out of order; ties by position
+        dense_hits.sort(key=lambda h: (-h.score, h.pos))
+        return SearchHits(dense_hits, [Hit(int(r[0]), str(r[1]), float(r[2])) for r in lex])
+
+    def _lexical(
+        self, c: Any, namespace: str, words: list[str], elig: str, eargs: list[Any], k: int
+    ) -> list[Any]:
+        """The full-text leg of :meth:`search` on connection ``c``: rows (pos, id, score)."""
+        cap = int(self.lexical_scan)
+        match = "rtsv @@ plainto_tsquery('simple'::regconfig, %s)"
+        df_sql = ", ".join(
+            f"(SELECT count(*) FROM (SELECT 1 FROM entries WHERE namespace = %s AND {match} "
+            "LIMIT %s) d)"
+            for _ in words
+        )
+        df_args: list[Any] = []
+        for w in words:
+            df_args += [namespace, w, cap]
+        dfs = c.execute("SELECT " + df_sql, df_args).fetchone()
+        weights = [math.log1p(cap / max(int(d), 1)) for d in dfs]
+        live = [(w, wt, int(d)) for w, wt, d in zip(words, weights, dfs, strict=True) if d > 0]
+        if not live:
+            return []
+        cand = " UNION ".join(
+            f"(SELECT pos FROM entries WHERE namespace = %s AND {match} AND {elig} LIMIT %s)"
+            for _ in live
+        )
+        score = " + ".join(f"%s * ({match})::int" for _ in live)
+        args: list[Any] = []
+        for w, wt, _ in live:
+            args += [wt, w]
+        for w, _, _ in live:
+            args += [namespace, w, *eargs, cap]
+        args += [namespace, k]
+        stmt = (
+            f"SELECT e.pos, e.id, {score} AS s FROM entries e JOIN ({cand}) c ON c.pos = e.pos "
+            "WHERE e.namespace = %s ORDER BY s DESC, e.pos LIMIT %s"
+        )
+        return list(c.execute(stmt, args).fetchall())
+
+    def get_many(self, namespace: str, ids: list[str]) -> list[Entry]:
+        """The resident entries among ``ids``, in the order of ``ids`` (one statement;
+        absent ids are skipped)."""
+        want = list(dict.fromkeys(str(i) for i in ids))
+        if not want:
+            return []
+        rows = self._q(
+            f"SELECT {_ENTRY_COLS} FROM entries WHERE namespace=%s AND id = ANY(%s)",
+            (namespace, want),
+        )
+        got = {r[0]: _row_to_entry(r) for r in rows}
+        return [got[i] for i in want if i in got]
+
+
 class Nearest(NamedTuple):
     """One row of :meth:`PostgresStore.nearest`: an entry id and its cosine to the query."""
 
@@ -1256,6 +1469,11 @@ def migrate_url(url: str, *, timeout_s: float = 30.0) -> tuple[int, int]:
 
 def _implements_store(store: PostgresStore) -> Store:
     """Never called: mypy checks here that :class:`PostgresStore` implements the protocol."""
+    return store
+
+
+def _implements_search(store: PostgresStore) -> SearchableStore:
+    """Never called: mypy checks here that :class:`PostgresStore` can search."""
     return store
 
 
