@@ -230,6 +230,7 @@ class PostgresStore:
         self._event_lock = threading.Lock()
         self._closed = False
         self._hnsw: set[str] = set()  # namespaces whose HNSW index this handle ensured
+        self._wstats: tuple[float, tuple[dict[str, float], float, float]] | None = None
         #: what the last :meth:`secure_erase` found (why it returned False, if it did)
         self.erase_report = ""
         lock_ms = int(self.timeout_s * 1000)
@@ -1307,13 +1308,17 @@ class PostgresStore:
 
         **Full-text leg**: the ``'simple'`` full-text form of ``text`` (words lower-cased, no
         stemming) matched against each entry's recall text (``rtsv``, GIN index, schema v2).
-        Any query word matches (OR); an entry scores the sum of ``ln(1 + S / df_w)`` over the
-        query words ``w`` it contains, ``df_w`` the word's document frequency in the namespace
-        capped at ``S`` = :attr:`lexical_scan`: a capped IDF, so a rare exact term (an error
-        code, a name) outranks common words as in BM25 (Robertson & Zaragoza 2009, Eq. 3.3;
-        no term-frequency or length saturation). Candidates are all eligible entries with a
-        word of ``df_w < S`` and at most ``S`` eligible entries per commoner word (arbitrary
-        among them): bounded work per query at any size.
+        An entry scores the sum of the BM25 IDF ``ln(1 + (N - df_w + 0.5) / (df_w + 0.5))``
+        over the query words ``w`` it holds (Robertson & Zaragoza 2009, Eq. 3.3; no
+        term-frequency or length saturation), ``df_w`` and ``N`` estimated from the table's
+        statistics (``pg_stats.most_common_elems`` of the last ANALYZE, table-wide, cached 60
+        s; a word not listed is rarer than every listed one; before any ANALYZE every word
+        weighs 1). So a rare exact term (an error code, a name) outranks common words as in
+        BM25. Candidates: every eligible entry holding a query word with ``df_w <=``
+        :attr:`lexical_scan` (small GIN posting lists); when every query word is commoner,
+        entries holding all of them, at most :attr:`lexical_scan`. Bounded work per query at
+        any size; an entry holding only common words can be missed by this leg (the dense
+        leg still finds it).
 
         Parameters
         ----------
@@ -1372,8 +1377,17 @@ class PostgresStore:
             def dense(use_index: bool) -> list[Any]:
                 with c.transaction():
                     if use_index:
-                        c.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef),))
-                        c.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
+                        # the planner guesses the jsonb filters' selectivity low (0.1%) and
+                        # would read every row of the namespace and sort; the iterative scan
+                        # handles filters, the exact fallback below the rest (one round trip)
+                        c.execute(
+                            "SELECT set_config('hnsw.ef_search', %s, true), "
+                            "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                            "set_config('enable_seqscan', 'off', true), "
+                            "set_config('enable_bitmapscan', 'off', true), "
+                            "set_config('enable_sort', 'off', true)",
+                            (str(ef),),
+                        )
                     else:
                         c.execute("SET LOCAL enable_indexscan = off")
                     return c.execute(dense_stmt, dargs, prepare=False).fetchall()
@@ -1395,39 +1409,60 @@ class PostgresStore:
         dense_hits.sort(key=lambda h: (-h.score, h.pos))
         return SearchHits(dense_hits, [Hit(int(r[0]), str(r[1]), float(r[2])) for r in lex])
 
+    def _word_stats(self, c: Any) -> tuple[dict[str, float], float, float]:
+        """(frequency of each common word, frequency below which words are not listed, rows)
+        of the entries' full-text column, from ``pg_stats`` (the last ANALYZE; autovacuum
+        keeps it current), cached for 60 s. Empty before the first ANALYZE."""
+        now = time.monotonic()
+        cached = self._wstats
+        if cached is not None and now - cached[0] < 60.0:
+            return cached[1]
+        row = c.execute(
+            "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
+            "FROM pg_class c LEFT JOIN pg_stats s ON s.tablename = 'entries' "
+            "AND s.attname = 'rtsv' AND s.schemaname = current_schema() "
+            "WHERE c.oid = 'entries'::regclass"
+        ).fetchone()
+        words: dict[str, float] = {}
+        floor, rows = 0.0, 0.0
+        if row is not None and row[0] is not None and row[1] is not None:
+            freqs = list(row[1])
+            words = dict(zip(row[0], freqs[: len(row[0])], strict=True))
+            floor = float(freqs[len(row[0])]) if len(freqs) > len(row[0]) else 0.0
+            rows = max(float(row[2] or 0.0), 0.0)
+        out = (words, floor, rows)
+        self._wstats = (now, out)
+        return out
+
     def _lexical(
         self, c: Any, namespace: str, words: list[str], elig: str, eargs: list[Any], k: int
     ) -> list[Any]:
         """The full-text leg of :meth:`search` on connection ``c``: rows (pos, id, score)."""
         cap = int(self.lexical_scan)
-        match = "rtsv @@ plainto_tsquery('simple'::regconfig, %s)"
-        df_sql = ", ".join(
-            f"(SELECT count(*) FROM (SELECT 1 FROM entries WHERE namespace = %s AND {match} "
-            "LIMIT %s) d)"
-            for _ in words
-        )
-        df_args: list[Any] = []
+        freq, floor, n = self._word_stats(c)
+        weights, selective = [], []
         for w in words:
-            df_args += [namespace, w, cap]
-        dfs = c.execute("SELECT " + df_sql, df_args).fetchone()
-        weights = [math.log1p(cap / max(int(d), 1)) for d in dfs]
-        live = [(w, wt, int(d)) for w, wt, d in zip(words, weights, dfs, strict=True) if d > 0]
-        if not live:
-            return []
-        cand = " UNION ".join(
-            f"(SELECT pos FROM entries WHERE namespace = %s AND {match} AND {elig} LIMIT %s)"
-            for _ in live
-        )
-        score = " + ".join(f"%s * ({match})::int" for _ in live)
+            # df from the table's statistics: a listed word's frequency; an unlisted one is
+            # rarer than the least frequent listed word (half of it, at least 1 row)
+            df = max(freq[w] * n if w in freq else 0.5 * floor * n, 1.0)
+            weights.append(math.log(1.0 + (max(n, df) - df + 0.5) / (df + 0.5)) if n else 1.0)
+            if df <= cap:
+                selective.append(w)
+        match = "rtsv @@ plainto_tsquery('simple'::regconfig, %s)"
+        score = " + ".join(f"%s * ({match})::int" for _ in words)
         args: list[Any] = []
-        for w, wt, _ in live:
+        for w, wt in zip(words, weights, strict=True):
             args += [wt, w]
-        for w, _, _ in live:
-            args += [namespace, w, *eargs, cap]
-        args += [namespace, k]
+        if selective:  # every entry holding a rare word (small posting lists)
+            cond = "(" + " OR ".join(match for _ in selective) + ")"
+            args += [namespace, *selective]
+        else:  # only common words: entries holding all of them, at most cap
+            cond = match
+            args += [namespace, " ".join(words)]
+        args += [*eargs, cap, k]
         stmt = (
-            f"SELECT e.pos, e.id, {score} AS s FROM entries e JOIN ({cand}) c ON c.pos = e.pos "
-            "WHERE e.namespace = %s ORDER BY s DESC, e.pos LIMIT %s"
+            f"SELECT pos, id, s FROM (SELECT pos, id, {score} AS s FROM entries "
+            f"WHERE namespace = %s AND {cond} AND {elig} LIMIT %s) c ORDER BY s DESC, pos LIMIT %s"
         )
         return list(c.execute(stmt, args).fetchall())
 
