@@ -11,13 +11,14 @@ What is measured
 - **write**: one entry committed through the store (embed + one insert transaction: the
   namespace lock, the row, its HNSW/GIN upkeep on PostgreSQL), per client; ``--writes`` each.
   Memory's own write path (admission, Keep) is the same on both backends and not timed here.
-- **recall**: ``k = 10`` for a query of the corpus' kind. SQLite: :meth:`memcurator.Memory.recall`
-  on the keep-all resident set in process memory (exact; each client opens its own Memory, as
-  separate agent processes would). PostgreSQL: :class:`memcurator.lifecycle.store_recall.StoreRecall`
-  (HNSW + full-text in the database, fused; the clients share one pool), and the same with
+- **recall**: ``k = 10`` for a query of the corpus' kind. SQLite:
+  :meth:`memcurator.Memory.recall` on the keep-all resident set in process memory (exact; each
+  client opens its own Memory, as separate agent processes would). PostgreSQL:
+  :class:`memcurator.lifecycle.store_recall.StoreRecall` (HNSW + full-text in the database,
+  fused; the clients share one pool), and the same with
   ``exact=True`` (no index).
-- **recall@10**: overlap of the HNSW dense leg's 10 ids with exact search's 10 (same filters
-  none), averaged over the queries; and of the fused results (HNSW path vs exact path).
+- **recall@10**: overlap of the HNSW dense leg's 10 ids with exact search's 10 (no filter),
+  averaged over 100 queries; and of the fused results (HNSW path vs exact path).
 
 Usage::
 
@@ -69,7 +70,9 @@ def pct(xs: list[float], p: float) -> float:
     return float(np.percentile(np.array(xs), p)) * 1000 if xs else float("nan")
 
 
-def timed(fn: Callable[[int, int], Any], clients: int, per_client: int) -> tuple[list[float], float]:
+def timed(
+    fn: Callable[[int, int], Any], clients: int, per_client: int
+) -> tuple[list[float], float]:
     """Latencies (s) of ``per_client`` calls ``fn(client, j)`` on each of ``clients`` threads,
     and the wall time of the whole."""
     lat: list[float] = []
@@ -207,48 +210,78 @@ def main() -> None:
             for cl in clients:
                 # ---- SQLite: each client its own Memory (its own resident set)
                 t0 = time.perf_counter()
-                mems = [Memory(sq_path, namespace=ns, policy="keep-all", embedder=emb)
-                        for _ in range(cl)]
+                mems = [
+                    Memory(sq_path, namespace=ns, policy="keep-all", embedder=emb)
+                    for _ in range(cl)
+                ]
                 t_open = time.perf_counter() - t0
-                lat, wall = timed(lambda c, j: mems[c].recall(queries[c * a.queries + j], k=10),
-                                  cl, a.queries)
+                lat, wall = timed(
+                    lambda c, j, ms=mems, qs=queries: ms[c].recall(qs[c * a.queries + j], k=10),
+                    cl,
+                    a.queries,
+                )
                 sq_rec = (lat, wall)
                 wst = SQLiteStore(sq_path)
                 wrng = random.Random(7)
 
-                def sq_write(c: int, j: int, st: Any = wst, r: Any = wrng) -> None:
+                def sq_write(
+                    c: int, j: int, st: Any = wst, r: Any = wrng, n: int = n, cl: int = cl
+                ) -> None:
                     t = corpus_text(r, n + c * 100000 + j)
                     e = emb.embed(recall_text(t))
-                    with st.transaction(namespace=ns):
-                        st.insert(entry(ns, j, t, e, prefix=f"w{cl}_{c}_"))
+                    with st.transaction(namespace="bench"):
+                        st.insert(entry("bench", j, t, e, prefix=f"w{cl}_{c}_"))
 
                 sq_w = timed(sq_write, cl, a.writes)
                 wst.close()
                 for m in mems:
                     m.store.close()
-                rows.append(dict(backend="sqlite", mode="in-process exact", n=n, clients=cl,
-                                 rec=sq_rec, wr=sq_w, r10=1.0,
-                                 note=f"{cl} Memory open {t_open:.1f} s"))
+                rows.append(
+                    dict(
+                        backend="sqlite",
+                        mode="in-process exact",
+                        n=n,
+                        clients=cl,
+                        rec=sq_rec,
+                        wr=sq_w,
+                        r10=1.0,
+                        note=f"{cl} Memory open {t_open:.1f} s",
+                    )
+                )
                 # ---- PostgreSQL: HNSW and exact in the database, one pool shared
                 for mode, rdr in (("in-db HNSW", hn), ("in-db exact", ex)):
                     if mode == "in-db exact" and n > 100_000:
                         continue
-                    lat_w = timed(lambda c, j, r=rdr: r.recall(queries[c * a.queries + j], k=10),
-                                  cl, a.queries if mode == "in-db HNSW" else max(a.queries // 5, 5))
+                    lat_w = timed(
+                        lambda c, j, r=rdr, qs=queries: r.recall(qs[c * a.queries + j], k=10),
+                        cl,
+                        a.queries if mode == "in-db HNSW" else max(a.queries // 5, 5),
+                    )
                     w = None
                     if mode == "in-db HNSW":
                         prng = random.Random(8)
 
-                        def pg_write(c: int, j: int, r: Any = prng) -> None:
+                        def pg_write(
+                            c: int, j: int, r: Any = prng, n: int = n, cl: int = cl, st: Any = pg
+                        ) -> None:
                             t = corpus_text(r, n + c * 100000 + j)
                             e = emb.embed(recall_text(t))
-                            with pg.transaction(namespace=ns):
-                                pg.insert(entry(ns, j, t, e, prefix=f"w{cl}_{c}_"))
+                            with st.transaction(namespace="bench"):
+                                st.insert(entry("bench", j, t, e, prefix=f"w{cl}_{c}_"))
 
                         w = timed(pg_write, cl, a.writes)
-                    rows.append(dict(backend="postgres", mode=mode, n=n, clients=cl, rec=lat_w,
-                                     wr=w, r10=rec_d if mode == "in-db HNSW" else 1.0,
-                                     note=f"fused recall@10 {rec_f:.3f}" if w else ""))
+                    rows.append(
+                        dict(
+                            backend="postgres",
+                            mode=mode,
+                            n=n,
+                            clients=cl,
+                            rec=lat_w,
+                            wr=w,
+                            r10=rec_d if mode == "in-db HNSW" else 1.0,
+                            note=f"fused recall@10 {rec_f:.3f}" if w else "",
+                        )
+                    )
                 print(f"n={n} clients={cl} done", flush=True)
             pg.close()
     finally:
@@ -259,10 +292,14 @@ def main() -> None:
 
 def render(rows: list[dict[str, Any]], notes: list[str], a: argparse.Namespace) -> None:
     print()
-    print(f"recall k=10, hnsw.ef_search={a.ef_search}, m={a.m}, ef_construction="
-          f"{a.ef_construction}; latencies in ms; ratio = this p95 / SQLite p95 (same n, clients)")
-    hdr = ("| backend | recall path | n | clients | recall p50 | p95 | p99 | recalls/s | "
-           "ratio p95 | recall@10 | write p50 | p95 | p99 | writes/s | note |")
+    print(
+        f"recall k=10, hnsw.ef_search={a.ef_search}, m={a.m}, ef_construction="
+        f"{a.ef_construction}; latencies in ms; ratio = this p95 / SQLite p95 (same n, clients)"
+    )
+    hdr = (
+        "| backend | recall path | n | clients | recall p50 | p95 | p99 | recalls/s | "
+        "ratio p95 | recall@10 | write p50 | p95 | p99 | writes/s | note |"
+    )
     print(hdr)
     print("|" + "---|" * 15)
     base = {(r["n"], r["clients"]): pct(r["rec"][0], 95) for r in rows if r["backend"] == "sqlite"}
@@ -270,11 +307,19 @@ def render(rows: list[dict[str, Any]], notes: list[str], a: argparse.Namespace) 
         lat, wall = r["rec"]
         p95 = pct(lat, 95)
         w = r["wr"]
-        ws = (f"{pct(w[0], 50):.2f} | {pct(w[0], 95):.2f} | {pct(w[0], 99):.2f} | "
-              f"{len(w[0]) / w[1]:,.0f}") if w else "- | - | - | -"
-        print(f"| {r['backend']} | {r['mode']} | {r['n']:,} | {r['clients']} | "
-              f"{pct(lat, 50):.2f} | {p95:.2f} | {pct(lat, 99):.2f} | {len(lat) / wall:,.1f} | "
-              f"{p95 / base[(r['n'], r['clients'])]:.2f} | {r['r10']:.3f} | {ws} | {r['note']} |")
+        ws = (
+            (
+                f"{pct(w[0], 50):.2f} | {pct(w[0], 95):.2f} | {pct(w[0], 99):.2f} | "
+                f"{len(w[0]) / w[1]:,.0f}"
+            )
+            if w
+            else "- | - | - | -"
+        )
+        print(
+            f"| {r['backend']} | {r['mode']} | {r['n']:,} | {r['clients']} | "
+            f"{pct(lat, 50):.2f} | {p95:.2f} | {pct(lat, 99):.2f} | {len(lat) / wall:,.1f} | "
+            f"{p95 / base[(r['n'], r['clients'])]:.2f} | {r['r10']:.3f} | {ws} | {r['note']} |"
+        )
     for n in notes:
         print("-", n)
 

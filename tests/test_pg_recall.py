@@ -35,8 +35,20 @@ def fill(s: PostgresStore, ns: str, n: int, *, every: int, seed: int = 0) -> np.
     with s.transaction(namespace=ns):
         for i in range(n):
             f = "hr" if i % every == 0 else "sales"
-            s.insert(Entry(f"e{i}", ns, "raw", f"Task: row {i} {f}", 100, 100, x[i], "self", "",
-                           meta={"f": f}))
+            s.insert(
+                Entry(
+                    f"e{i}",
+                    ns,
+                    "raw",
+                    f"Task: row {i} {f}",
+                    100,
+                    100,
+                    x[i],
+                    "self",
+                    "",
+                    meta={"f": f},
+                )
+            )
     return x
 
 
@@ -148,10 +160,10 @@ def twin_memories(pg_url: str, **kw: object) -> tuple[Memory, Memory]:
 
 def test_same_ids_as_in_memory_where_both_are_exact(pg_url: str) -> None:
     """Cosine alone (lexical_weight 0, versions off), exact dense search (no HNSW): the
-    database's dense leg holds the exact top kc, so the k best of the fused pool are the in-memory path's k best, in order. Entries
-    of equal cosine ("region 1" and "region 2" against a query without a number) are ordered
-    by their place in the fused pool, whose full-text leg differs from BM25: among ties the
-    ids may differ, the scores never."""
+    database's dense leg holds the exact top kc, so the k best of the fused pool are the
+    in-memory path's k best, in order. Entries of equal cosine ("region 1" and "region 2"
+    against a query without a number) are ordered by their place in the fused pool, whose
+    full-text leg differs from BM25: among ties the ids may differ, the scores never."""
     a, b = twin_memories(pg_url, lexical_weight=0.0, same_request=None)
     ex = StoreRecall(b.store, "default", exact=True, lexical_weight=0.0, same_request=None)
     for q in QUERIES:
@@ -235,7 +247,7 @@ def test_migration_from_v1_fills_the_new_columns(pg_url: str) -> None:
             "INSERT INTO namespaces VALUES ('n', 'rand', 2, NULL, 0, 'float32');"
             "INSERT INTO entries(id, namespace, kind, text, bytes, raw_bytes, vec, origin, meta) "
             "VALUES ('a', 'n', 'raw', E'Task: Count Orders\\nAction: x', 1, 1, '[1,0]', 'self', "
-            "'{\"f\": \"hr\"}')"
+            '\'{"f": "hr"}\')'
         )
     s = PostgresStore(pg_url)
     assert s.schema_version() == 2

@@ -368,9 +368,7 @@ def recall_for(
     )
 
 
-def _guard(
-    ctx: Context, where: Callable[[Entry], bool] | None
-) -> Callable[[Entry], bool] | None:
+def _guard(ctx: Context, where: Callable[[Entry], bool] | None) -> Callable[[Entry], bool] | None:
     """``where`` with changes to the memory refused while it runs."""
     guarded = None
     if where is not None:

@@ -161,7 +161,10 @@ def recall_in_store(
     pos_of = {h.id: h.pos for h in d_hits + l_hits}
     id_at = {h.pos: h.id for h in d_hits + l_hits}
     pool, _ = rrf_fuse(
-        [np.array([h.pos for h in l_hits], dtype=int), np.array([h.pos for h in d_hits], dtype=int)],
+        [
+            np.array([h.pos for h in l_hits], dtype=int),
+            np.array([h.pos for h in d_hits], dtype=int),
+        ],
         k=2 * kc,
     )
     cands = store.get_many(namespace, [id_at[int(p)] for p in pool])

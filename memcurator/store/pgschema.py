@@ -22,10 +22,10 @@ migration:
 - ``metab jsonb``: ``meta`` parsed once at write (filters on user scope, probation and
   ``meta`` keys are pushed into SQL without parsing JSON text per row per query).
 - ``rtsv tsvector``: the full-text form (``'simple'`` configuration: lower-cased words, no
-  stemming, no stop words) of the entry's recall text, its first ``Task:`` line when that is not blank, or
-  else the whole text (as :func:`memcurator.retrieve.hybrid.recall_text`), with a GIN index
-  and statistics target 1000 (ANALYZE lists up to 10,000 common words with their frequency:
-  the full-text leg's IDF).
+  stemming, no stop words) of the entry's recall text, its first ``Task:`` line when that is
+  not blank, or else the whole text (as :func:`memcurator.retrieve.hybrid.recall_text`), with a
+  GIN index and statistics target 1000 (ANALYZE lists up to 10,000 common words with their
+  frequency: the full-text leg's IDF).
 """
 
 from __future__ import annotations

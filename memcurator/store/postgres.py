@@ -52,8 +52,8 @@ from memcurator.errors import (
 from memcurator.store.base import (
     KEEP,
     REEMBED_PENDING,
-    NamespaceInfo,
     Hit,
+    NamespaceInfo,
     NamespaceStats,
     SearchableStore,
     SearchHits,
@@ -1236,7 +1236,6 @@ class PostgresStore:
             out.sort(key=lambda n: -n.cosine)
         return out
 
-
     # ------------------------------------------------------------------ in-database recall
     #: ``hnsw.ef_search`` of :meth:`search` (pgvector's default is 40; 100 measured
     #: recall@10 >= 0.95 against exact search, benchmarks/recall_scale.py).
@@ -1367,8 +1366,17 @@ class PostgresStore:
             sql.Literal(namespace), sql.Literal(info.vector_dtype)
         )
         dense_stmt = sql.SQL(
-            "SELECT pos, id, 1 - (" + expr + " <=> %s::" + cast + ") FROM entries WHERE {} AND "
-            + elig + " ORDER BY " + expr + " <=> %s::" + cast + " LIMIT %s"
+            "SELECT pos, id, 1 - ("
+            + expr
+            + " <=> %s::"
+            + cast
+            + ") FROM entries WHERE {} AND "
+            + elig
+            + " ORDER BY "
+            + expr
+            + " <=> %s::"
+            + cast
+            + " LIMIT %s"
         ).format(scope)
         dargs = (qtext, *eargs, qtext, int(k))
         ef = int(self.ef_search if ef_search is None else ef_search)
