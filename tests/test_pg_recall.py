@@ -254,3 +254,36 @@ def test_migration_from_v1_fills_the_new_columns(pg_url: str) -> None:
     assert s._one("SELECT rtsv::text, metab ->> 'f' FROM entries") == ("'count':1 'orders':2", "hr")
     assert [h.id for h in s.search("n", "orders", np.array([1.0, 0.0]), 1).lexical] == ["a"]
     s.close()
+
+
+def test_secure_erase_clears_the_forgotten_words_from_the_statistics(
+    pg_url: str, pg_server: object
+) -> None:
+    """ANALYZE copies common words of ``rtsv`` (and, without schema v2's targets of 0, sampled
+    texts) into ``pg_statistic``; after forget + secure_erase neither the word nor the text is
+    in the statistics or in the database files."""
+    mem = Memory(pg_url, policy="keep-all", recall_in_store=True)
+    for i in range(40):
+        mem.write(f"Task: count orders of customer {i}\nAction: SELECT 1;")
+    secret = "Task: quokkasecret quokkasecret rotate\nAction: SELECT 2;"
+    sid = mem.write(secret).id
+    s = mem.store
+    assert isinstance(s, PostgresStore)
+    with s._conn() as c:
+        c.execute("ANALYZE entries")
+    stats = "SELECT string_agg(coalesce(most_common_elems::text, ''), ' ') FROM pg_stats "
+    stats += "WHERE tablename = 'entries'"
+    assert "quokkasecret" in (s._one(stats) or [""])[0]
+    mem.forget(sid)
+    assert s.secure_erase(), s.erase_report
+    assert "quokkasecret" not in ((s._one(stats) or [""])[0] or "")
+    datadir = pg_server.datadir  # type: ignore[attr-defined]
+    if datadir is not None:
+        blob = b"".join(
+            p.read_bytes()
+            for d in ("base", "global", "pg_wal")
+            for p in sorted((datadir / d).rglob("*"))
+            if p.is_file()
+        )
+        assert b"quokkasecret" not in blob
+    mem.close()

@@ -26,6 +26,11 @@ migration:
   not blank, or else the whole text (as :func:`memcurator.retrieve.hybrid.recall_text`), with a
   GIN index and statistics target 1000 (ANALYZE lists up to 10,000 common words with their
   frequency: the full-text leg's IDF).
+
+ANALYZE copies sampled column values into ``pg_statistic`` (histograms, most common values):
+entry text there would outlive a delete. v2 sets the statistics target of ``text``, ``meta``,
+``metab``, ``stats`` and ``origin_detail`` to 0 (none gathered); ``rtsv``'s common words are
+refreshed by :meth:`~memcurator.store.postgres.PostgresStore.secure_erase`.
 """
 
 from __future__ import annotations
@@ -142,7 +147,12 @@ ALTER TABLE entries ADD COLUMN metab jsonb GENERATED ALWAYS AS (meta::jsonb) STO
 ALTER TABLE entries ADD COLUMN rtsv tsvector
     GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, {_RECALL_TEXT})) STORED;
 CREATE INDEX entries_rtsv ON entries USING gin (rtsv);
-ALTER TABLE entries ALTER COLUMN rtsv SET STATISTICS 1000
+ALTER TABLE entries ALTER COLUMN rtsv SET STATISTICS 1000;
+ALTER TABLE entries ALTER COLUMN text SET STATISTICS 0;
+ALTER TABLE entries ALTER COLUMN meta SET STATISTICS 0;
+ALTER TABLE entries ALTER COLUMN metab SET STATISTICS 0;
+ALTER TABLE entries ALTER COLUMN stats SET STATISTICS 0;
+ALTER TABLE entries ALTER COLUMN origin_detail SET STATISTICS 0
 """
 
 MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}

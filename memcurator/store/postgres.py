@@ -448,11 +448,13 @@ class PostgresStore:
         ``DELETE`` leaves the row's bytes in its heap page (a dead tuple), plain ``VACUUM``
         marks the space reusable without zeroing it, and the WAL keeps the inserted row until
         its segment is removed. So this runs ``VACUUM FULL entries`` (a new copy of the
-        table and its TOAST without dead rows; the old files are unlinked at the next
-        checkpoint), ``pg_switch_wal()`` and ``CHECKPOINT`` (WAL segments before it are
+        table, its TOAST and its indexes without dead rows; the old files are unlinked at the
+        next checkpoint), ``ANALYZE entries`` and ``VACUUM FULL pg_statistic`` (the column
+        statistics hold sampled words of the full-text column, schema v2), ``pg_switch_wal()``
+        and ``CHECKPOINT`` (WAL segments before it are
         removed). The guarantee needs ``wal_recycle=off`` (otherwise old segments are renamed
         for reuse with their contents), no WAL archiving, no replication slot and no standby
-        (copies elsewhere), and the privileges to run the three commands: when any is
+        (copies elsewhere), and the privileges to run these commands: when any is
         missing it still vacuums, returns False and says why in :attr:`erase_report`.
         False too inside a transaction or when another session's lock outlasted
         ``timeout_s``. Freed disk blocks are not overwritten (a filesystem matter: use
@@ -479,6 +481,11 @@ class PostgresStore:
                 if slots or senders:
                     why.append("a replication slot or standby holds or received the WAL")
                 c.execute("VACUUM FULL entries")
+                # ANALYZE keeps sampled values in pg_statistic (rtsv's common words, schema
+                # v2): gather them again from the rows left, then rewrite the catalog
+                c.execute("ANALYZE entries")
+                c.execute("VACUUM FULL pg_statistic")
+                self._wstats = None
                 c.execute("CHECKPOINT")
                 c.execute("SELECT pg_switch_wal()")
                 c.execute("CHECKPOINT")
