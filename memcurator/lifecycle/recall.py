@@ -9,22 +9,19 @@ learned rank).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any, TypedDict
 
 import numpy as np
 
-from memcurator.embed import Embedder
-from memcurator.embed.text import has_content
-from memcurator.errors import InvalidInput
 from memcurator.lifecycle.context import Context
+from memcurator.lifecycle.query import check_recall_args, query_vector
 from memcurator.lifecycle.resident import ResidentSet
 from memcurator.lifecycle.versions import prefer_newer
 from memcurator.policy.base import Policy, Ranking
 from memcurator.retrieve import dense_topk, row_dots, rrf_fuse
 from memcurator.retrieve.eligible import top_k_eligible
-from memcurator.retrieve.hybrid import blend_scores, recall_text
+from memcurator.retrieve.hybrid import blend_scores
 from memcurator.types import Entry, RecallResult
 
 
@@ -178,29 +175,6 @@ def recall(
     )
 
 
-def query_vector(embedder: Embedder, query: str) -> tuple[str, np.ndarray]:
-    """A task query's task line (:func:`~memcurator.retrieve.hybrid.recall_text`) and its
-    embedding, float32 of shape (d,), after validation.
-
-    Raises
-    ------
-    InvalidInput
-        Empty query, one without a letter or digit of any script, or one the embedder maps to
-        NaN or infinite values.
-    """
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidInput("query must be a non-empty string")
-    if not has_content(query):
-        raise InvalidInput(
-            f"query {query[:40]!r} has no letter or digit of any script; nothing to match"
-        )
-    line = recall_text(query)  # a query written as an entry is compared by its task line
-    e_q = np.asarray(embedder.embed(line), dtype=np.float32)
-    if not np.all(np.isfinite(e_q)):
-        raise InvalidInput("the embedder returned NaN or infinite values for this query")
-    return line, e_q
-
-
 def observe(ctx: Context, query: str) -> None:
     """Fold a task's query into the policy's running statistics without recalling.
 
@@ -229,30 +203,6 @@ class RecallOptions(TypedDict, total=False):
     min_score: float | None
     user: str | None
     meta: dict[str, Any] | None
-
-
-def check_recall_args(k: Any, min_score: Any, meta: Any = None) -> None:
-    """Validate :func:`recall_for`'s ``k``, ``min_score`` and ``meta``.
-
-    Raises
-    ------
-    InvalidInput
-    """
-    if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
-        raise InvalidInput(f"k must be a positive integer, got {k!r}")
-    if min_score is not None and (
-        not isinstance(min_score, int | float) or not math.isfinite(min_score)
-    ):
-        raise InvalidInput(f"min_score must be a finite number or None, got {min_score!r}")
-    if meta is not None:
-        if not isinstance(meta, dict):
-            raise InvalidInput(f"meta must be a dict of key: value pairs, got {meta!r}")
-        for key, v in meta.items():
-            if not isinstance(key, str) or not (v is None or isinstance(v, str | int | float)):
-                raise InvalidInput(
-                    f"meta filter {key!r}: {v!r}; keys must be str and values str, number, "
-                    "bool or None"
-                )
 
 
 def recall_for(

@@ -30,6 +30,7 @@ import numpy as np
 
 from memcurator.embed import Embedder
 from memcurator.errors import DimensionMismatch, InvalidInput
+from memcurator.lifecycle.query import check_recall_args, query_vector
 from memcurator.lifecycle.versions import prefer_newer
 from memcurator.policy.base import Policy
 from memcurator.retrieve import rrf_fuse
@@ -272,8 +273,6 @@ class StoreRecall:
         InvalidInput
             As :meth:`memcurator.Memory.recall`.
         """
-        from memcurator.lifecycle.recall import check_recall_args, query_vector
-
         line, e_q = query_vector(self.embedder, query)
         check_recall_args(k, min_score, meta)
         saved = self.store.load_state(self.namespace)  # type: ignore[attr-defined]
