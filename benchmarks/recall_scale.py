@@ -71,12 +71,16 @@ def pct(xs: list[float], p: float) -> float:
 
 
 def timed(
-    fn: Callable[[int, int], Any], clients: int, per_client: int
+    fn: Callable[[int, int], Any], clients: int, per_client: int, *, warm: bool = False
 ) -> tuple[list[float], float]:
     """Latencies (s) of ``per_client`` calls ``fn(client, j)`` on each of ``clients`` threads,
-    and the wall time of the whole."""
+    and the wall time of the whole. ``warm``: each client first makes its call ``j = 0`` once,
+    untimed (a Memory's first recall builds its BM25 index: seconds at 10^5 entries)."""
     lat: list[float] = []
     lock = threading.Lock()
+    if warm:
+        for c in range(clients):
+            fn(c, 0)
 
     def run(c: int) -> None:
         mine = []
@@ -219,6 +223,7 @@ def main() -> None:
                     lambda c, j, ms=mems, qs=queries: ms[c].recall(qs[c * a.queries + j], k=10),
                     cl,
                     a.queries,
+                    warm=True,
                 )
                 sq_rec = (lat, wall)
                 wst = SQLiteStore(sq_path)
@@ -256,6 +261,7 @@ def main() -> None:
                         lambda c, j, r=rdr, qs=queries: r.recall(qs[c * a.queries + j], k=10),
                         cl,
                         a.queries if mode == "in-db HNSW" else max(a.queries // 5, 5),
+                        warm=True,
                     )
                     w = None
                     if mode == "in-db HNSW":

@@ -1247,9 +1247,9 @@ class PostgresStore:
     #: ``hnsw.ef_search`` of :meth:`search` (pgvector's default is 40; 100 measured
     #: recall@10 >= 0.95 against exact search, benchmarks/recall_scale.py).
     ef_search = 100
-    #: Most rows per query word the full-text leg scores, and the cap of its document
-    #: frequency (:meth:`search`).
-    lexical_scan = 2000
+    #: Document frequency up to which a query word proposes candidates to the full-text leg,
+    #: and the most rows it scores when no word is that rare (:meth:`search`).
+    lexical_scan = 1000
 
     def _eligible(
         self,
