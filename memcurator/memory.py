@@ -9,7 +9,7 @@ from typing import Any, Unpack
 import numpy as np
 
 from memcurator.embed import Embedder
-from memcurator.errors import EntryNotFound
+from memcurator.errors import EntryNotFound, InvalidInput
 from memcurator.lifecycle import exchange, feedback, forget, keep, recall, record, update, write
 from memcurator.lifecycle.context import RECALL_FIELD, UNSET, embedder_identity, open_context
 from memcurator.lifecycle.exchange import ShareOptions
@@ -71,6 +71,13 @@ class Memory:
     vector_dtype : {"float32", "float16", "int8"}, optional
         Stored precision of the vectors (:mod:`memcurator.store.vectors`), fixed when the
         namespace is created and counted in the budget. Omitted: the namespace's (float32).
+    recall_in_store : bool, default False
+        Recall's candidate pool comes from the store (pgvector HNSW + full-text in
+        PostgreSQL, :mod:`memcurator.lifecycle.store_recall`) instead of the in-memory
+        resident set. Only for a store that can search (PostgreSQL) and an unbounded policy
+        ranking by cosine (keep-all, raw banks; :func:`.store_recall.rank_in_store` says
+        why not otherwise). This handle still loads the resident set for its writes; a
+        reader that only recalls uses :class:`.store_recall.StoreRecall`, which loads nothing.
 
     Raises
     ------
@@ -78,7 +85,8 @@ class Memory:
         The namespace has another embedder or dimension; ``policy`` is not a registered name.
     InvalidInput
         ``policy`` None; ``max_bytes`` not a positive integer or None; a ``keyring`` without an
-        owner key; a ``vector_dtype`` unknown or other than an existing namespace's.
+        owner key; a ``vector_dtype`` unknown or other than an existing namespace's;
+        ``recall_in_store`` with a store or policy that cannot.
 
     Examples
     --------
@@ -112,6 +120,7 @@ class Memory:
         log_keep: int | None = 100_000,
         log_max_age_s: float | None = None,
         vector_dtype: str | None = None,
+        recall_in_store: bool = False,
     ):
         self._ctx = ctx = open_context(
             path,
@@ -134,6 +143,21 @@ class Memory:
         )
         self.store, self.namespace, self.policy = ctx.store, namespace, ctx.policy
         self.keyring = keyring
+        if recall_in_store:
+            from memcurator.lifecycle.store_recall import rank_in_store
+            from memcurator.store.base import SearchableStore
+
+            why = rank_in_store(ctx.policy)
+            if ctx.max_bytes is not None:
+                why = (
+                    f"namespace {namespace!r} has a byte budget ({ctx.max_bytes} bytes): its Keep "
+                    "pass reads every resident entry, so its recall stays in memory"
+                )
+            if not isinstance(ctx.store, SearchableStore):
+                why = f"store {ctx.store.path} cannot search in the database (a SQLite store)"
+            if why is not None:
+                raise InvalidInput(f"recall_in_store: {why}")
+            ctx.recall_in_store = True
         if self.max_bytes is not None and self._ctx.res.used > self.max_bytes:
             self.govern()  # reopened with a smaller budget: restore it before anything else
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from memcurator import Memory
+from memcurator.errors import InvalidInput
 from memcurator.retrieve import BM25Index, dense_topk
 from memcurator.retrieve.eligible import top_k_eligible
 
@@ -288,3 +289,21 @@ def test_40_entries_on_probation_do_not_hide_the_one_injectable() -> None:
     assert "_probation" in victim.meta and victim.id != own
     mem.feedback([victim.id], 1.0, verified=True)
     assert set(mem.recall(QUERY, k=5).ids) == {own, victim.id}
+
+
+def test_meta_filter_in_memory_is_eligibility_before_the_cut() -> None:
+    """``meta={...}`` (what in-database recall pushes into SQL) gives in memory what the
+    equivalent ``where`` gives; a key must be present, and ``where`` still applies on top."""
+    mem = sales_memory(100)
+    hr_id = mem.write("list staff hired in 2001", meta={"f": "hr"}).id
+    assert mem.recall(QUERY, k=5, meta={"f": "hr"}).ids == [hr_id]
+    assert mem.recall(QUERY, k=5, meta={"f": "sales", "i": 42}).ids == [
+        mem.recall(QUERY, k=1, where=lambda e: e.meta.get("i") == 42).ids[0]
+    ]
+    assert mem.recall(QUERY, k=5, meta={"g": None}).ids == []  # absent key: no match
+    assert mem.recall(QUERY, k=5, meta={"f": "sales"}, where=lambda e: e.meta["i"] < 2).ids
+    assert (
+        len(mem.recall(QUERY, k=5, meta={"f": "sales"}, where=lambda e: e.meta["i"] < 2).ids) == 2
+    )
+    with pytest.raises(InvalidInput, match="meta"):
+        mem.recall(QUERY, meta={"f": {"nested": 1}})

@@ -288,6 +288,8 @@ class Context(Scope):
         self.energy = EnergyMeter()
         self.max_bytes: int | None = None
         self.converting = False
+        #: recall's pool comes from the store (:mod:`memcurator.lifecycle.store_recall`)
+        self.recall_in_store = False
         # ids are drawn from the seed and the log's length, so a reopened store (same seed)
         # never draws an id it already used, while a fresh run stays reproducible
         self.rng = random.Random(f"{seed}:{namespace}:{store.last_seq()}")

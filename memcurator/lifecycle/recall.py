@@ -9,22 +9,19 @@ learned rank).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import numpy as np
 
-from memcurator.embed import Embedder
-from memcurator.embed.text import has_content
-from memcurator.errors import InvalidInput
 from memcurator.lifecycle.context import Context
+from memcurator.lifecycle.query import check_recall_args, query_vector
 from memcurator.lifecycle.resident import ResidentSet
 from memcurator.lifecycle.versions import prefer_newer
 from memcurator.policy.base import Policy, Ranking
 from memcurator.retrieve import dense_topk, row_dots, rrf_fuse
 from memcurator.retrieve.eligible import top_k_eligible
-from memcurator.retrieve.hybrid import blend_scores, recall_text
+from memcurator.retrieve.hybrid import blend_scores
 from memcurator.types import Entry, RecallResult
 
 
@@ -178,29 +175,6 @@ def recall(
     )
 
 
-def query_vector(embedder: Embedder, query: str) -> tuple[str, np.ndarray]:
-    """A task query's task line (:func:`~memcurator.retrieve.hybrid.recall_text`) and its
-    embedding, float32 of shape (d,), after validation.
-
-    Raises
-    ------
-    InvalidInput
-        Empty query, one without a letter or digit of any script, or one the embedder maps to
-        NaN or infinite values.
-    """
-    if not isinstance(query, str) or not query.strip():
-        raise InvalidInput("query must be a non-empty string")
-    if not has_content(query):
-        raise InvalidInput(
-            f"query {query[:40]!r} has no letter or digit of any script; nothing to match"
-        )
-    line = recall_text(query)  # a query written as an entry is compared by its task line
-    e_q = np.asarray(embedder.embed(line), dtype=np.float32)
-    if not np.all(np.isfinite(e_q)):
-        raise InvalidInput("the embedder returned NaN or infinite values for this query")
-    return line, e_q
-
-
 def observe(ctx: Context, query: str) -> None:
     """Fold a task's query into the policy's running statistics without recalling.
 
@@ -228,6 +202,7 @@ class RecallOptions(TypedDict, total=False):
     observe: bool
     min_score: float | None
     user: str | None
+    meta: dict[str, Any] | None
 
 
 def recall_for(
@@ -239,6 +214,7 @@ def recall_for(
     observe: bool = True,
     min_score: float | None = None,
     user: str | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> RecallResult:
     """Recall up to ``k`` entries for ``query`` (:func:`recall` on a context): counts the query
     and the resident bytes scanned as energy, and guards ``where``.
@@ -264,6 +240,14 @@ def recall_for(
     user : str, optional
         The user recalling: entries written with ``user=`` are returned only to that
         user; entries without one are shared by every user of the namespace.
+    meta : dict, optional
+        Only entries whose ``meta`` holds every pair (key present, value equal) are eligible.
+        A simple filter a database can apply itself (in-database recall pushes it into SQL);
+        in memory it is a ``where`` test.
+
+    With ``ctx.recall_in_store`` set (``Memory(..., recall_in_store=True)``) the pool comes
+    from the store (:func:`memcurator.lifecycle.store_recall.recall_in_store`), not from the
+    resident set.
 
     Ranking: the policy's score plus ``lexical_weight`` times the candidate's BM25 score
     over the pool's best; between versions of one request (cosine >= ``same_request``)
@@ -285,16 +269,57 @@ def recall_for(
         that is not a finite number.
     """
     query, e_q = query_vector(ctx.embedder, query)  # validates the query first
-    if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
-        raise InvalidInput(f"k must be a positive integer, got {k!r}")
-    if min_score is not None and (
-        not isinstance(min_score, int | float) or not math.isfinite(min_score)
-    ):
-        raise InvalidInput(f"min_score must be a finite number or None, got {min_score!r}")
+    check_recall_args(k, min_score, meta)
+    in_store = getattr(ctx, "recall_in_store", False)
+    if in_store:
+        from memcurator.lifecycle.store_recall import recall_in_store
+
+        ctx.sync_usable()
+        ctx.energy.add(len(query.encode("utf-8")))  # the scan is the database's
+        if observe:
+            ctx.policy.observe_query(e_q)
+        return recall_in_store(
+            ctx.store,  # type: ignore[arg-type]  # checked when the option was set
+            ctx.namespace,
+            query,
+            e_q,
+            int(k),
+            candidates=ctx.candidates,
+            step=ctx.step,
+            where=_guard(ctx, where),
+            min_score=min_score,
+            user=user,
+            meta=meta,
+            lexical_weight=ctx.lexical_weight,
+            same_request=ctx.same_request,
+        )
     ctx.sync_usable()
     ctx.energy.add(len(query.encode("utf-8")) + ctx.res.used)
     if observe:
         ctx.policy.observe_query(e_q)
+    if meta:
+        from memcurator.lifecycle.store_recall import meta_test
+
+        mt, w0 = meta_test(meta), where
+        where = mt if w0 is None else (lambda e: mt(e) and bool(w0(e)))
+    return recall(
+        ctx.res,
+        ctx.policy,
+        query,
+        e_q,
+        int(k),
+        candidates=ctx.candidates,
+        step=ctx.step,
+        where=_guard(ctx, where),
+        min_score=min_score,
+        user=user,
+        lexical_weight=ctx.lexical_weight,
+        same_request=ctx.same_request,
+    )
+
+
+def _guard(ctx: Context, where: Callable[[Entry], bool] | None) -> Callable[[Entry], bool] | None:
+    """``where`` with changes to the memory refused while it runs."""
     guarded = None
     if where is not None:
         user_where = where
@@ -306,25 +331,13 @@ def recall_for(
             finally:
                 ctx.in_where = False
 
-    return recall(
-        ctx.res,
-        ctx.policy,
-        query,
-        e_q,
-        int(k),
-        candidates=ctx.candidates,
-        step=ctx.step,
-        where=guarded,
-        min_score=min_score,
-        user=user,
-        lexical_weight=ctx.lexical_weight,
-        same_request=ctx.same_request,
-    )
+    return guarded
 
 
 __all__ = [
     "RecallOptions",
     "as_ranking",
+    "check_recall_args",
     "observe",
     "query_vector",
     "recall",

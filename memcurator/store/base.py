@@ -252,11 +252,67 @@ class Store(Protocol):
     ) -> None: ...
 
 
+class Hit(NamedTuple):
+    """One row of a search leg: the entry's insertion position, its id and the leg's score."""
+
+    pos: int
+    id: str
+    score: float
+
+
+class SearchHits(NamedTuple):
+    """The two candidate legs of :meth:`SearchableStore.search`, each best first.
+
+    ``dense``: score = cosine with the query vector. ``lexical``: score = the full-text rank
+    (non-negative; larger is better; comparable only within one search).
+    """
+
+    dense: list[Hit]
+    lexical: list[Hit]
+
+
+@runtime_checkable
+class SearchableStore(Protocol):
+    """An optional capability: a store that finds recall candidates itself, so that a
+    namespace too large for one process's memory can be recalled without loading it
+    (:mod:`memcurator.lifecycle.store_recall`). :class:`~memcurator.store.postgres.PostgresStore`
+    has it (pgvector HNSW + full-text); SQLite does not (its recall ranks the resident set in
+    memory).
+    """
+
+    def search(
+        self,
+        namespace: str,
+        text: str,
+        query: np.ndarray,
+        k: int,
+        *,
+        user: str | None = None,
+        meta: dict[str, Any] | None = None,
+        min_score: float | None = None,
+        exact: bool = False,
+        ef_search: int | None = None,
+    ) -> SearchHits:
+        """The best ``k`` eligible entries of each leg (dense by ``query``, shape (d,);
+        full-text by ``text``), eligibility applied before the cut: entries scoped to another
+        user, on probation, whose ``meta`` does not contain ``meta``'s pairs, or with cosine
+        below ``min_score`` are never returned, and each leg returns ``k`` hits whenever ``k``
+        eligible entries match it."""
+        ...
+
+    def get_many(self, namespace: str, ids: list[str]) -> list[Entry]:
+        """The resident entries among ``ids``, in the order of ``ids`` (absent ids skipped)."""
+        ...
+
+
 __all__ = [
     "KEEP",
     "REEMBED_PENDING",
+    "Hit",
     "NamespaceInfo",
     "NamespaceStats",
+    "SearchHits",
+    "SearchableStore",
     "Store",
     "VectorRow",
 ]

@@ -14,6 +14,23 @@ is the SQLite schema v3 (:mod:`memcurator.store.schema`) in PostgreSQL terms:
   ``memcurator.compacting`` for its own transaction only).
 - ``mc_changes``: one version counter per namespace, bumped by every write transaction that
   touched it; the change token is their sum (a row is never deleted, so the sum only grows).
+
+Version 2 adds what in-database recall (:meth:`memcurator.store.postgres.PostgresStore.search`)
+reads, as generated columns so that no writer has to fill them and existing rows get them at
+migration:
+
+- ``metab jsonb``: ``meta`` parsed once at write (filters on user scope, probation and
+  ``meta`` keys are pushed into SQL without parsing JSON text per row per query).
+- ``rtsv tsvector``: the full-text form (``'simple'`` configuration: lower-cased words, no
+  stemming, no stop words) of the entry's recall text, its first ``Task:`` line when that is
+  not blank, or else the whole text (as :func:`memcurator.retrieve.hybrid.recall_text`), with a
+  GIN index and statistics target 1000 (ANALYZE lists up to 10,000 common words with their
+  frequency: the full-text leg's IDF).
+
+ANALYZE copies sampled column values into ``pg_statistic`` (histograms, most common values):
+entry text there would outlive a delete. v2 sets the statistics target of ``text``, ``meta``,
+``metab``, ``stats`` and ``origin_detail`` to 0 (none gathered); ``rtsv``'s common words are
+refreshed by :meth:`~memcurator.store.postgres.PostgresStore.secure_erase`.
 """
 
 from __future__ import annotations
@@ -22,7 +39,7 @@ from typing import Any
 
 from memcurator.errors import StoreError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: Advisory-lock class ids (the first key of ``pg_advisory_xact_lock(int, int)``).
 LOCK_MIGRATE = 0x6D630001
@@ -121,7 +138,24 @@ CREATE TABLE mc_changes (
 )
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1}
+# The recall text in SQL: the first line "Task: <something>" (newline-sensitive match, (?n)),
+# else the whole text. Immutable functions only, as a generated column requires.
+_RECALL_TEXT = r"COALESCE(NULLIF(btrim(substring(text from '(?n)^Task: (.*)$')), ''), text)"
+
+_V2 = f"""
+ALTER TABLE entries ADD COLUMN metab jsonb GENERATED ALWAYS AS (meta::jsonb) STORED;
+ALTER TABLE entries ADD COLUMN rtsv tsvector
+    GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, {_RECALL_TEXT})) STORED;
+CREATE INDEX entries_rtsv ON entries USING gin (rtsv);
+ALTER TABLE entries ALTER COLUMN rtsv SET STATISTICS 1000;
+ALTER TABLE entries ALTER COLUMN text SET STATISTICS 0;
+ALTER TABLE entries ALTER COLUMN meta SET STATISTICS 0;
+ALTER TABLE entries ALTER COLUMN metab SET STATISTICS 0;
+ALTER TABLE entries ALTER COLUMN stats SET STATISTICS 0;
+ALTER TABLE entries ALTER COLUMN origin_detail SET STATISTICS 0
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
 
 
 def current_version(conn: Any) -> int:

@@ -52,8 +52,11 @@ from memcurator.errors import (
 from memcurator.store.base import (
     KEEP,
     REEMBED_PENDING,
+    Hit,
     NamespaceInfo,
     NamespaceStats,
+    SearchableStore,
+    SearchHits,
     Store,
     VectorRow,
 )
@@ -226,6 +229,8 @@ class PostgresStore:
         self._event = 0  # local rollbacks and commits (part of the change token)
         self._event_lock = threading.Lock()
         self._closed = False
+        self._hnsw: set[str] = set()  # namespaces whose HNSW index this handle ensured
+        self._wstats: tuple[float, tuple[dict[str, float], float, float]] | None = None
         #: what the last :meth:`secure_erase` found (why it returned False, if it did)
         self.erase_report = ""
         lock_ms = int(self.timeout_s * 1000)
@@ -443,11 +448,13 @@ class PostgresStore:
         ``DELETE`` leaves the row's bytes in its heap page (a dead tuple), plain ``VACUUM``
         marks the space reusable without zeroing it, and the WAL keeps the inserted row until
         its segment is removed. So this runs ``VACUUM FULL entries`` (a new copy of the
-        table and its TOAST without dead rows; the old files are unlinked at the next
-        checkpoint), ``pg_switch_wal()`` and ``CHECKPOINT`` (WAL segments before it are
+        table, its TOAST and its indexes without dead rows; the old files are unlinked at the
+        next checkpoint), ``ANALYZE entries`` and ``VACUUM FULL pg_statistic`` (the column
+        statistics hold sampled words of the full-text column, schema v2), ``pg_switch_wal()``
+        and ``CHECKPOINT`` (WAL segments before it are
         removed). The guarantee needs ``wal_recycle=off`` (otherwise old segments are renamed
         for reuse with their contents), no WAL archiving, no replication slot and no standby
-        (copies elsewhere), and the privileges to run the three commands: when any is
+        (copies elsewhere), and the privileges to run these commands: when any is
         missing it still vacuums, returns False and says why in :attr:`erase_report`.
         False too inside a transaction or when another session's lock outlasted
         ``timeout_s``. Freed disk blocks are not overwritten (a filesystem matter: use
@@ -474,6 +481,11 @@ class PostgresStore:
                 if slots or senders:
                     why.append("a replication slot or standby holds or received the WAL")
                 c.execute("VACUUM FULL entries")
+                # ANALYZE keeps sampled values in pg_statistic (rtsv's common words, schema
+                # v2): gather them again from the rows left, then rewrite the catalog
+                c.execute("ANALYZE entries")
+                c.execute("VACUUM FULL pg_statistic")
+                self._wstats = None
                 c.execute("CHECKPOINT")
                 c.execute("SELECT pg_switch_wal()")
                 c.execute("CHECKPOINT")
@@ -1231,6 +1243,257 @@ class PostgresStore:
             out.sort(key=lambda n: -n.cosine)
         return out
 
+    # ------------------------------------------------------------------ in-database recall
+    #: ``hnsw.ef_search`` of :meth:`search` (pgvector's default is 40; 100 measured
+    #: recall@10 >= 0.95 against exact search, benchmarks/recall_scale.py).
+    ef_search = 100
+    #: Document frequency up to which a query word proposes candidates to the full-text leg,
+    #: and the most rows it scores when no word is that rare (:meth:`search`).
+    lexical_scan = 1000
+
+    def _eligible(
+        self,
+        user: str | None,
+        meta: dict[str, Any] | None,
+        min_score: float | None,
+        expr: str,
+        cast: str,
+        qtext: str,
+    ) -> tuple[str, list[Any]]:
+        """SQL condition (and its parameters) of the rows a recall may return."""
+        conds = [
+            "NOT (metab ? '_probation')",  # trust probation (trust.provenance.injectable)
+            "(metab -> '_user' IS NULL OR metab -> '_user' = 'null'::jsonb"
+            + (" OR metab -> '_user' = to_jsonb(%s::text))" if user is not None else ")"),
+        ]
+        args: list[Any] = [] if user is None else [str(user)]
+        if meta:
+            for key, v in meta.items():
+                if not isinstance(key, str) or not (v is None or isinstance(v, str | int | float)):
+                    raise InvalidInput(
+                        f"meta filter {key!r}: {v!r}; only str keys with str, number, bool "
+                        "or None values can be matched"
+                    )
+            conds.append("metab @> %s::jsonb")
+            args.append(json.dumps(meta, sort_keys=True))
+        if min_score is not None:
+            conds.append(f"({expr} <=> %s::{cast}) <= %s")
+            args += [qtext, 1.0 - float(min_score)]
+        return " AND ".join(conds), args
+
+    def search(
+        self,
+        namespace: str,
+        text: str,
+        query: np.ndarray,
+        k: int,
+        *,
+        user: str | None = None,
+        meta: dict[str, Any] | None = None,
+        min_score: float | None = None,
+        exact: bool = False,
+        ef_search: int | None = None,
+    ) -> SearchHits:
+        """Recall candidates found in the database: the ``k`` best eligible entries of a
+        dense leg and of a full-text leg (:class:`~memcurator.store.base.SearchHits`).
+
+        **Eligible**: not on trust probation (``meta["_probation"]``), not scoped to another
+        user (``meta["_user"]`` unset or ``user``), containing every ``meta`` pair (JSON
+        equality of top-level values), cosine >= ``min_score``. The conditions are in the SQL,
+        so each leg returns ``k`` hits whenever ``k`` eligible entries match it.
+
+        **Dense leg**: cosine order through the namespace's HNSW index (built on first use,
+        :meth:`ensure_hnsw`) with ``hnsw.ef_search`` = ``ef_search`` (default
+        :attr:`ef_search`) and ``hnsw.iterative_scan = relaxed_order``: the scan goes on past
+        ``ef_search`` candidates until ``k`` pass the filter (pgvector >= 0.8). It stops after
+        ``hnsw.max_scan_tuples`` (default 20,000) visited rows; when that leaves fewer than
+        ``k`` hits (a filter passing under ~0.05% of a large namespace) the leg is run again
+        exactly (no index: a scan of the namespace), so a rare filter costs time, never
+        results. ``exact``: exact search from the start (the reference of recall@10). Entries
+        with a zero vector (no content) have no cosine and are never returned.
+
+        **Full-text leg**: the ``'simple'`` full-text form of ``text`` (words lower-cased, no
+        stemming) matched against each entry's recall text (``rtsv``, GIN index, schema v2).
+        An entry scores the sum of the BM25 IDF ``ln(1 + (N - df_w + 0.5) / (df_w + 0.5))``
+        over the query words ``w`` it holds (Robertson & Zaragoza 2009, Eq. 3.3; no
+        term-frequency or length saturation), ``df_w`` and ``N`` estimated from the table's
+        statistics (``pg_stats.most_common_elems`` of the last ANALYZE, table-wide, cached 60
+        s; a word not listed is rarer than every listed one; before any ANALYZE every word
+        weighs 1). So a rare exact term (an error code, a name) outranks common words as in
+        BM25. Candidates: every eligible entry holding a query word with ``df_w <=``
+        :attr:`lexical_scan` (small GIN posting lists); when every query word is commoner,
+        entries holding all of them, at most :attr:`lexical_scan`. Bounded work per query at
+        any size; an entry holding only common words can be missed by this leg (the dense
+        leg still finds it).
+
+        Parameters
+        ----------
+        namespace : str
+        text : str
+            The query's recall text (:func:`memcurator.retrieve.hybrid.recall_text`).
+        query : ndarray of shape (dim,)
+            Its embedding (unit norm).
+        k : int
+            Hits per leg.
+        user, meta, min_score
+            Eligibility (above).
+        exact : bool, default False
+        ef_search : int, optional
+
+        Returns
+        -------
+        SearchHits
+            ``dense`` (score: cosine) and ``lexical`` (score: capped-IDF sum), best first,
+            ties by insertion position.
+
+        Raises
+        ------
+        InvalidInput
+            ``k < 1``, a query of the wrong shape or not finite, an int8 namespace, a ``meta``
+            value that is not a scalar.
+        NamespaceNotFound
+        """
+        from psycopg import sql
+
+        if isinstance(k, bool) or int(k) < 1:
+            raise InvalidInput(f"k must be a positive integer, got {k!r}")
+        info = self.namespace(namespace)
+        expr, _, cast = self._vec_expr(namespace)
+        q = np.asarray(query, dtype=np.float32)
+        if q.shape != (info.dim,) or not np.all(np.isfinite(q)):
+            raise InvalidInput(
+                f"query must be a finite vector of shape ({info.dim},), got {q.shape}"
+            )
+        qtext = _vec_text(q if cast.startswith("vector") else q.astype(np.float16))
+        elig, eargs = self._eligible(user, meta, min_score, expr, cast, qtext)
+        if not exact and namespace not in self._hnsw:
+            self.ensure_hnsw(namespace)
+            self._hnsw.add(namespace)
+        scope = sql.SQL("namespace = {} AND vec_dtype = {}").format(
+            sql.Literal(namespace), sql.Literal(info.vector_dtype)
+        )
+        dense_stmt = sql.SQL(
+            "SELECT pos, id, 1 - ("
+            + expr
+            + " <=> %s::"
+            + cast
+            + ") FROM entries WHERE {} AND "
+            + elig
+            + " ORDER BY "
+            + expr
+            + " <=> %s::"
+            + cast
+            + " LIMIT %s"
+        ).format(scope)
+        dargs = (qtext, *eargs, qtext, int(k))
+        ef = int(self.ef_search if ef_search is None else ef_search)
+        with self._conn() as c:
+
+            def dense(use_index: bool) -> list[Any]:
+                with c.transaction():
+                    if use_index:
+                        # the planner guesses the jsonb filters' selectivity low (0.1%) and
+                        # would read every row of the namespace and sort; the iterative scan
+                        # handles filters, the exact fallback below the rest (one round trip)
+                        c.execute(
+                            "SELECT set_config('hnsw.ef_search', %s, true), "
+                            "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                            "set_config('enable_seqscan', 'off', true), "
+                            "set_config('enable_bitmapscan', 'off', true), "
+                            "set_config('enable_sort', 'off', true)",
+                            (str(ef),),
+                        )
+                    else:
+                        c.execute("SET LOCAL enable_indexscan = off")
+                    return c.execute(dense_stmt, dargs, prepare=False).fetchall()
+
+            rows = self._run(lambda: dense(not exact))
+            if not exact and len(rows) < int(k):
+                rows = self._run(lambda: dense(False))  # the scan stopped early: exact
+            words = self._run(
+                lambda: c.execute(
+                    "SELECT tsvector_to_array(to_tsvector('simple'::regconfig, %s))", (text,)
+                ).fetchone()[0]
+            )
+            lex: list[Any] = []
+            if words:
+                lex = self._run(lambda: self._lexical(c, namespace, words, elig, eargs, int(k)))
+        dense_hits = [Hit(int(r[0]), str(r[1]), float(r[2])) for r in rows]
+        dense_hits = [h for h in dense_hits if math.isfinite(h.score)]
+        # relaxed order: the index may return near-ties slightly out of order; ties by position
+        dense_hits.sort(key=lambda h: (-h.score, h.pos))
+        return SearchHits(dense_hits, [Hit(int(r[0]), str(r[1]), float(r[2])) for r in lex])
+
+    def _word_stats(self, c: Any) -> tuple[dict[str, float], float, float]:
+        """(frequency of each common word, frequency below which words are not listed, rows)
+        of the entries' full-text column, from ``pg_stats`` (the last ANALYZE; autovacuum
+        keeps it current), cached for 60 s. Empty before the first ANALYZE."""
+        now = time.monotonic()
+        cached = self._wstats
+        if cached is not None and now - cached[0] < 60.0:
+            return cached[1]
+        row = c.execute(
+            "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
+            "FROM pg_class c LEFT JOIN pg_stats s ON s.tablename = 'entries' "
+            "AND s.attname = 'rtsv' AND s.schemaname = current_schema() "
+            "WHERE c.oid = 'entries'::regclass"
+        ).fetchone()
+        words: dict[str, float] = {}
+        floor, rows = 0.0, 0.0
+        if row is not None and row[0] is not None and row[1] is not None:
+            freqs = list(row[1])
+            words = dict(zip(row[0], freqs[: len(row[0])], strict=True))
+            floor = float(freqs[len(row[0])]) if len(freqs) > len(row[0]) else 0.0
+            rows = max(float(row[2] or 0.0), 0.0)
+        out = (words, floor, rows)
+        self._wstats = (now, out)
+        return out
+
+    def _lexical(
+        self, c: Any, namespace: str, words: list[str], elig: str, eargs: list[Any], k: int
+    ) -> list[Any]:
+        """The full-text leg of :meth:`search` on connection ``c``: rows (pos, id, score)."""
+        cap = int(self.lexical_scan)
+        freq, floor, n = self._word_stats(c)
+        weights, selective = [], []
+        for w in words:
+            # df from the table's statistics: a listed word's frequency; an unlisted one is
+            # rarer than the least frequent listed word (half of it, at least 1 row)
+            df = max(freq[w] * n if w in freq else 0.5 * floor * n, 1.0)
+            weights.append(math.log(1.0 + (max(n, df) - df + 0.5) / (df + 0.5)) if n else 1.0)
+            if df <= cap:
+                selective.append(w)
+        match = "rtsv @@ plainto_tsquery('simple'::regconfig, %s)"
+        score = " + ".join(f"%s * ({match})::int" for _ in words)
+        args: list[Any] = []
+        for w, wt in zip(words, weights, strict=True):
+            args += [wt, w]
+        if selective:  # every entry holding a rare word (small posting lists)
+            cond = "(" + " OR ".join(match for _ in selective) + ")"
+            args += [namespace, *selective]
+        else:  # only common words: entries holding all of them, at most cap
+            cond = match
+            args += [namespace, " ".join(words)]
+        args += [*eargs, cap, k]
+        stmt = (
+            f"SELECT pos, id, s FROM (SELECT pos, id, {score} AS s FROM entries "
+            f"WHERE namespace = %s AND {cond} AND {elig} LIMIT %s) c ORDER BY s DESC, pos LIMIT %s"
+        )
+        return list(c.execute(stmt, args).fetchall())
+
+    def get_many(self, namespace: str, ids: list[str]) -> list[Entry]:
+        """The resident entries among ``ids``, in the order of ``ids`` (one statement;
+        absent ids are skipped)."""
+        want = list(dict.fromkeys(str(i) for i in ids))
+        if not want:
+            return []
+        rows = self._q(
+            f"SELECT {_ENTRY_COLS} FROM entries WHERE namespace=%s AND id = ANY(%s)",
+            (namespace, want),
+        )
+        got = {r[0]: _row_to_entry(r) for r in rows}
+        return [got[i] for i in want if i in got]
+
 
 class Nearest(NamedTuple):
     """One row of :meth:`PostgresStore.nearest`: an entry id and its cosine to the query."""
@@ -1256,6 +1519,11 @@ def migrate_url(url: str, *, timeout_s: float = 30.0) -> tuple[int, int]:
 
 def _implements_store(store: PostgresStore) -> Store:
     """Never called: mypy checks here that :class:`PostgresStore` implements the protocol."""
+    return store
+
+
+def _implements_search(store: PostgresStore) -> SearchableStore:
+    """Never called: mypy checks here that :class:`PostgresStore` can search."""
     return store
 
 

@@ -1,0 +1,63 @@
+"""A recall's query and arguments, validated (shared by in-memory and in-database recall)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from memcurator.embed import Embedder
+from memcurator.embed.text import has_content
+from memcurator.errors import InvalidInput
+from memcurator.retrieve.hybrid import recall_text
+
+
+def query_vector(embedder: Embedder, query: str) -> tuple[str, np.ndarray]:
+    """A task query's task line (:func:`~memcurator.retrieve.hybrid.recall_text`) and its
+    embedding, float32 of shape (d,), after validation.
+
+    Raises
+    ------
+    InvalidInput
+        Empty query, one without a letter or digit of any script, or one the embedder maps to
+        NaN or infinite values.
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInput("query must be a non-empty string")
+    if not has_content(query):
+        raise InvalidInput(
+            f"query {query[:40]!r} has no letter or digit of any script; nothing to match"
+        )
+    line = recall_text(query)  # a query written as an entry is compared by its task line
+    e_q = np.asarray(embedder.embed(line), dtype=np.float32)
+    if not np.all(np.isfinite(e_q)):
+        raise InvalidInput("the embedder returned NaN or infinite values for this query")
+    return line, e_q
+
+
+def check_recall_args(k: Any, min_score: Any, meta: Any = None) -> None:
+    """Validate :func:`recall_for`'s ``k``, ``min_score`` and ``meta``.
+
+    Raises
+    ------
+    InvalidInput
+    """
+    if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
+        raise InvalidInput(f"k must be a positive integer, got {k!r}")
+    if min_score is not None and (
+        not isinstance(min_score, int | float) or not math.isfinite(min_score)
+    ):
+        raise InvalidInput(f"min_score must be a finite number or None, got {min_score!r}")
+    if meta is not None:
+        if not isinstance(meta, dict):
+            raise InvalidInput(f"meta must be a dict of key: value pairs, got {meta!r}")
+        for key, v in meta.items():
+            if not isinstance(key, str) or not (v is None or isinstance(v, str | int | float)):
+                raise InvalidInput(
+                    f"meta filter {key!r}: {v!r}; keys must be str and values str, number, "
+                    "bool or None"
+                )
+
+
+__all__ = ["check_recall_args", "query_vector"]
