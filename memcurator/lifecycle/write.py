@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from memcurator.errors import BudgetExceeded, InvalidInput
+from memcurator.lifecycle.agree import release_by_agreement
 from memcurator.lifecycle.checks import (
     MAX_DETAIL_BYTES,
     check_detail,
@@ -308,6 +309,8 @@ def write(
             ctx.store.insert(cand)
             res.add(cand)
             ctx.log(st, "admit", eid, score, reason, b)
+            if ctx.policy.probation:
+                release_by_agreement(ctx, st, cand)
             g = keep_pass(ctx, st)
             ctx.save_state()
     if oversized is not None:
