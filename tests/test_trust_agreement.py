@@ -211,3 +211,13 @@ def test_agreement_refuses_shares_out_of_range(bad: dict) -> None:
 def test_agreement_threshold_is_validated_by_the_policy() -> None:
     with pytest.raises(InvalidInput, match="agreement"):
         create_policy("curator", agreement=0.0)
+
+
+def test_a_flood_of_poison_near_the_request_does_not_hide_the_evidence() -> None:
+    ring = _ring()
+    mem = _mem(ring)
+    _own(mem, PLAN)
+    for i in range(15):  # more than the neighbours looked at, all nearer than the own plan
+        mem.write(PLAN_OUT.replace("'sys_monitor'", f"'exfil_{i}'"), origin="external")
+    eid = mem.write(PLAN_OUT, origin="external").id
+    assert injectable(_entry(mem, eid))

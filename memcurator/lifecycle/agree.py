@@ -15,6 +15,7 @@ itself).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -55,24 +56,29 @@ def _principal(entry: Entry) -> str:
     return f"{entry.origin}:{entry.origin_detail}"
 
 
-def _near(ctx: Any, entry: Entry) -> list[Entry]:
+def _near(ctx: Any, entry: Entry, keep: Callable[[Entry], bool]) -> list[Entry]:
+    """The :data:`NEIGHBOURS` entries nearest ``entry`` (cosine over the memory's embeddings)
+    among those ``keep`` accepts: chosen after the filter, so entries crowding the
+    neighbourhood (an attacker's flood on probation) cannot hide the evidence."""
     res = ctx.res
-    if len(res.entries) < 2:
+    idx = [i for i, m in enumerate(res.entries) if m.id != entry.id and keep(m)]
+    if not idx:
         return []
-    M = np.asarray(res.matrix)
+    M = np.asarray(res.matrix)[idx]
     d = M @ np.asarray(entry.embedding, dtype=M.dtype)
-    k = min(NEIGHBOURS + 1, len(d))
+    k = min(NEIGHBOURS, len(d))
     top = np.argpartition(-d, k - 1)[:k]
     top = top[np.argsort(-d[top], kind="stable")]
-    return [res.entries[int(i)] for i in top if res.entries[int(i)].id != entry.id]
+    return [res.entries[idx[int(i)]] for i in top]
 
 
 def _try_release(ctx: Any, st: int, cand: Entry, params: dict[str, float]) -> bool:
     me = _principal(cand)
     ev = [
         (m.id, m.text)
-        for m in _near(ctx, cand)
-        if is_evidence(m) and (m.origin == "self" or _principal(m) != me)
+        for m in _near(
+            ctx, cand, lambda m: is_evidence(m) and (m.origin == "self" or _principal(m) != me)
+        )
     ]
     if not ev:
         return False
@@ -101,7 +107,9 @@ def release_by_agreement(ctx: Any, st: int, cand: Entry) -> list[str]:
     if not is_evidence(cand):
         return []
     return [
-        m.id for m in _near(ctx, cand) if PROBATION in m.meta and _try_release(ctx, st, m, params)
+        m.id
+        for m in _near(ctx, cand, lambda m: PROBATION in m.meta)
+        if _try_release(ctx, st, m, params)
     ]
 
 
