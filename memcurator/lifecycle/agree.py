@@ -56,20 +56,27 @@ def _principal(entry: Entry) -> str:
     return f"{entry.origin}:{entry.origin_detail}"
 
 
-def _near(ctx: Any, entry: Entry, keep: Callable[[Entry], bool]) -> list[Entry]:
+def _near(ctx: Any, entry: Entry, keep: Callable[[Entry], bool], *, probation: bool) -> list[Entry]:
     """The :data:`NEIGHBOURS` entries nearest ``entry`` (cosine over the memory's embeddings)
-    among those ``keep`` accepts: chosen after the filter, so entries crowding the
-    neighbourhood (an attacker's flood on probation) cannot hide the evidence."""
+    among those on probation (``probation=True``) or not, that ``keep`` accepts: chosen after
+    the filter, so entries crowding the neighbourhood (an attacker's flood on probation)
+    cannot hide the evidence. The probation split is read from the cached column that recall
+    uses (vectorised); ``keep`` is called in order of cosine until enough pass."""
     res = ctx.res
-    idx = [i for i, m in enumerate(res.entries) if m.id != entry.id and keep(m)]
-    if not idx:
+    onp = res.entries.columns.column("on_probation") > 0
+    idx = np.flatnonzero(onp if probation else ~onp)
+    if not len(idx):
         return []
     M = np.asarray(res.matrix)[idx]
     d = M @ np.asarray(entry.embedding, dtype=M.dtype)
-    k = min(NEIGHBOURS, len(d))
-    top = np.argpartition(-d, k - 1)[:k]
-    top = top[np.argsort(-d[top], kind="stable")]
-    return [res.entries[idx[int(i)]] for i in top]
+    out: list[Entry] = []
+    for j in np.argsort(-d, kind="stable"):
+        m = res.entries[int(idx[int(j)])]
+        if m.id != entry.id and keep(m):
+            out.append(m)
+            if len(out) == NEIGHBOURS:
+                break
+    return out
 
 
 def _try_release(ctx: Any, st: int, cand: Entry, params: dict[str, float]) -> bool:
@@ -77,7 +84,10 @@ def _try_release(ctx: Any, st: int, cand: Entry, params: dict[str, float]) -> bo
     ev = [
         (m.id, m.text)
         for m in _near(
-            ctx, cand, lambda m: is_evidence(m) and (m.origin == "self" or _principal(m) != me)
+            ctx,
+            cand,
+            lambda m: is_evidence(m) and (m.origin == "self" or _principal(m) != me),
+            probation=False,
         )
     ]
     if not ev:
@@ -108,7 +118,7 @@ def release_by_agreement(ctx: Any, st: int, cand: Entry) -> list[str]:
         return []
     return [
         m.id
-        for m in _near(ctx, cand, lambda m: PROBATION in m.meta)
+        for m in _near(ctx, cand, lambda m: PROBATION in m.meta, probation=True)
         if _try_release(ctx, st, m, params)
     ]
 
