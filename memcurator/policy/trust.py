@@ -162,7 +162,7 @@ class TrustGate(Component):
         ``self`` (peer, external, or a ``self`` claim tainted by its declared sources) is kept
         on probation and not injected until corroborated
         (:mod:`memcurator.trust.provenance`).
-    agreement : float in (0, 1] or None, default 0.85
+    agreement : float in (0, 1] or None, default 0.8
         Corroboration by agreement: an entry on probation is released when independent
         trusted entries about the same request support at least this share of its content
         words, every name it uses and at least half of every sentence, and it contradicts none
@@ -194,7 +194,7 @@ class TrustGate(Component):
         neighbours: int = 10,
         passage_prior: bool = True,
         probation: bool = True,
-        agreement: float | None = 0.85,
+        agreement: float | None = 0.8,
     ):
         self.theta = theta
         self.risk_theta = risk_theta

@@ -6,6 +6,9 @@ entries about the same request: the agent's own entries (``self``, not derived f
 or entries corroborated by a verified outcome or by two authenticated principals. "Says the
 same" is read claim by claim, with the gate's own tools:
 
+Field labels (``Task:``, ``'message':``) are the record's format and count as neither content
+nor names.
+
 1. **same request**: an evidence entry is about the same request when its cosine with the
    candidate (the hashing embedder the conflict check uses) reaches ``same_request``;
 2. **no contradiction**: :func:`memcurator.trust.text_risk.find_conflicts` finds no conflict
@@ -49,6 +52,12 @@ _TOK = re.compile(r"[A-Za-z0-9_]+")
 # a capitalised word right after one of these starts a sentence or a field: not a name
 _START = re.compile(r"(?:^|[.!?:;\[\]{}()|\n]\s*|['\"]\s*)$")
 _SENTENCE = re.compile(r"[^.!?\n;]+")
+# a field label (``Task:``, ``'message':``, ``EMAIL_FROM:``): the record's format, not a claim
+_LABEL = re.compile(r"\b[A-Za-z_][\w-]*['\"]?:(?!\d)")
+
+
+def _unlabel(text: str) -> str:
+    return _LABEL.sub(" ", text)
 
 
 def names(text: str) -> set[str]:
@@ -61,6 +70,7 @@ def names(text: str) -> set[str]:
     ['30', 'bob', 'pay_tool', 'smith', 'usd']
     """
     out: set[str] = set()
+    text = _unlabel(text)
     for m in _TOK.finditer(text):
         w = m.group()
         if any(c.isdigit() for c in w) or "_" in w or any(c.isupper() for c in w[1:]):
@@ -71,7 +81,15 @@ def names(text: str) -> set[str]:
 
 
 def content_words(text: str) -> set[str]:
-    """Stemmed content words and numbers of ``text`` (the gate's conflict vocabulary)."""
+    """Stemmed content words and numbers of ``text`` (the gate's conflict vocabulary), field
+    labels left out (every record of a format shares them: they support nothing).
+
+    Examples
+    --------
+    >>> sorted(content_words("Task: count the orders\\nAction: SELECT COUNT(*) FROM orders;"))
+    ['count', 'order', 'select']
+    """
+    text = _unlabel(text)
     return _content(_W.findall(text.lower())) | _numbers(text)
 
 
