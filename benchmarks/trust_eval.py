@@ -464,30 +464,37 @@ def _print_row(r: dict, extra: str = "") -> None:
 
 
 def loso(args: argparse.Namespace) -> None:
-    """Sweep the agreement threshold on ``--tune-channel`` rows (every set), choose it for
-    each set on the other sets (:func:`choose_loso`), then run every channel of the held-out
-    set at the value chosen without it."""
-    grid = [float(a) for a in args.agreement.split(",")]
+    """Sweep the agreement threshold on ``--tune-channels`` rows (every set), choose it for
+    each set on the other sets (:func:`choose_loso`), then run ``--channels`` of the held-out
+    set at the value chosen without it. ``--sweep-only`` stops after the sweep;
+    ``--sweep-from`` reads sweeps written by earlier ``--json`` runs instead of sweeping (so a
+    sweep can be split over processes and the choice made on all of it)."""
     names = args.sets.split(",")
-    sweep = []
-    print("sweep (channels " + args.tune_channels + ")")
-    print(_HEAD + "  agreement")
-    for name in names:
-        for a in grid:
-            for ch in args.tune_channels.split(","):
-                r = sets_eval(name, ch, args.n, args.seed, agreement=a)
-                sweep.append(r)
-                _print_row(r, f"  {a:g}")
-    print("\nleave-one-set-out: each set's rows at the threshold chosen on the other sets")
-    print(_HEAD + "  chosen")
+    sweep: list[dict] = []
+    if args.sweep_from:
+        for f in args.sweep_from.split(","):
+            sweep += json.loads(Path(f).read_text())["sweep"]
+    else:
+        grid = [float(a) for a in args.agreement.split(",")]
+        print("sweep (channels " + args.tune_channels + ")")
+        print(_HEAD + "  agreement")
+        for name in names:
+            for a in grid:
+                for ch in args.tune_channels.split(","):
+                    r = sets_eval(name, ch, args.n, args.seed, agreement=a)
+                    sweep.append(r)
+                    _print_row(r, f"  {a:g}")
     rows = []
-    for name in names:
-        a = choose_loso(sweep, name)
-        for ch in args.channels.split(","):
-            r = sets_eval(name, ch, args.n, args.seed, agreement=a)
-            r["chosen_without"] = name
-            rows.append(r)
-            _print_row(r, f"  {a if a is not None else 'none qualifies (off)'}")
+    if not args.sweep_only:
+        print("\nleave-one-set-out: each set's rows at the threshold chosen on the other sets")
+        print(_HEAD + "  chosen")
+        for name in names:
+            a = choose_loso(sweep, name)
+            for ch in args.channels.split(","):
+                r = sets_eval(name, ch, args.n, args.seed, agreement=a)
+                r["chosen_without"] = name
+                rows.append(r)
+                _print_row(r, f"  {a if a is not None else 'none qualifies (off)'}")
     if args.json:
         Path(args.json).write_text(json.dumps({"sweep": sweep, "loso": rows}, indent=1))
 
@@ -512,8 +519,10 @@ def main() -> None:
         help="content-support threshold of corroboration by agreement: 'default' (the "
         "preset's), 'off', one value, or a comma list to sweep and choose leave-one-set-out",
     )
+    ap.add_argument("--sweep-only", action="store_true", help="stop after the sweep")
+    ap.add_argument("--sweep-from", default="", help="JSON files of earlier sweeps (comma list)")
     args = ap.parse_args()
-    if args.via == "sets" and "," in args.agreement:
+    if args.via == "sets" and ("," in args.agreement or args.sweep_from):
         loso(args)
         return
     if args.via == "sets":
