@@ -162,7 +162,9 @@ def write(
     origin is not ``self`` is kept on probation (``meta["_probation"]``; recall does not
     inject it, :func:`memcurator.trust.provenance.injectable`) until corroborated: by
     :func:`memcurator.lifecycle.feedback.feedback` with ``verified=True`` and a success, or by
-    the same text written by two distinct authenticated principals (logged ``corroborate``).
+    the same text written by two distinct authenticated principals, or by agreement with
+    independent trusted entries about the same request (policy ``agreement``,
+    :mod:`memcurator.lifecycle.agree`); each release is logged ``corroborate``.
     BudgetExceeded
         The entry alone is larger than ``max_bytes`` (logged as a rejection first).
     """
