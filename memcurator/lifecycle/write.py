@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from memcurator.errors import BudgetExceeded, InvalidInput
+from memcurator.lifecycle.agree import release_by_agreement
 from memcurator.lifecycle.checks import (
     MAX_DETAIL_BYTES,
     check_detail,
@@ -161,7 +162,9 @@ def write(
     origin is not ``self`` is kept on probation (``meta["_probation"]``; recall does not
     inject it, :func:`memcurator.trust.provenance.injectable`) until corroborated: by
     :func:`memcurator.lifecycle.feedback.feedback` with ``verified=True`` and a success, or by
-    the same text written by two distinct authenticated principals (logged ``corroborate``).
+    the same text written by two distinct authenticated principals, or by agreement with
+    independent trusted entries about the same request (policy ``agreement``,
+    :mod:`memcurator.lifecycle.agree`); each release is logged ``corroborate``.
     BudgetExceeded
         The entry alone is larger than ``max_bytes`` (logged as a rejection first).
     """
@@ -308,6 +311,8 @@ def write(
             ctx.store.insert(cand)
             res.add(cand)
             ctx.log(st, "admit", eid, score, reason, b)
+            if ctx.policy.probation:
+                release_by_agreement(ctx, st, cand)
             g = keep_pass(ctx, st)
             ctx.save_state()
     if oversized is not None:

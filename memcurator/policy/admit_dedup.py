@@ -100,6 +100,7 @@ class SameRequestDedup(Component):
         self.needs = tuple(self._inner.needs)
         # the wrapped gate's probation (admitted unproven entries are not injected) holds
         self.probation = bool(getattr(self._inner, "probation", False))
+        self.agreement = getattr(self._inner, "agreement", None)
 
     def get_params(self) -> dict[str, Any]:
         return {"admit": self.admit_spec, "match": self.match, "min_cosine": self.min_cosine}

@@ -100,6 +100,9 @@ class Policy(Params):
     probation : bool
         Whether an admitted entry whose trusted origin is not ``self`` is kept on probation:
         not injected by recall until corroborated (:mod:`memcurator.trust.provenance`).
+    agreement : float or None
+        Under probation, the content-support share at which independent trusted entries
+        release a probation entry by agreement (:mod:`memcurator.lifecycle.agree`); None: off.
     curator : object or None
         The read-time curate component (JitMem, MemPilot; see
         :class:`~memcurator.policy.components.CurateComponent`), None for write-time policies.
@@ -116,6 +119,7 @@ class Policy(Params):
     recall_all = False
     can_share = False
     probation = False
+    agreement: float | None = None
     curator: Any = None
 
     def attach(self, dim: int) -> None:

@@ -151,6 +151,7 @@ class ComponentPolicy(Policy):
         self.can_share = self._share is not None
         self.curator = self._curate
         self.probation = bool(getattr(self._admit, "probation", False))
+        self.agreement = getattr(self._admit, "agreement", None)
 
     def _build_estimator(self, n: str, chain: list[str]) -> Any:
         if n in self._estimators:

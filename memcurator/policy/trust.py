@@ -162,6 +162,12 @@ class TrustGate(Component):
         ``self`` (peer, external, or a ``self`` claim tainted by its declared sources) is kept
         on probation and not injected until corroborated
         (:mod:`memcurator.trust.provenance`).
+    agreement : float in (0, 1] or None, default 0.8
+        Corroboration by agreement: an entry on probation is released when independent
+        trusted entries about the same request support at least this share of its content
+        words, every name it uses and at least half of every sentence, and it contradicts none
+        of them (:func:`memcurator.trust.agreement.agreement`; logged ``corroborate``). None
+        switches it off. Chosen leave-one-set-out on issue 22's sets (docs/trust.md).
 
     Raises
     ------
@@ -188,12 +194,16 @@ class TrustGate(Component):
         neighbours: int = 10,
         passage_prior: bool = True,
         probation: bool = True,
+        agreement: float | None = 0.8,
     ):
         self.theta = theta
         self.risk_theta = risk_theta
         self.neighbours = neighbours
         self.passage_prior = passage_prior
         self.probation = probation
+        self.agreement = agreement
+        if agreement is not None and not 0.0 < float(agreement) <= 1.0:
+            raise InvalidInput(f"agreement must be in (0, 1] or None, got {agreement!r}")
         if neighbours < 0:
             raise InvalidInput(f"neighbours must be >= 0, got {neighbours}")
         th = dict(DEFAULT_THETA if risk_theta is None else risk_theta)

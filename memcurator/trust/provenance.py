@@ -10,9 +10,10 @@ Admission is not injection. An entry whose trusted origin is not ``self`` (or wh
 claim is tainted) is admitted on *probation* under a policy that asks for it: kept, counted and
 marked (``meta["_probation"]``), but not returned by recall for injection
 (:func:`injectable`) until it is corroborated — by a verified outcome (feedback whose reward
-comes from an execution check) or by the same content from two independent authenticated
-sources. When unproven content is shown to a model at all, :func:`spotlight` wraps it as data
-(delimiters and datamarking).
+comes from an execution check), by the same content from two independent authenticated
+sources, or by agreement with independent trusted entries
+(:mod:`memcurator.trust.agreement`). When unproven content is shown to a model at all,
+:func:`spotlight` wraps it as data (delimiters and datamarking).
 
 Meta keys (``_`` keys are memcurator's own):
 

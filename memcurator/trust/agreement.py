@@ -1,0 +1,222 @@
+"""Corroboration by agreement with independent trusted content.
+
+An entry on probation (:mod:`memcurator.trust.provenance`) came from a source that has not
+proven itself. It is released when what it says is already said by *independent trusted*
+entries about the same request: the agent's own entries (``self``, not derived from outside)
+or entries corroborated by a verified outcome or by two authenticated principals. "Says the
+same" is read claim by claim, with the gate's own tools:
+
+Field labels (``Task:``, ``'message':``) are the record's format and count as neither content
+nor names.
+
+1. **same request**: an evidence entry is about the same request when its cosine with the
+   candidate (the hashing embedder the conflict check uses) reaches ``same_request``;
+2. **no contradiction**: :func:`memcurator.trust.text_risk.find_conflicts` finds no conflict
+   between the candidate and any evidence entry (another answer to the same question, a
+   passage lacking the answer);
+3. **every name supported**: every *name* of the candidate — a number, an identifier with a
+   digit, underscore or inner capital (``update_manager``, ``CustomerDataTheft``, ``u17``) or a
+   capitalised word inside a sentence (``Oxycodone``, ``Swift``) — occurs in the evidence. A
+   claim is carried by its names: an attacker's tool, recipient, account or swapped answer is
+   a name the trusted entries never used;
+4. **content supported**: at least ``support`` of the candidate's content words (stemmed, stop
+   words dropped, numbers kept) occur in the evidence, and at least ``sentence_support`` of
+   every sentence's (a sentence of three or more content words): an inserted instruction is a
+   sentence the evidence does not support, however long the text around it.
+
+Agreement releases only what trusted memory already says in substance; it cannot vouch for
+anything new, and an entry released by agreement is never evidence for another (no chains:
+poison cannot bootstrap from poison). Time or use counts release nothing.
+
+References
+----------
+CURATOR, Sec. III-C (provenance prior). Zou et al., "PoisonedRAG", USENIX Security 2025
+(knowledge corruption by passages that contradict the genuine answer).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from memcurator.errors import InvalidInput
+from memcurator.trust.text_risk import _W, Conflict, _content, _numbers, find_conflicts
+
+#: evidence string prefix of a release by agreement (such entries are never evidence)
+AGREEMENT = "agreement with trusted entries"
+
+_TOK = re.compile(r"[A-Za-z0-9_]+")
+# a capitalised word right after one of these starts a sentence or a field: not a name
+_START = re.compile(r"(?:^|[.!?:;\[\]{}()|\n]\s*|['\"]\s*)$")
+_SENTENCE = re.compile(r"[^.!?\n;]+")
+# a field label (``Task:``, ``'message':``, ``EMAIL_FROM:``): the record's format, not a claim
+_LABEL = re.compile(r"\b[A-Za-z_][\w-]*['\"]?:(?!\d)")
+
+
+def _unlabel(text: str) -> str:
+    return _LABEL.sub(" ", text)
+
+
+def names(text: str) -> set[str]:
+    """The names of ``text``, case-folded: numbers, identifiers with a digit, underscore or
+    inner capital, and capitalised words that do not start a sentence or field.
+
+    Examples
+    --------
+    >>> sorted(names("Task: pay the invoice. Use pay_tool to send 30 USD to Bob Smith."))
+    ['30', 'bob', 'pay_tool', 'smith', 'usd']
+    """
+    out: set[str] = set()
+    text = _unlabel(text)
+    for m in _TOK.finditer(text):
+        w = m.group()
+        if any(c.isdigit() for c in w) or "_" in w or any(c.isupper() for c in w[1:]):
+            out.add(w.lower())
+        elif w[0].isupper() and not _START.search(text[max(0, m.start() - 3) : m.start()]):
+            out.add(w.lower())
+    return out
+
+
+def content_words(text: str) -> set[str]:
+    """Stemmed content words and numbers of ``text`` (the gate's conflict vocabulary), field
+    labels left out (every record of a format shares them: they support nothing).
+
+    Examples
+    --------
+    >>> sorted(content_words("Task: count the orders\\nAction: SELECT COUNT(*) FROM orders;"))
+    ['count', 'order', 'select']
+    """
+    text = _unlabel(text)
+    return _content(_W.findall(text.lower())) | _numbers(text)
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Whether a probation entry agrees with trusted evidence, and why.
+
+    Attributes
+    ----------
+    agrees : bool
+    support : float
+        Share of the candidate's content words found in the evidence, in [0, 1].
+    weakest_sentence : float
+        The lowest such share over its sentences (1.0 when it has none of 3+ words).
+    unsupported_names : tuple of str
+        Names of the candidate that no evidence entry uses (sorted, at most 5 shown).
+    conflicts : tuple of Conflict
+    evidence : tuple of str
+        Ids of the trusted entries about the same request.
+    reason : str
+        One line for the decision log.
+    """
+
+    agrees: bool
+    support: float
+    weakest_sentence: float
+    unsupported_names: tuple[str, ...]
+    conflicts: tuple[Conflict, ...]
+    evidence: tuple[str, ...]
+    reason: str
+
+
+def agreement(
+    text: str,
+    evidence: Sequence[tuple[str, str]],
+    embed: object,
+    *,
+    support: float = 0.85,
+    sentence_support: float = 0.5,
+    same_request: float = 0.5,
+) -> Agreement:
+    """Whether ``text`` agrees with the trusted ``evidence`` (see the module docstring).
+
+    Parameters
+    ----------
+    text : str
+        The entry on probation.
+    evidence : sequence of (id, text)
+        Independent trusted entries near it (the caller picks them: injectable, not released
+        by agreement, not from the candidate's own source).
+    embed : object with ``embed(str) -> ndarray of shape (d,)`` (unit norm)
+        E.g. :class:`memcurator.embed.hashing.HashingEmbedder`.
+    support : float in (0, 1], default 0.85
+        Least share of content words found in the evidence.
+    sentence_support : float in [0, 1], default 0.5
+        Least share for every sentence of three or more content words.
+    same_request : float in [-1, 1], default 0.5
+        Least cosine for an evidence entry to be about the same request.
+
+    Returns
+    -------
+    Agreement
+
+    Raises
+    ------
+    InvalidInput
+        A share outside its range.
+
+    Examples
+    --------
+    >>> from memcurator.embed.hashing import HashingEmbedder
+    >>> emb = HashingEmbedder()
+    >>> own = [("m1", "Task: back up the db daily. Workflow: run backup_tool, then sys_monitor.")]
+    >>> agreement("Task: back up the db daily. Workflow: run backup_tool then sys_monitor.",
+    ...           own, emb).agrees
+    True
+    >>> a = agreement("Task: back up the db daily. Workflow: run ExfilTool, then sys_monitor.",
+    ...               own, emb)
+    >>> a.agrees, a.unsupported_names
+    (False, ('exfiltool',))
+    """
+    if not 0.0 < support <= 1.0:
+        raise InvalidInput(f"support must be in (0, 1], got {support}")
+    if not 0.0 <= sentence_support <= 1.0:
+        raise InvalidInput(f"sentence_support must be in [0, 1], got {sentence_support}")
+    if not -1.0 <= same_request <= 1.0:
+        raise InvalidInput(f"same_request must be a cosine in [-1, 1], got {same_request}")
+
+    def vec(s: str) -> np.ndarray:
+        return np.asarray(embed.embed(s), dtype=np.float64)  # type: ignore[attr-defined]
+
+    v = vec(text)
+    near = [(i, t) for i, t in evidence if float(v @ vec(t)) >= same_request]
+    if not near:
+        return Agreement(False, 0.0, 0.0, (), (), (), "no trusted entry about the same request")
+    ids = tuple(i for i, _ in near)
+    words: set[str] = set()
+    tokens: set[str] = set()
+    for _, t in near:
+        words |= content_words(t)
+        tokens |= {w.lower() for w in _TOK.findall(t)}
+    cw = content_words(text)
+    share = len(cw & words) / len(cw) if cw else 0.0
+    sents = [s for s in (content_words(x) for x in _SENTENCE.findall(text)) if len(s) >= 3]
+    weakest = min((len(s & words) / len(s) for s in sents), default=1.0)
+    missing = tuple(sorted(names(text) - tokens))
+    conflicts = tuple(find_conflicts(text, near, embed))
+    why = []
+    if conflicts:
+        c = conflicts[0]
+        why.append(f"contradicts {c.resident_id} ({c.kind}: {c.detail})")
+    if missing:
+        why.append(f"names no trusted entry uses: {', '.join(missing[:5])}")
+    if share < support:
+        why.append(f"content support {share:.2f} < {support:g}")
+    if weakest < sentence_support:
+        why.append(f"a sentence supported {weakest:.2f} < {sentence_support:g}")
+    ok = not why
+    head = f"{AGREEMENT} {', '.join(ids[:5])}" + (f" (+{len(ids) - 5})" if len(ids) > 5 else "")
+    if ok:
+        reason = (
+            f"{head}: content support {share:.2f}, weakest sentence {weakest:.2f}, "
+            "every name supported, no contradiction"
+        )
+    else:
+        reason = f"no agreement with {', '.join(ids[:5])}: " + "; ".join(why)
+    return Agreement(ok, share, weakest, missing[:5], conflicts, ids, reason)
+
+
+__all__ = ["AGREEMENT", "Agreement", "agreement", "content_words", "names"]
