@@ -138,7 +138,8 @@ def test_full_replay() -> None:
 
 def test_bash_check_is_registered_and_leaves_sql_alone() -> None:
     risks = domain_risks("Task: Wipe /data\nAction: rm -rf --no-preserve-root /")
-    assert set(risks) == {"bash"} and risks["bash"].risk >= 0.9
+    # the bash domain judges it; the generic action domain (trust/action_risk.py) does too
+    assert set(risks) == {"bash", "action"} and risks["bash"].risk >= 0.9
     assert "bash" not in domain_risks("Task: count\nAction: SELECT COUNT(*) FROM t;")
 
 
