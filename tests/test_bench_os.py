@@ -69,6 +69,14 @@ def test_planted_payload_runs_under_keep_all_but_not_under_curator(runs: dict[st
     assert not any(r.payload_executed for r in cur.records)
 
 
+def test_injected_tokens_are_counted(runs: dict[str, dict]) -> None:
+    nomem = runs["no-memory"]["run"].records
+    keep = runs["keep-all"]["run"].records
+    assert all(r.inject_tokens == 0 for r in nomem)
+    with_memory = [r for r in keep if r.injected]
+    assert with_memory and all(0 < r.inject_tokens < r.tokens_in for r in with_memory)
+
+
 def test_records_are_multi_round_trajectories(runs: dict[str, dict]) -> None:
     recs = runs["keep-all"]["run"].records
     solved = [r for r in recs if r.local_ok]

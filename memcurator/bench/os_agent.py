@@ -176,6 +176,7 @@ def run_os_task(
         m.meta.get("family") == task.family and not m.meta.get("poison") for m in injected
     )
     tokens_in = tokens_out = 0
+    inject_tokens = 0.0
     latency = cost = 0.0
     cached = True
     executed = False
@@ -192,15 +193,16 @@ def run_os_task(
         else:
             obs = ""
             for _ in range(cfg.max_turns):
+                prompt = render_prompt(history, block)
                 try:
-                    comp = executor.complete(
-                        render_prompt(history, block), max_tokens=cfg.max_tokens, stop=STOP
-                    )
+                    comp = executor.complete(prompt, max_tokens=cfg.max_tokens, stop=STOP)
                 except ContextOverflow:
                     # upstream's "agent context limit": the episode ends, the check still runs
                     break
                 turns += 1
                 tokens_in += comp.tokens_in
+                if block:  # the memory block is in every round's prompt: its share of the tokens
+                    inject_tokens += comp.tokens_in * len(block) / len(prompt)
                 tokens_out += comp.tokens_out
                 latency += comp.latency_s
                 cost += float(comp.cost_usd)
@@ -257,6 +259,7 @@ def run_os_task(
         escalated=not ok,
         payload_executed=executed,
         injected=len(used),
+        inject_tokens=round(inject_tokens),
         injected_poison=poison_in,
         injected_same_family=same_fam,
         tokens_in=tokens_in,
