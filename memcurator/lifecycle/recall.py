@@ -205,6 +205,17 @@ class RecallOptions(TypedDict, total=False):
     meta: dict[str, Any] | None
 
 
+class RecallArgs(TypedDict):
+    """The options :func:`recall_for` passes alike to the in-memory and the in-store recall."""
+
+    candidates: int
+    step: int
+    min_score: float | None
+    user: str | None
+    lexical_weight: float
+    same_request: float | None
+
+
 def recall_for(
     ctx: Context,
     query: str,
@@ -271,51 +282,38 @@ def recall_for(
     query, e_q = query_vector(ctx.embedder, query)  # validates the query first
     check_recall_args(k, min_score, meta)
     in_store = getattr(ctx, "recall_in_store", False)
+    ctx.sync_usable()
+    # in the store the scan is the database's; in memory it reads every resident byte
+    ctx.energy.add(len(query.encode("utf-8")) + (0 if in_store else ctx.res.used))
+    if observe:
+        ctx.policy.observe_query(e_q)
+    common = RecallArgs(
+        candidates=ctx.candidates,
+        step=ctx.step,
+        min_score=min_score,
+        user=user,
+        lexical_weight=ctx.lexical_weight,
+        same_request=ctx.same_request,
+    )
     if in_store:
         from memcurator.lifecycle.store_recall import recall_in_store
 
-        ctx.sync_usable()
-        ctx.energy.add(len(query.encode("utf-8")))  # the scan is the database's
-        if observe:
-            ctx.policy.observe_query(e_q)
         return recall_in_store(
             ctx.store,  # type: ignore[arg-type]  # checked when the option was set
             ctx.namespace,
             query,
             e_q,
             int(k),
-            candidates=ctx.candidates,
-            step=ctx.step,
             where=_guard(ctx, where),
-            min_score=min_score,
-            user=user,
             meta=meta,
-            lexical_weight=ctx.lexical_weight,
-            same_request=ctx.same_request,
+            **common,
         )
-    ctx.sync_usable()
-    ctx.energy.add(len(query.encode("utf-8")) + ctx.res.used)
-    if observe:
-        ctx.policy.observe_query(e_q)
     if meta:
         from memcurator.lifecycle.store_recall import meta_test
 
         mt, w0 = meta_test(meta), where
         where = mt if w0 is None else (lambda e: mt(e) and bool(w0(e)))
-    return recall(
-        ctx.res,
-        ctx.policy,
-        query,
-        e_q,
-        int(k),
-        candidates=ctx.candidates,
-        step=ctx.step,
-        where=_guard(ctx, where),
-        min_score=min_score,
-        user=user,
-        lexical_weight=ctx.lexical_weight,
-        same_request=ctx.same_request,
-    )
+    return recall(ctx.res, ctx.policy, query, e_q, int(k), where=_guard(ctx, where), **common)
 
 
 def _guard(ctx: Context, where: Callable[[Entry], bool] | None) -> Callable[[Entry], bool] | None:
