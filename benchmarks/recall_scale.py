@@ -152,10 +152,22 @@ def main() -> None:
     ap.add_argument("--pg-url", default=None)
     ap.add_argument("--m", type=int, default=16)
     ap.add_argument("--ef-construction", type=int, default=64)
-    ap.add_argument("--ef-search", type=int, default=100)
+    ap.add_argument(
+        "--ef-search",
+        default="100",
+        help="hnsw.ef_search values, comma-separated: one HNSW row (and recall@10) per value",
+    )
+    ap.add_argument(
+        "--sqlite-max-clients",
+        type=int,
+        default=None,
+        help="skip the SQLite rows with more clients than this at n >= 10^6 (each in-process "
+        "client holds the whole n x dim float32 matrix: 2 GB per client at 10^6, dim 512)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
     sizes = [int(x) for x in a.sizes.split(",")]
+    efs = [int(x) for x in str(a.ef_search).split(",")]
     clients = [int(x) for x in a.clients.split(",")]
     emb = HashingEmbedder()
     local = None
@@ -177,7 +189,7 @@ def main() -> None:
             with psycopg.connect(base_url, autocommit=True) as c:
                 c.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
                 c.execute(f"CREATE DATABASE {db}")
-                c.execute("ALTER SYSTEM SET maintenance_work_mem = '2GB'")
+                c.execute("ALTER SYSTEM SET maintenance_work_mem = '4GB'")
                 c.execute("SELECT pg_reload_conf()")
             url = base_url.rpartition("/")[0] + "/" + db
             ns = "bench"
@@ -191,7 +203,6 @@ def main() -> None:
             t0 = time.perf_counter()
             pg.ensure_hnsw(ns, m=a.m, ef_construction=a.ef_construction)
             t_hnsw = time.perf_counter() - t0
-            pg.ef_search = a.ef_search
             notes.append(
                 f"n={n}: embed {n / t_emb:,.0f}/s; fill SQLite {n / t_sq:,.0f} rows/s, "
                 f"PostgreSQL COPY {n / t_pg:,.0f} rows/s; HNSW build (m={a.m}, "
@@ -200,71 +211,55 @@ def main() -> None:
             print(notes[-1], flush=True)
             qrng = random.Random(a.seed + 1)
             queries = [query_text(qrng) for _ in range(max(clients) * a.queries)]
-            # recall@10: HNSW dense leg and fused result vs exact
-            hn, ex = StoreRecall(pg, ns), StoreRecall(pg, ns, exact=True)
-            r_dense, r_fused = [], []
+            # recall@10 per ef_search: HNSW dense leg and fused result vs exact
+            ex = StoreRecall(pg, ns, exact=True)
+            exact_ids = []
             for q in queries[:100]:
                 line = recall_text(q)
                 e_q = emb.embed(line)
-                d_h = {h.id for h in pg.search(ns, line, e_q, 10).dense}
                 d_x = {h.id for h in pg.search(ns, line, e_q, 10, exact=True).dense}
-                r_dense.append(len(d_h & d_x) / 10)
-                r_fused.append(len(set(hn.recall(q, 10).ids) & set(ex.recall(q, 10).ids)) / 10)
-            rec_d, rec_f = float(np.mean(r_dense)), float(np.mean(r_fused))
+                exact_ids.append((line, e_q, d_x, set(ex.recall(q, 10).ids)))
+            rec: dict[int, tuple[float, float]] = {}
+            for ef in efs:
+                pg.ef_search = ef
+                hn = StoreRecall(pg, ns)
+                r_dense, r_fused = [], []
+                for q, (line, e_q, d_x, f_x) in zip(queries[:100], exact_ids, strict=True):
+                    d_h = {h.id for h in pg.search(ns, line, e_q, 10).dense}
+                    r_dense.append(len(d_h & d_x) / 10)
+                    r_fused.append(len(set(hn.recall(q, 10).ids) & f_x) / 10)
+                rec[ef] = (float(np.mean(r_dense)), float(np.mean(r_fused)))
+                print(
+                    f"n={n} ef_search={ef}: recall@10 dense {rec[ef][0]:.3f} "
+                    f"fused {rec[ef][1]:.3f}",
+                    flush=True,
+                )
             for cl in clients:
                 # ---- SQLite: each client its own Memory (its own resident set)
-                t0 = time.perf_counter()
-                mems = [
-                    Memory(sq_path, namespace=ns, policy="keep-all", embedder=emb)
-                    for _ in range(cl)
-                ]
-                t_open = time.perf_counter() - t0
-                lat, wall = timed(
-                    lambda c, j, ms=mems, qs=queries: ms[c].recall(qs[c * a.queries + j], k=10),
-                    cl,
-                    a.queries,
-                    warm=True,
-                )
-                sq_rec = (lat, wall)
-                wst = SQLiteStore(sq_path)
-                wrng = random.Random(7)
-
-                def sq_write(
-                    c: int, j: int, st: Any = wst, r: Any = wrng, n: int = n, cl: int = cl
-                ) -> None:
-                    t = corpus_text(r, n + c * 100000 + j)
-                    e = emb.embed(recall_text(t))
-                    with st.transaction(namespace="bench"):
-                        st.insert(entry("bench", j, t, e, prefix=f"w{cl}_{c}_"))
-
-                sq_w = timed(sq_write, cl, a.writes)
-                wst.close()
-                for m in mems:
-                    m.store.close()
-                rows.append(
-                    dict(
-                        backend="sqlite",
-                        mode="in-process exact",
-                        n=n,
-                        clients=cl,
-                        rec=sq_rec,
-                        wr=sq_w,
-                        r10=1.0,
-                        note=f"{cl} Memory open {t_open:.1f} s",
-                    )
-                )
-                # ---- PostgreSQL: HNSW and exact in the database, one pool shared
-                for mode, rdr in (("in-db HNSW", hn), ("in-db exact", ex)):
-                    if mode == "in-db exact" and n > 100_000:
+                if (
+                    n >= 1_000_000
+                    and a.sqlite_max_clients is not None
+                    and cl > a.sqlite_max_clients
+                ):
+                    notes.append(f"n={n} clients={cl}: SQLite skipped (--sqlite-max-clients)")
+                else:
+                    _sqlite_rows(n, cl, sq_path, ns, emb, queries, a, rows)
+                # ---- PostgreSQL: HNSW (per ef_search) and exact in the database, one pool
+                modes = [(f"in-db HNSW ef {ef}", ef) for ef in efs] + [("in-db exact", None)]
+                for mode, ef in modes:
+                    if ef is None and n > 100_000:
                         continue
+                    if ef is not None:
+                        pg.ef_search = ef
+                    rdr = StoreRecall(pg, ns) if ef is not None else ex
                     lat_w = timed(
                         lambda c, j, r=rdr, qs=queries: r.recall(qs[c * a.queries + j], k=10),
                         cl,
-                        a.queries if mode == "in-db HNSW" else max(a.queries // 5, 5),
+                        a.queries if ef is not None else max(a.queries // 5, 5),
                         warm=True,
                     )
                     w = None
-                    if mode == "in-db HNSW":
+                    if ef == efs[0]:
                         prng = random.Random(8)
 
                         def pg_write(
@@ -284,8 +279,8 @@ def main() -> None:
                             clients=cl,
                             rec=lat_w,
                             wr=w,
-                            r10=rec_d if mode == "in-db HNSW" else 1.0,
-                            note=f"fused recall@10 {rec_f:.3f}" if w else "",
+                            r10=rec[ef][0] if ef is not None else 1.0,
+                            note=f"fused recall@10 {rec[ef][1]:.3f}" if ef is not None else "",
                         )
                     )
                 print(f"n={n} clients={cl} done", flush=True)
@@ -294,6 +289,54 @@ def main() -> None:
         if local is not None:
             local.stop()
     render(rows, notes, a)
+
+
+def _sqlite_rows(
+    n: int,
+    cl: int,
+    sq_path: str,
+    ns: str,
+    emb: HashingEmbedder,
+    queries: list[str],
+    a: argparse.Namespace,
+    rows: list[dict[str, Any]],
+) -> None:
+    """Time ``cl`` in-process Memories recalling (exact) and ``cl`` store writers on SQLite."""
+    t0 = time.perf_counter()
+    mems = [Memory(sq_path, namespace=ns, policy="keep-all", embedder=emb) for _ in range(cl)]
+    t_open = time.perf_counter() - t0
+    lat, wall = timed(
+        lambda c, j, ms=mems, qs=queries: ms[c].recall(qs[c * a.queries + j], k=10),
+        cl,
+        a.queries,
+        warm=True,
+    )
+    sq_rec = (lat, wall)
+    wst = SQLiteStore(sq_path)
+    wrng = random.Random(7)
+
+    def sq_write(c: int, j: int, st: Any = wst, r: Any = wrng, n: int = n, cl: int = cl) -> None:
+        t = corpus_text(r, n + c * 100000 + j)
+        e = emb.embed(recall_text(t))
+        with st.transaction(namespace="bench"):
+            st.insert(entry("bench", j, t, e, prefix=f"w{cl}_{c}_"))
+
+    sq_w = timed(sq_write, cl, a.writes)
+    wst.close()
+    for m in mems:
+        m.store.close()
+    rows.append(
+        dict(
+            backend="sqlite",
+            mode="in-process exact",
+            n=n,
+            clients=cl,
+            rec=sq_rec,
+            wr=sq_w,
+            r10=1.0,
+            note=f"{cl} Memory open {t_open:.1f} s",
+        )
+    )
 
 
 def render(rows: list[dict[str, Any]], notes: list[str], a: argparse.Namespace) -> None:
