@@ -214,3 +214,57 @@ def test_the_cli_runs_a_bench_on_ray(local_ray: Any, tmp_path: Path) -> None:
     r = CliRunner().invoke(app, [*args[:-3], str(seq)])
     assert r.exit_code == 0, r.output
     assert _records(seq) == rows
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_bench_runs_on_a_ray_cluster_by_its_address(tmp_path: Path) -> None:
+    """``--ray ADDRESS``: a Ray head started apart (``ray start --head``, as on a cluster's head
+    node, here on loopback) runs the cells; the records equal a bench without Ray, and the
+    bench leaves the cluster running (it did not start it)."""
+    import subprocess
+    import time
+
+    if ray.is_initialized():
+        ray.shutdown()  # the module's in-process Ray; the next test that needs it starts it again
+    exe = Path(sys.executable).parent
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+    port = _free_port()
+    head = [str(exe / "ray"), "start", "--head", "--port", str(port),
+            "--node-ip-address", "127.0.0.1", "--num-cpus", "2", "--include-dashboard", "false",
+            "--object-store-memory", str(80 * 1024 * 1024), "--disable-usage-stats"]  # fmt: skip
+    started = subprocess.run(head, env=env, capture_output=True, text=True, timeout=180)
+    assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        args = ["bench", "--executor", "fake", "--policies", "lru,curator", "--tasks", "8",
+                "--families", "4", "--poison", "0", "--seeds", "2"]  # fmt: skip
+        cli = [str(exe / "memcurator"), *args]
+        on_ray = subprocess.run(
+            [*cli, "--out", str(tmp_path / "cluster"), "--ray", f"127.0.0.1:{port}"],
+            env=env, capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert on_ray.returncode == 0, on_ray.stdout[-3000:] + on_ray.stderr[-3000:]
+        alone = subprocess.run(
+            [*cli, "--out", str(tmp_path / "alone")], env=env, capture_output=True, text=True,
+            timeout=600,
+        )  # fmt: skip
+        assert alone.returncode == 0, alone.stdout[-3000:] + alone.stderr[-3000:]
+        rows = _records(tmp_path / "cluster")
+        assert len(rows) == 2 * 2 * 8 and {r["seed"] for r in rows} == {"0", "1"}
+        assert rows == _records(tmp_path / "alone")
+        # the cluster is still up after the bench: a bench does not stop a Ray it did not start
+        st = subprocess.run(
+            [str(exe / "ray"), "status", "--address", f"127.0.0.1:{port}"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert st.returncode == 0, st.stdout + st.stderr
+    finally:
+        subprocess.run([str(exe / "ray"), "stop", "--force"], env=env, capture_output=True,
+                       timeout=120)  # fmt: skip
+        time.sleep(1)
