@@ -42,7 +42,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from memcurator.errors import (
-    DimensionMismatch,
     EntryNotFound,
     InvalidInput,
     MissingExtra,
@@ -51,7 +50,6 @@ from memcurator.errors import (
 )
 from memcurator.store.base import (
     KEEP,
-    REEMBED_PENDING,
     Hit,
     NamespaceInfo,
     NamespaceStats,
@@ -61,8 +59,21 @@ from memcurator.store.base import (
     VectorRow,
 )
 from memcurator.store.pgschema import LOCK_NAMESPACE, LOCK_STORE, current_version, migrate
-from memcurator.store.vectors import DEFAULT_DTYPE, check_dtype, decode, encode
-from memcurator.types import DECISION_ACTIONS, Decision, Entry
+from memcurator.store.rowlogic import (
+    DECISION_COLS,
+    DecisionLogReads,
+    check_reopen,
+    checked_embedding,
+    compaction_note,
+    counts_of,
+    decision_from_row,
+    decision_values,
+    entry_from_row,
+    finite_stats,
+    namespace_args,
+)
+from memcurator.store.vectors import check_dtype, decode, encode
+from memcurator.types import Decision, Entry
 
 #: URL schemes that select this backend.
 SCHEMES = ("postgresql://", "postgres://")
@@ -128,25 +139,7 @@ def _row_to_entry(r: tuple[Any, ...]) -> Entry:
         emb = decode(bytes(r[8]), "int8")
     else:
         emb = _parse_vec(r[6] if dtype == "float32" else r[7], dtype)
-    return Entry(
-        id=r[0],
-        namespace=r[1],
-        kind=r[2],
-        text=r[3],
-        bytes=int(r[4]),
-        raw_bytes=int(r[5]),
-        embedding=emb,
-        origin=r[10],
-        origin_detail=r[11],
-        reinforcement=int(r[12]),
-        uses=int(r[13]),
-        successes=int(r[14]),
-        failures=int(r[15]),
-        created_step=int(r[16]),
-        last_used_step=int(r[17]),
-        meta=json.loads(r[18]),
-        stats=json.loads(r[19]),
-    )
+    return entry_from_row(r[:6], emb, r[10:20])
 
 
 def _vec_args(emb: np.ndarray, dtype: str) -> tuple[str | None, str | None, bytes | None]:
@@ -157,13 +150,6 @@ def _vec_args(emb: np.ndarray, dtype: str) -> tuple[str | None, str | None, byte
     if dtype == "float16":
         return None, _vec_text(decode(blob, "float16")), None
     return None, None, blob
-
-
-def _finite_stats(stats: dict[str, float]) -> str:
-    for k, v in stats.items():
-        if isinstance(v, float) and not math.isfinite(v):
-            raise InvalidInput(f"statistic {k!r} is {v!r}; NaN or infinite values are never stored")
-    return json.dumps(stats, sort_keys=True)
 
 
 def _no_nul(*texts: str) -> None:
@@ -179,7 +165,7 @@ class _TxState(threading.local):
     touched: set[str]
 
 
-class PostgresStore:
+class PostgresStore(DecisionLogReads):
     """Entries, namespaces and the decision log in one PostgreSQL database (pgvector).
 
     Parameters
@@ -524,18 +510,8 @@ class PostgresStore:
         ------
         InvalidInput, DimensionMismatch
         """
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidInput("namespace must be a non-empty string")
+        args = namespace_args(name, dim, max_bytes, vector_dtype)
         _no_nul(name, embedder)
-        if int(dim) <= 0:
-            raise InvalidInput(f"dim must be positive, got {dim}")
-        keep = max_bytes is KEEP
-        if keep:
-            max_bytes = None
-        if max_bytes is not None and int(max_bytes) <= 0:
-            raise InvalidInput(f"max_bytes must be positive or None, got {max_bytes}")
-        keep_dtype = vector_dtype is KEEP
-        dtype = DEFAULT_DTYPE if keep_dtype else check_dtype(vector_dtype)
         with self.transaction(namespace=name):  # changed (token moves) only if it writes
             row = self._one(
                 "SELECT embedder, dim, vector_dtype FROM namespaces WHERE name=%s", (name,)
@@ -545,32 +521,14 @@ class PostgresStore:
                 self._x(
                     "INSERT INTO namespaces(name, embedder, dim, max_bytes, created_at, "
                     "vector_dtype) VALUES (%s,%s,%s,%s,%s,%s)",
-                    (name, embedder, int(dim), max_bytes, self.clock(), dtype),
+                    (name, embedder, int(dim), args.max_bytes, self.clock(), args.dtype),
                 )
                 self._tx.infos.clear()
                 return
-            if str(row[0]).startswith(REEMBED_PENDING):
-                raise DimensionMismatch(
-                    f"namespace {name!r} is being re-embedded or converted (an unfinished "
-                    f"`memcurator reembed`, {row[0]!r}); run it again to finish: memcurator "
-                    f"reembed STORE --namespace {name}"
-                )
-            if row[0] != embedder or int(row[1]) != int(dim):
-                raise DimensionMismatch(
-                    f"namespace {name!r} was created with embedder {row[0]!r} (dim {row[1]}); "
-                    f"opened with {embedder!r} (dim {dim}). Open it with the same embedder, use "
-                    f"a new namespace, or re-embed it: memcurator reembed STORE --namespace {name}"
-                )
-            if not keep_dtype and row[2] != dtype:
-                raise InvalidInput(
-                    f"namespace {name!r} stores its vectors as {row[2]}; opened with "
-                    f"vector_dtype={dtype!r}. Open it without vector_dtype (it keeps "
-                    f"{row[2]}), use a new namespace, or convert it: memcurator reembed STORE "
-                    f"--namespace {name} --vector-dtype {dtype}"
-                )
-            if not keep:
+            check_reopen(name, row, embedder, dim, args)
+            if not args.keep_budget:
                 self._write(name)
-                self._x("UPDATE namespaces SET max_bytes=%s WHERE name=%s", (max_bytes, name))
+                self._x("UPDATE namespaces SET max_bytes=%s WHERE name=%s", (args.max_bytes, name))
                 self._tx.infos.clear()
 
     def namespace(self, name: str) -> NamespaceInfo:
@@ -641,17 +599,7 @@ class PostgresStore:
             rows = self._q("SELECT id, bytes FROM entries WHERE namespace=%s ORDER BY pos", (name,))
             st = self._one("SELECT step FROM policy_state WHERE namespace=%s", (name,))
             step = int(st[0]) if st else 0
-            for eid, nb in rows:
-                self.log(name, step=step, action="forget", entry_id=eid, reason=reason, nbytes=nb)
-            freed = sum(int(r[1]) for r in rows)
-            self.log(
-                name,
-                step=step,
-                action="forget",
-                entry_id="",
-                reason=f"{reason}: namespace {name!r} removed with {len(rows)} entries",
-                nbytes=freed,
-            )
+            freed = self._tombstones(name, rows, step, reason)
             self._x("DELETE FROM entries WHERE namespace=%s", (name,))
             self._x("UPDATE shared_out SET forgotten=true WHERE namespace=%s", (name,))
             self._x("DELETE FROM policy_state WHERE namespace=%s", (name,))
@@ -669,14 +617,7 @@ class PostgresStore:
         NamespaceNotFound, DimensionMismatch, InvalidInput
         """
         info = self.namespace(entry.namespace)
-        emb = np.asarray(entry.embedding, dtype=np.float32)
-        if emb.shape != (info.dim,):
-            raise DimensionMismatch(
-                f"embedding has shape {emb.shape}; namespace {entry.namespace!r} stores dim "
-                f"{info.dim}"
-            )
-        if not np.all(np.isfinite(emb)):
-            raise InvalidInput("embedding contains NaN or infinite values")
+        emb = checked_embedding(entry.embedding, info.dim, entry.namespace)
         _no_nul(entry.id, entry.text, entry.origin_detail)
         vec, hvec, qvec = _vec_args(emb, info.vector_dtype)
         args = (
@@ -699,7 +640,7 @@ class PostgresStore:
             entry.created_step,
             entry.last_used_step,
             json.dumps(entry.meta, sort_keys=True),
-            _finite_stats(entry.stats),
+            finite_stats(entry.stats),
         )
         with self._writing(entry.namespace):
             if self._one(
@@ -761,13 +702,9 @@ class PostgresStore:
                     hvec,
                     qvec,
                     dtype,
-                    entry.reinforcement,
-                    entry.uses,
-                    entry.successes,
-                    entry.failures,
-                    entry.last_used_step,
+                    *counts_of(entry),
                     json.dumps(entry.meta, sort_keys=True),
-                    _finite_stats(entry.stats),
+                    finite_stats(entry.stats),
                     entry.namespace,
                     entry.id,
                 ),
@@ -882,22 +819,13 @@ class PostgresStore:
         at: float | None = None,
     ) -> None:
         """Append one decision (NaN ``score`` is stored as NULL; ``at`` defaults to now)."""
-        sc = None if score is None or not math.isfinite(float(score)) else float(score)
         _no_nul(reason, entry_id)
         with self._writing(namespace):
             self._x(
                 "INSERT INTO decisions(namespace, step, action, entry_id, score, reason, policy, "
                 "bytes, at) VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s)",
-                (
-                    namespace,
-                    int(step),
-                    action,
-                    entry_id,
-                    sc,
-                    reason,
-                    policy,
-                    int(nbytes),
-                    self.clock() if at is None else float(at),
+                decision_values(
+                    namespace, step, action, entry_id, score, reason, policy, nbytes, at, self.clock
                 ),
             )
 
@@ -906,68 +834,19 @@ class PostgresStore:
         row = self._one("SELECT COALESCE(MAX(seq), 0) FROM decisions")
         return int(row[0]) if row else 0
 
-    def decisions(
-        self, namespace: str, *, since: int = 0, action: str | None = None
-    ) -> list[Decision]:
-        """Decisions of ``namespace`` with ``seq > since``, oldest first.
-
-        Raises
-        ------
-        NamespaceNotFound, InvalidInput
-        """
-        if action is not None and action not in DECISION_ACTIONS:
-            raise InvalidInput(f"unknown action {action!r}; known: {list(DECISION_ACTIONS)}")
-        self.namespace(namespace)
-        return self._decision_rows(namespace, since, action)
-
     def _decision_rows(self, namespace: str, since: int, action: str | None) -> list[Decision]:
-        q = (
-            "SELECT seq, namespace, step, action, entry_id, score, reason, policy, bytes, at "
-            "FROM decisions WHERE namespace=%s AND seq>%s"
-        )
+        q = f"SELECT {DECISION_COLS} FROM decisions WHERE namespace=%s AND seq>%s"
         args: list[Any] = [namespace, int(since)]
         if action is not None:
             q += " AND action=%s"
             args.append(action)
         rows = self._q(q + " ORDER BY seq", args)
-        return [
-            Decision(
-                int(r[0]),
-                r[1],
-                int(r[2]),
-                r[3],
-                r[4],
-                float("nan") if r[5] is None else float(r[5]),
-                r[6],
-                r[7],
-                int(r[8]),
-                float(r[9]),
-            )
-            for r in rows
-        ]
+        return [decision_from_row(r) for r in rows]
 
     def decision_count(self, namespace: str) -> int:
         """Rows of ``namespace``'s decision log (summary rows included)."""
         row = self._one("SELECT COUNT(*) FROM decisions WHERE namespace=%s", (namespace,))
         return int(row[0]) if row else 0
-
-    def deleted_namespace_log(self, namespace: str, *, action: str | None = None) -> list[Decision]:
-        """The decision log a deleted namespace left behind, oldest first.
-
-        Raises
-        ------
-        NamespaceNotFound, InvalidInput
-        """
-        if action is not None and action not in DECISION_ACTIONS:
-            raise InvalidInput(f"unknown action {action!r}; known: {list(DECISION_ACTIONS)}")
-        if namespace in self.namespaces():
-            raise NamespaceNotFound(f"namespace {namespace!r} exists; it is not a deleted one")
-        if not self.decision_count(namespace):
-            raise NamespaceNotFound(
-                f"namespace {namespace!r} does not exist and left no decision log; known: "
-                f"{self.namespaces()}"
-            )
-        return self._decision_rows(namespace, 0, action)
 
     def compact_log(
         self,
@@ -1019,10 +898,7 @@ class PostgresStore:
                 "WHERE namespace=%s ORDER BY action",
                 (namespace,),
             )
-            all_n = sum(int(t[1]) for t in tot)
-            lo = min(int(t[3]) for t in tot)
-            hi = max(int(t[4]) for t in tot)
-            parts = ", ".join(f"{t[0]}={t[1]} ({t[2]} B)" for t in tot)
+            reason, nbytes = compaction_note(tot, n)
             self._x("SELECT set_config('memcurator.compacting', 'on', true)")
             try:
                 self._x(
@@ -1032,13 +908,7 @@ class PostgresStore:
             finally:
                 self._x("SELECT set_config('memcurator.compacting', 'off', true)")
             self.log(
-                namespace,
-                step=step,
-                action="compact",
-                entry_id="",
-                reason=f"log retention has dropped {all_n} decisions, seq {lo}..{hi} "
-                f"({n} in this pass): {parts}",
-                nbytes=sum(int(t[2]) for t in tot),
+                namespace, step=step, action="compact", entry_id="", reason=reason, nbytes=nbytes
             )
         return n
 

@@ -8,7 +8,6 @@ which entries to evict and applies the answer here inside one transaction.
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import sqlite3
@@ -22,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from memcurator.errors import (
-    DimensionMismatch,
     EntryNotFound,
     InvalidInput,
     NamespaceNotFound,
@@ -30,16 +28,28 @@ from memcurator.errors import (
 )
 from memcurator.store.base import (
     KEEP,
-    REEMBED_PENDING,
     NamespaceInfo,
     NamespaceStats,
     Store,
     VectorRow,
 )
 from memcurator.store.connection import ClosedConnection, GuardedConnection, retry_busy
+from memcurator.store.rowlogic import (
+    DECISION_COLS,
+    DecisionLogReads,
+    check_reopen,
+    checked_embedding,
+    compaction_note,
+    counts_of,
+    decision_from_row,
+    decision_values,
+    entry_from_row,
+    finite_stats,
+    namespace_args,
+)
 from memcurator.store.schema import migrate, migrate_check
 from memcurator.store.vectors import DEFAULT_DTYPE, check_dtype, decode, encode
-from memcurator.types import DECISION_ACTIONS, Decision, Entry
+from memcurator.types import Decision, Entry
 
 _ENTRY_COLS = (
     "id, namespace, kind, text, bytes, raw_bytes, embedding, origin, origin_detail, "
@@ -49,35 +59,10 @@ _ENTRY_COLS = (
 
 def _row_to_entry(r: tuple[Any, ...]) -> Entry:
     """An entry from a row of ``_ENTRY_COLS`` followed by the row's vector precision."""
-    return Entry(
-        id=r[0],
-        namespace=r[1],
-        kind=r[2],
-        text=r[3],
-        bytes=int(r[4]),
-        raw_bytes=int(r[5]),
-        embedding=decode(r[6], r[17]),
-        origin=r[7],
-        origin_detail=r[8],
-        reinforcement=int(r[9]),
-        uses=int(r[10]),
-        successes=int(r[11]),
-        failures=int(r[12]),
-        created_step=int(r[13]),
-        last_used_step=int(r[14]),
-        meta=json.loads(r[15]),
-        stats=json.loads(r[16]),
-    )
+    return entry_from_row(r[:6], decode(r[6], r[17]), r[7:17])
 
 
-def _finite_stats(stats: dict[str, float]) -> str:
-    for k, v in stats.items():
-        if isinstance(v, float) and not math.isfinite(v):
-            raise InvalidInput(f"statistic {k!r} is {v!r}; NaN or infinite values are never stored")
-    return json.dumps(stats, sort_keys=True)
-
-
-class SQLiteStore:
+class SQLiteStore(DecisionLogReads):
     """Entries, namespaces and the decision log in one SQLite file.
 
     Parameters
@@ -306,17 +291,7 @@ class SQLiteStore:
         DimensionMismatch
             The namespace exists with another embedder or dimension.
         """
-        if not isinstance(name, str) or not name.strip():
-            raise InvalidInput("namespace must be a non-empty string")
-        if int(dim) <= 0:
-            raise InvalidInput(f"dim must be positive, got {dim}")
-        keep = max_bytes is KEEP
-        if keep:
-            max_bytes = None
-        if max_bytes is not None and int(max_bytes) <= 0:
-            raise InvalidInput(f"max_bytes must be positive or None, got {max_bytes}")
-        keep_dtype = vector_dtype is KEEP
-        dtype = DEFAULT_DTYPE if keep_dtype else check_dtype(vector_dtype)
+        args = namespace_args(name, dim, max_bytes, vector_dtype)
         with self._tx() as c:
             row = c.execute(
                 "SELECT embedder, dim, vector_dtype FROM namespaces WHERE name=?", (name,)
@@ -325,30 +300,12 @@ class SQLiteStore:
                 c.execute(
                     "INSERT INTO namespaces(name, embedder, dim, max_bytes, created_at, "
                     "vector_dtype) VALUES (?,?,?,?,?,?)",
-                    (name, embedder, int(dim), max_bytes, self.clock(), dtype),
+                    (name, embedder, int(dim), args.max_bytes, self.clock(), args.dtype),
                 )
                 return
-            if str(row[0]).startswith(REEMBED_PENDING):
-                raise DimensionMismatch(
-                    f"namespace {name!r} is being re-embedded or converted (an unfinished "
-                    f"`memcurator reembed`, {row[0]!r}); run it again to finish: memcurator "
-                    f"reembed STORE --namespace {name}"
-                )
-            if row[0] != embedder or int(row[1]) != int(dim):
-                raise DimensionMismatch(
-                    f"namespace {name!r} was created with embedder {row[0]!r} (dim {row[1]}); "
-                    f"opened with {embedder!r} (dim {dim}). Open it with the same embedder, use "
-                    f"a new namespace, or re-embed it: memcurator reembed STORE --namespace {name}"
-                )
-            if not keep_dtype and row[2] != dtype:
-                raise InvalidInput(
-                    f"namespace {name!r} stores its vectors as {row[2]}; opened with "
-                    f"vector_dtype={dtype!r}. Open it without vector_dtype (it keeps "
-                    f"{row[2]}), use a new namespace, or convert it: memcurator reembed STORE "
-                    f"--namespace {name} --vector-dtype {dtype}"
-                )
-            if not keep:
-                c.execute("UPDATE namespaces SET max_bytes=? WHERE name=?", (max_bytes, name))
+            check_reopen(name, row, embedder, dim, args)
+            if not args.keep_budget:
+                c.execute("UPDATE namespaces SET max_bytes=? WHERE name=?", (args.max_bytes, name))
 
     def namespace(self, name: str) -> NamespaceInfo:
         """Raises :class:`NamespaceNotFound` if ``name`` does not exist."""
@@ -426,17 +383,7 @@ class SQLiteStore:
             ).fetchall()
             st = c.execute("SELECT step FROM policy_state WHERE namespace=?", (name,)).fetchone()
             step = int(st[0]) if st else 0
-            for eid, nb in rows:
-                self.log(name, step=step, action="forget", entry_id=eid, reason=reason, nbytes=nb)
-            freed = sum(int(r[1]) for r in rows)
-            self.log(
-                name,
-                step=step,
-                action="forget",
-                entry_id="",
-                reason=f"{reason}: namespace {name!r} removed with {len(rows)} entries",
-                nbytes=freed,
-            )
+            freed = self._tombstones(name, rows, step, reason)
             c.execute("DELETE FROM entries WHERE namespace=?", (name,))
             c.execute("UPDATE shared_out SET forgotten=1 WHERE namespace=?", (name,))
             c.execute("DELETE FROM policy_state WHERE namespace=?", (name,))
@@ -453,14 +400,7 @@ class SQLiteStore:
         NamespaceNotFound, DimensionMismatch, InvalidInput
         """
         info = self.namespace(entry.namespace)
-        emb = np.asarray(entry.embedding, dtype=np.float32)
-        if emb.shape != (info.dim,):
-            raise DimensionMismatch(
-                f"embedding has shape {emb.shape}; namespace {entry.namespace!r} stores dim "
-                f"{info.dim}"
-            )
-        if not np.all(np.isfinite(emb)):
-            raise InvalidInput("embedding contains NaN or infinite values")
+        emb = checked_embedding(entry.embedding, info.dim, entry.namespace)
         with self._tx() as c:
             try:
                 c.execute(
@@ -483,7 +423,7 @@ class SQLiteStore:
                         entry.created_step,
                         entry.last_used_step,
                         json.dumps(entry.meta, sort_keys=True),
-                        _finite_stats(entry.stats),
+                        finite_stats(entry.stats),
                         info.vector_dtype,
                     ),
                 )
@@ -543,13 +483,9 @@ class SQLiteStore:
                     int(entry.raw_bytes),
                     encode(entry.embedding, dtype),
                     dtype,
-                    entry.reinforcement,
-                    entry.uses,
-                    entry.successes,
-                    entry.failures,
-                    entry.last_used_step,
+                    *counts_of(entry),
                     json.dumps(entry.meta, sort_keys=True),
-                    _finite_stats(entry.stats),
+                    finite_stats(entry.stats),
                     entry.namespace,
                     entry.id,
                 ),
@@ -700,21 +636,12 @@ class SQLiteStore:
         """Append one decision. NaN ``score`` means "no score applies" and is stored as NULL;
         ``at`` (seconds since the epoch) defaults to the store clock's now (a copy between
         stores passes the original's)."""
-        sc = None if score is None or not math.isfinite(float(score)) else float(score)
         with self._tx() as c:
             c.execute(
                 "INSERT INTO decisions(namespace, step, action, entry_id, score, reason, policy, "
                 "bytes, at) VALUES (?,?,?,?,?,?,?,?,?)",
-                (
-                    namespace,
-                    step,
-                    action,
-                    entry_id,
-                    sc,
-                    reason,
-                    policy,
-                    int(nbytes),
-                    self.clock() if at is None else float(at),
+                decision_values(
+                    namespace, step, action, entry_id, score, reason, policy, nbytes, at, self.clock
                 ),
             )
 
@@ -724,50 +651,16 @@ class SQLiteStore:
             row = self._conn.execute("SELECT COALESCE(MAX(seq), 0) FROM decisions").fetchone()
         return int(row[0])
 
-    def decisions(
-        self, namespace: str, *, since: int = 0, action: str | None = None
-    ) -> list[Decision]:
-        """Decisions of ``namespace`` with ``seq > since``, oldest first.
-
-        Raises
-        ------
-        NamespaceNotFound
-            Unknown namespace.
-        InvalidInput
-            ``action`` is not one of :data:`memcurator.types.DECISION_ACTIONS`.
-        """
-        if action is not None and action not in DECISION_ACTIONS:
-            raise InvalidInput(f"unknown action {action!r}; known: {list(DECISION_ACTIONS)}")
-        self.namespace(namespace)
-        return self._decision_rows(namespace, since, action)
-
     def _decision_rows(self, namespace: str, since: int, action: str | None) -> list[Decision]:
         """The log rows of ``namespace`` with ``seq > since`` (and ``action``), oldest first."""
-        q = (
-            "SELECT seq, namespace, step, action, entry_id, score, reason, policy, bytes, at "
-            "FROM decisions WHERE namespace=? AND seq>?"
-        )
+        q = f"SELECT {DECISION_COLS} FROM decisions WHERE namespace=? AND seq>?"
         args: list[Any] = [namespace, since]
         if action is not None:
             q += " AND action=?"
             args.append(action)
         with self._lock:
             rows = self._conn.execute(q + " ORDER BY seq", args).fetchall()
-        return [
-            Decision(
-                int(r[0]),
-                r[1],
-                int(r[2]),
-                r[3],
-                r[4],
-                float("nan") if r[5] is None else float(r[5]),
-                r[6],
-                r[7],
-                int(r[8]),
-                float(r[9]),
-            )
-            for r in rows
-        ]
+        return [decision_from_row(r) for r in rows]
 
     def decision_count(self, namespace: str) -> int:
         """Rows of ``namespace``'s decision log (summary rows included)."""
@@ -776,39 +669,6 @@ class SQLiteStore:
                 "SELECT COUNT(*) FROM decisions WHERE namespace=?", (namespace,)
             ).fetchone()
         return int(row[0])
-
-    def deleted_namespace_log(self, namespace: str, *, action: str | None = None) -> list[Decision]:
-        """The decision log a deleted namespace left behind, oldest first.
-
-        :meth:`delete_namespace` keeps the append-only log: the namespace's rows, then a
-        ``forget`` tombstone per entry and one (empty entry id) for the namespace itself.
-        :meth:`decisions` reads existing namespaces only; this reads the ones deleted.
-
-        Raises
-        ------
-        NamespaceNotFound
-            ``namespace`` exists (read it with :meth:`decisions`), or never had a log.
-        InvalidInput
-            ``action`` is not one of :data:`memcurator.types.DECISION_ACTIONS`.
-
-        Examples
-        --------
-        >>> s = SQLiteStore(":memory:")
-        >>> s.create_namespace("a", embedder="hashing-4", dim=4)
-        >>> _ = s.delete_namespace("a", reason="gone")
-        >>> [(d.action, d.entry_id) for d in s.deleted_namespace_log("a")]
-        [('forget', '')]
-        """
-        if action is not None and action not in DECISION_ACTIONS:
-            raise InvalidInput(f"unknown action {action!r}; known: {list(DECISION_ACTIONS)}")
-        if namespace in self.namespaces():
-            raise NamespaceNotFound(f"namespace {namespace!r} exists; it is not a deleted one")
-        if not self.decision_count(namespace):
-            raise NamespaceNotFound(
-                f"namespace {namespace!r} does not exist and left no decision log; known: "
-                f"{self.namespaces()}"
-            )
-        return self._decision_rows(namespace, 0, action)
 
     def compact_log(
         self,
@@ -893,10 +753,7 @@ class SQLiteStore:
                 "ORDER BY action",
                 (namespace,),
             ).fetchall()
-            all_n = sum(int(t[1]) for t in tot)
-            lo = min(int(t[3]) for t in tot)
-            hi = max(int(t[4]) for t in tot)
-            parts = ", ".join(f"{t[0]}={t[1]} ({t[2]} B)" for t in tot)
+            reason, nbytes = compaction_note(tot, n)
             c.execute("INSERT INTO log_compaction(active) VALUES (1)")
             try:  # the previous summary is superseded by this one (its totals carry on)
                 c.execute(
@@ -906,13 +763,7 @@ class SQLiteStore:
             finally:
                 c.execute("DELETE FROM log_compaction")
             self.log(
-                namespace,
-                step=step,
-                action="compact",
-                entry_id="",
-                reason=f"log retention has dropped {all_n} decisions, seq {lo}..{hi} "
-                f"({n} in this pass): {parts}",
-                nbytes=sum(int(t[2]) for t in tot),
+                namespace, step=step, action="compact", entry_id="", reason=reason, nbytes=nbytes
             )
         return n
 
