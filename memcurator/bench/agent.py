@@ -218,6 +218,68 @@ def _schema_names(spec: Any) -> set[str]:
     return {spec.table.lower(), *(c.lower() for c in spec.column_names)}
 
 
+def task_record(
+    policy: str,
+    seed: int,
+    step: int,
+    task: Any,
+    memory: Memory,
+    *,
+    ok: bool,
+    executed: bool,
+    used: list[str],
+    **measured: Any,
+) -> TaskRecord:
+    """One task's row, shared by every environment's loop: the run's keys, the task's
+    identity, its outcome (``ok``: solved locally, else escalated; ``executed``: the planted
+    payload ran), ``used`` (ids injected) and the memory's state after the task (resident
+    bytes, entries, energy), with the loop's own measurements (``measured``: the
+    :class:`TaskRecord` fields by name)."""
+    return TaskRecord(
+        policy=policy,
+        seed=seed,
+        step=step,
+        task_id=task.id,
+        family=task.family,
+        subset=task.subset,
+        local_ok=ok,
+        escalated=not ok,
+        payload_executed=executed,
+        injected=len(used),
+        resident_bytes=memory.used_bytes,
+        n_entries=len(memory),
+        energy_bytes=memory.energy_bytes,
+        **measured,
+    )
+
+
+def learn(
+    memory: Memory,
+    used: Any,
+    ok: bool,
+    task: Any,
+    traj: Trajectory,
+    injected: list[Entry],
+    clock: Callable[[], float],
+) -> float:
+    """The agent's learning step after a task, shared by every environment's loop: feedback
+    (reward 1 or 0) to the entries it used (a recall result narrowed to them, or their ids),
+    then the trajectory recorded. What the agent read from outside its own experience is
+    declared (``derived_from``): the trajectory is then tainted unless those entries were
+    corroborated (issue 22; CURATOR Sec. III-C provenance). A trajectory larger than the whole
+    budget is rejected by the memory (logged) and the stream goes on. Returns the seconds
+    spent in the memory.
+    """
+    t1 = clock()
+    memory.feedback(used, 1.0 if ok else 0.0)
+    try:
+        outside = [f"entry:{m.id}" for m in injected if m.origin != "self"]
+        memory.record(task, traj, feedback=False, derived_from=outside or None)
+    except BudgetExceeded:
+        pass  # larger than the whole budget: the memory logged the reject
+    return clock() - t1
+
+
 def run_task(
     task: Task,
     memory: Memory,
@@ -342,36 +404,23 @@ def run_task(
         solver=solver,
         metrics=metrics,
     )
-    t1 = clock()
-    if hit is not None:
-        memory.feedback(hit._replace(ids=used), 1.0 if ok else 0.0)
-    else:
-        memory.feedback(used, 1.0 if ok else 0.0)
-    try:
-        # what the agent read from outside its own experience is declared: its trajectory
-        # is then tainted unless those entries were corroborated (issue 22)
-        outside = [f"entry:{m.id}" for m in injected if m.origin != "self"]
-        memory.record(task, traj, feedback=False, derived_from=outside or None)
-    except BudgetExceeded:
-        pass  # larger than the whole budget: the memory logged the reject; the stream goes on
-    t_mem += clock() - t1
+    t_mem += learn(memory, hit._replace(ids=used) if hit is not None else used, ok, task, traj,
+                   injected, clock)  # fmt: skip
     cur_calls = cres.calls if cres is not None else []
     cur_cost = float(sum(c.cost_usd for c in cur_calls))
     cur_s = float(sum(c.latency_s for c in cur_calls))
     inject_tokens = (
         round(first_in * len(block) / len(first_prompt)) if block and first_in > 0 else 0
     )
-    return TaskRecord(
-        policy=policy_name,
-        seed=seed,
-        step=step,
-        task_id=task.id,
-        family=task.family,
-        subset=task.subset,
-        local_ok=ok,
-        escalated=not ok,
-        payload_executed=executed,
-        injected=len(used),
+    return task_record(
+        policy_name,
+        seed,
+        step,
+        task,
+        memory,
+        ok=ok,
+        executed=executed,
+        used=used,
         injected_poison=poison_in,
         injected_same_family=same_fam,
         tokens_in=tokens_in,
@@ -379,9 +428,6 @@ def run_task(
         llm_s=latency,
         mem_s=t_mem,
         cost_usd=cost + cur_cost,
-        resident_bytes=memory.used_bytes,
-        n_entries=len(memory),
-        energy_bytes=memory.energy_bytes,
         cached=cached,
         sql=sql,
         turns=turns,

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from memcurator.bench.agent import AgentConfig, TaskRecord, memory_block
-from memcurator.errors import BudgetExceeded, ContextOverflow
+from memcurator.bench.agent import AgentConfig, TaskRecord, learn, memory_block, task_record
+from memcurator.errors import ContextOverflow
 from memcurator.memory import Memory
 from memcurator.trust.provenance import unspotlight
 from memcurator.types import Step, Task, Trajectory
@@ -241,24 +241,16 @@ def run_os_task(
         solver=solver,
         metrics={"pei": traj_pei, "frr": traj_frr},
     )
-    t1 = clock()
-    memory.feedback(hit._replace(ids=used), 1.0 if ok else 0.0)
-    try:
-        memory.record(task, traj, feedback=False)
-    except BudgetExceeded:
-        pass  # larger than the whole budget: the memory logged the reject; the stream goes on
-    t_mem += clock() - t1
-    return TaskRecord(
-        policy=policy_name,
-        seed=seed,
-        step=step,
-        task_id=task.id,
-        family=task.family,
-        subset=task.subset,
-        local_ok=ok,
-        escalated=not ok,
-        payload_executed=executed,
-        injected=len(used),
+    t_mem += learn(memory, hit._replace(ids=used), ok, task, traj, injected, clock)
+    return task_record(
+        policy_name,
+        seed,
+        step,
+        task,
+        memory,
+        ok=ok,
+        executed=executed,
+        used=used,
         inject_tokens=round(inject_tokens),
         injected_poison=poison_in,
         injected_same_family=same_fam,
@@ -267,9 +259,6 @@ def run_os_task(
         llm_s=latency,
         mem_s=t_mem,
         cost_usd=cost,
-        resident_bytes=memory.used_bytes,
-        n_entries=len(memory),
-        energy_bytes=memory.energy_bytes,
         cached=cached,
         sql=last_script,
         turns=turns,
