@@ -114,8 +114,19 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
     keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    embedder: Annotated[
+        str,
+        typer.Option(
+            help="Embedder of every namespace: NAME or NAME:key=value,... (e.g. "
+            "openai:base_url=http://127.0.0.1:8080/v1,model=M; its key from "
+            "$MEMCURATOR_EMBED_API_KEY). A namespace embedded otherwise is refused."
+        ),
+    ] = "hashing",
 ) -> None:
     """Serve the store's namespaces over HTTP; each request needs a key (`memcurator keys`)."""
+    from memcurator.cli_common import fail
+    from memcurator.embed import embedder_from_spec
+    from memcurator.errors import MemcuratorError
     from memcurator.service import require_extra
     from memcurator.service.keys import default_keys_path
     from memcurator.service.tenants import ring_path_for
@@ -126,7 +137,15 @@ def serve(
     from memcurator.service.app import create_app
 
     kpath = keys if keys is not None else default_keys_path(store)
-    app = create_app(store, keys=kpath, ring_path=ring_path_for(kpath))
+    try:
+        emb = embedder_from_spec(embedder)
+        _ = emb.dim  # an OpenAI-compatible endpoint is probed now, not at the first request
+    except MemcuratorError as e:
+        fail(e)
+        return
+    app = create_app(
+        store, keys=kpath, ring_path=ring_path_for(kpath), memory_options={"embedder": emb}
+    )
     console.print(f"serving {store} on http://{host}:{port} (keys: {kpath})")
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level)
