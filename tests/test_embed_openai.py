@@ -265,3 +265,21 @@ def test_llama_cpp_servers_token_vectors_are_refused_or_mean_pooled(llama_server
     assert e.name == "openai-gemma3-270m-640"
     # (no claim on meaning: mean-pooled token states of a small causal LM are not trained as
     # sentence embeddings; this checks the wire format, batching and identity only)
+
+
+def test_serve_and_mcp_refuse_an_embedder_they_cannot_build(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from memcurator.cli import app
+
+    port = _free_port()  # nothing listens: the probe fails before the server starts
+    store = str(tmp_path / "s.db")
+    for cmd in ("serve", "mcp"):
+        for spec, why in (
+            ("no-such", "unknown embedder"),
+            ("hashing:dim", "not key=value"),
+            (f"openai:base_url=http://127.0.0.1:{port}/v1,model=m,retries=0", "ConnectError"),
+        ):
+            r = CliRunner().invoke(app, [cmd, store, "--embedder", spec])
+            assert r.exit_code == 2, (cmd, spec, r.output)
+            assert why in r.output, (cmd, spec, r.output)
