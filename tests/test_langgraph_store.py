@@ -274,6 +274,25 @@ def test_the_trust_gate_shows_as_a_missing_or_unrecalled_item() -> None:
     assert s.search(("web",), query="reset the admin password") == []
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"text": "user prefers green tea"},
+        {"a": {"b": "lives in Paris"}, "n": 3},
+        {"tags": ["likes jazz", "plays chess"], "ok": True, "none": None},
+        {"title": "Flight", "gate": 12, "when": "9:30"},
+        {"memory": "Will likes AI"},
+    ],
+)
+def test_the_rendering_adds_no_risk_of_its_own(value: dict[str, Any]) -> None:
+    # the key line and the value's JSON punctuation must not read as a trigger clause or an
+    # odd token to the Trust gate: plain facts score risk 0 even from an external writer
+    s = _store(policy="curator", origin="external")
+    s.put(("users", "u1"), "k", value)
+    assert "risk 0.00" in s.last_writes[0].reason, s.last_writes[0].reason
+    assert s.get(("users", "u1"), "k").value == value
+
+
 # ---------------------------------------------------------------------- a real graph
 class State(TypedDict):
     user: str

@@ -15,11 +15,13 @@ byte budget and one decision log for the whole store):
   ``lg_key``): ``put`` on an existing key replaces the entry (the old one is forgotten, then the
   new one written; both logged), it never duplicates;
 * the item's ``value`` is kept whole in the entry's meta (``lg_value``, JSON, counted in the
-  entry's bytes); the entry's text is ``Task: <indexed text>`` plus a line naming the key and a
-  digest of the value, so that recall embeds the indexed text only, and two keys, or two values
-  of one key, are never merged as duplicates;
+  entry's bytes); the entry's text is ``Task: <indexed text>`` plus an ``Observation:`` line
+  naming the key and a digest of the value, so that recall embeds the indexed text only, the
+  Trust gate reads the indexed text as the task (the key line is a field of its own, not part
+  of it), and two keys, or two values of one key, are never merged as duplicates;
 * the indexed text is the value's fields named by ``index`` (``put(..., index=[...])``, else the
-  store's ``index`` fields, default the whole value as JSON), joined by new lines;
+  store's ``index`` fields; default: every string and number in the value, where LangGraph's
+  stores embed its JSON), joined;
   ``index=False`` stores the item unindexed: ``get`` and filter-only ``search`` see it, a
   ``query`` never ranks it (it fills the page after ranked items, scoreless, as LangGraph's
   ``InMemoryStore`` does);
@@ -105,7 +107,8 @@ class MemcuratorStore(BaseStore):
         to every ``put``.
     index : list of str, optional
         Default fields (LangGraph's path syntax: ``"a.b"``, ``"xs[*].text"``) whose text is
-        embedded when ``put`` gives no ``index``; None or ``["$"]``: the whole value as JSON.
+        embedded when ``put`` gives no ``index``; None or ``["$"]``: every string and number in
+        the value.
     origin : {"self", "peer", "external"}, default "self"
         The origin every put claims (under a memory with a key ring, a self claim needs the
         owner's signature, which this adapter makes with :meth:`Memory.sign`).
@@ -213,7 +216,7 @@ class MemcuratorStore(BaseStore):
             ) from err
         indexed = op.index is not False
         fields = None if op.index is None or op.index is False else list(op.index)
-        text = self._text(value, fields, blob) if indexed else ""
+        text = self._text(value, fields) if indexed else ""
         if indexed and not has_content(text):
             raise InvalidInput(
                 f"{_path(ns, key)}: the indexed fields {op.index or self.index or ['$']} hold "
@@ -222,7 +225,7 @@ class MemcuratorStore(BaseStore):
         digest = hashlib.sha1(blob.encode("utf-8")).hexdigest()[:16]
         body = (
             f"Task: {' '.join(text.split()) if indexed else 'unindexed item ' + key}\n"
-            f"Item: {_path(ns, key)} #{digest}"
+            f"Observation: langgraph item {_path(ns, key)} {digest}"
         )
         now = float(self.clock())
         created = now if old is None else float(old.meta.get(CREATED, now))
@@ -242,12 +245,14 @@ class MemcuratorStore(BaseStore):
         if r.admitted and r.id is not None and r.id not in r.evicted:
             found[(ns, key)] = self.memory.get(r.id)
 
-    def _text(self, value: dict[str, Any], index: list[str] | None, blob: str) -> str:
+    def _text(self, value: dict[str, Any], index: list[str] | None) -> str:
         """The indexed text of ``value``: its fields at ``index`` (else the store's), one a
-        line; the whole value as JSON (``blob``) for none or ``["$"]``."""
+        line; for none or ``["$"]``, every string and number in the value, in order (not its
+        JSON: braces, quotes and colons would read as clauses to the Trust gate's trigger
+        test, :func:`memcurator.trust.text_risk.trigger_score`)."""
         paths = index if index is not None else self.index
         if not paths or paths == ["$"]:
-            return blob
+            return "\n".join(_leaves(value))
         texts: list[str] = []
         for p in paths:
             texts.extend(get_text_at_path(value, tokenize_path(p)))
@@ -287,6 +292,21 @@ class MemcuratorStore(BaseStore):
 
     def __repr__(self) -> str:
         return f"MemcuratorStore({self.memory!r}, index={self.index!r}, origin={self.origin!r})"
+
+
+def _leaves(x: Any) -> list[str]:
+    """The strings and numbers of a JSON value, depth first (booleans and nulls are not text)."""
+    if isinstance(x, str):
+        return [x]
+    if isinstance(x, bool) or x is None:
+        return []
+    if isinstance(x, int | float):
+        return [str(x)]
+    if isinstance(x, dict):
+        return [t for v in x.values() for t in _leaves(v)]
+    if isinstance(x, list | tuple):
+        return [t for v in x for t in _leaves(v)]
+    return []
 
 
 def _path(ns: tuple[str, ...], key: str) -> str:
