@@ -19,6 +19,26 @@ keys_app = App(
 )
 
 _KEYS_HELP = "The key file (default: STORE.keys beside a file store; required for a URL)."
+_EMBEDDER_HELP = (
+    "Embedder of every namespace: NAME or NAME:key=value,... (e.g. "
+    "openai:base_url=http://127.0.0.1:8080/v1,model=M; its key from $MEMCURATOR_EMBED_API_KEY). "
+    "A namespace embedded otherwise is refused."
+)
+
+
+def _embedder(spec: str):
+    """The embedder of ``--embedder``, its dimension known (an endpoint is probed now, not at
+    the first request); a library error becomes a clean message and exit code 2."""
+    from memcurator.cli_common import fail
+    from memcurator.embed import embedder_from_spec
+    from memcurator.errors import MemcuratorError
+
+    try:
+        emb = embedder_from_spec(spec)
+        _ = emb.dim
+    except MemcuratorError as e:
+        fail(e)
+    return emb
 
 
 def _table(store: str, keys: str | None):
@@ -114,6 +134,7 @@ def serve(
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
     keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
+    embedder: Annotated[str, typer.Option(help=_EMBEDDER_HELP)] = "hashing",
 ) -> None:
     """Serve the store's namespaces over HTTP; each request needs a key (`memcurator keys`)."""
     from memcurator.service import require_extra
@@ -126,7 +147,10 @@ def serve(
     from memcurator.service.app import create_app
 
     kpath = keys if keys is not None else default_keys_path(store)
-    app = create_app(store, keys=kpath, ring_path=ring_path_for(kpath))
+    emb = _embedder(embedder)
+    app = create_app(
+        store, keys=kpath, ring_path=ring_path_for(kpath), memory_options={"embedder": emb}
+    )
     console.print(f"serving {store} on http://{host}:{port} (keys: {kpath})")
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level)
@@ -146,6 +170,7 @@ def mcp(
     host: Annotated[str, typer.Option(help="http: address (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="http: TCP port.")] = 8001,
     keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
+    embedder: Annotated[str, typer.Option(help=_EMBEDDER_HELP)] = "hashing",
 ) -> None:
     """Serve the store as MCP tools (write, recall, feedback, forget, explain); http is
     stateless streamable HTTP at /mcp."""
@@ -160,7 +185,8 @@ def mcp(
     from memcurator.service.mcp_server import create_mcp
 
     kpath = keys if keys is not None else default_keys_path(store)
-    pool = TenantPool(store, KeyTable(kpath), ring_path_for(kpath))
+    emb = _embedder(embedder)
+    pool = TenantPool(store, KeyTable(kpath), ring_path_for(kpath), {"embedder": emb})
     try:
         if transport == "stdio":
             key = pool.keys.authenticate(os.environ.get(key_env))

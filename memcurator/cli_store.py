@@ -377,7 +377,9 @@ def forget(
 def reembed(
     path: Annotated[str, typer.Argument(help=STORE_HELP)],
     namespace: Annotated[str, typer.Option(help="Namespace to re-embed." + _NS_REQUIRED)],
-    embedder: Annotated[str, typer.Option(help="Registered embedder name.")] = "hashing",
+    embedder: Annotated[
+        str, typer.Option(help="Embedder: NAME or NAME:key=value,... (as `serve --embedder`).")
+    ] = "hashing",
     batch: Annotated[int, typer.Option(help="Entries per transaction.")] = 256,
     vector_dtype: Annotated[
         str | None,
@@ -394,13 +396,13 @@ def reembed(
     (--vector-dtype; every entry's bytes change with it). Each batch commits on its own: if
     the command stops, run it again and it resumes; no entry is lost or left without a vector.
     """
-    from memcurator.embed import create_embedder
+    from memcurator.embed import embedder_from_spec
     from memcurator.memory import embedder_identity
     from memcurator.store.reembed import reembed as run
 
     store = _open(path, readonly=False)
     try:
-        emb = create_embedder(embedder)
+        emb = embedder_from_spec(embedder)
         r = run(
             store,
             namespace,

@@ -75,6 +75,11 @@ class LLMError(MemcuratorError, RuntimeError):
     """An LLM executor failed (model file missing, endpoint unreachable, bad response)."""
 
 
+class EmbeddingError(MemcuratorError, RuntimeError):
+    """An embedding endpoint failed: unreachable, an HTTP error status, a malformed answer, or a
+    vector of another dimension than the embedder's (:mod:`memcurator.embed.openai_compat`)."""
+
+
 class ContextOverflow(LLMError):
     """A prompt does not fit the model's context window together with ``max_tokens``; an agent
     loop ends its episode here, as LifelongAgentBench's "agent context limit" does."""

@@ -426,6 +426,7 @@ ROUTES = {
     ("/metrics", "get"),
     ("/v1/write", "post"),
     ("/v1/recall", "post"),
+    ("/v1/embeddings", "post"),
     ("/v1/feedback", "post"),
     ("/v1/record", "post"),
     ("/v1/entries", "get"),
@@ -595,3 +596,48 @@ def _use(pool: Any, key: Any) -> Any:
     with pool.using(key) as t:
         t.memory.write(SQL_A)  # a closed memory would raise here
         return t
+
+
+def test_embeddings_speak_openais_format_with_the_namespaces_embedder(
+    client: TestClient, keys: Keys
+) -> None:
+    import base64
+
+    import numpy as np
+
+    from memcurator.embed import HashingEmbedder
+
+    ref = HashingEmbedder()
+    texts = ["Task: count rows in orders", "用户喜欢喝绿茶", "x"]
+    r = client.post("/v1/embeddings", json={"input": texts, "model": "any"}, headers=keys.h("a"))
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    assert doc["object"] == "list" and doc["model"] == ref.name
+    assert [d["index"] for d in doc["data"]] == [0, 1, 2]
+    for d, t in zip(doc["data"], texts, strict=True):
+        assert np.allclose(d["embedding"], ref.embed(t), atol=1e-6)
+    assert doc["usage"]["prompt_tokens"] == doc["usage"]["total_tokens"] > 0
+    # base64: little-endian float32 bytes, as OpenAI's own clients ask for by default
+    r = client.post(
+        "/v1/embeddings",
+        json={"input": texts[1], "encoding_format": "base64"},
+        headers=keys.h("a_read"),
+    )
+    raw = base64.b64decode(r.json()["data"][0]["embedding"])
+    assert np.allclose(np.frombuffer(raw, dtype="<f4"), ref.embed(texts[1]))
+    # nothing was stored or logged
+    assert client.get("/v1/entries", headers=keys.h("a")).json()["total"] == 0
+    assert client.get("/v1/decisions", headers=keys.h("a")).json()["decisions"] == []
+    for body in (
+        {"input": [1, 2, 3]},  # token arrays are not supported
+        {"input": ""},
+        {"input": []},
+        {"input": ["t"] * 2049},
+        {"input": "t", "dimensions": 384},
+        {"input": "t", "encoding_format": "int8"},
+        {"input": "t", "namespace": "b"},
+    ):
+        r = client.post("/v1/embeddings", json=body, headers=keys.h("a"))
+        assert r.status_code == 422 and r.headers["content-type"] == PROBLEM, (body, r.text)
+    r = client.post("/v1/embeddings", json={"input": "t"})
+    assert r.status_code == 401

@@ -6,6 +6,7 @@ and are built by :func:`create_embedder` (one registry, lazy imports; STYLE.md r
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Protocol
 
 import numpy as np
@@ -43,6 +44,7 @@ EMBEDDERS: Registry[Embedder] = Registry(
     {
         "hashing": HashingEmbedder,
         "minilm": _minilm,
+        "openai": "memcurator.embed.openai_compat:OpenAICompatEmbedder",
         "sentence-transformers": _sentence_transformers,
     },
 )
@@ -59,4 +61,76 @@ def create_embedder(name: str = "hashing", **kwargs: Any) -> Embedder:
     return EMBEDDERS.create(name, **kwargs)
 
 
-__all__ = ["Embedder", "HashingEmbedder", "create_embedder", "has_content", "EMBEDDERS"]
+def _value(v: str) -> Any:
+    for cast in (int, float):
+        try:
+            return cast(v)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(v.lower(), v)
+
+
+def embedder_from_spec(spec: str) -> Embedder:
+    """Build an embedder from a one-line spec: ``NAME`` or ``NAME:key=value,key=value``.
+
+    The form the CLI takes (``memcurator serve --embedder``, ``memcurator reembed``). Values
+    that read as integers or floats are passed as numbers, ``true``/``false`` as booleans.
+    Secrets do not belong in a spec (it shows in the process list): the OpenAI-compatible
+    embedder reads its key from ``$MEMCURATOR_EMBED_API_KEY`` or ``$OPENAI_API_KEY``.
+
+    Parameters
+    ----------
+    spec : str
+        E.g. ``"hashing"``, ``"hashing:dim=256"``,
+        ``"openai:base_url=http://127.0.0.1:8080/v1,model=nomic-embed-text,dim=768"``.
+
+    Returns
+    -------
+    Embedder
+
+    Raises
+    ------
+    UnknownName
+        ``NAME`` is not registered; the message lists the known names.
+    InvalidInput
+        A part after ``:`` is not ``key=value``, a key is repeated, or the embedder takes no
+        such argument.
+
+    Examples
+    --------
+    >>> embedder_from_spec("hashing:dim=64").dim
+    64
+    >>> embedder_from_spec("openai:base_url=http://127.0.0.1:9/v1,model=m,dim=8").name
+    'openai-m-8'
+    """
+    from memcurator.errors import InvalidInput
+
+    name, _, rest = spec.strip().partition(":")
+    kwargs: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in rest.split(","))):
+        key, eq, val = part.partition("=")
+        key = key.strip()
+        if not eq or not key.isidentifier():
+            raise InvalidInput(
+                f"embedder spec {spec!r}: {part!r} is not key=value "
+                "(write NAME or NAME:key=value,key=value)"
+            )
+        if key in kwargs:
+            raise InvalidInput(f"embedder spec {spec!r}: {key!r} given twice")
+        kwargs[key] = _value(val.strip())
+    factory = EMBEDDERS.factory(name.strip())
+    try:
+        inspect.signature(factory).bind(**kwargs)
+    except TypeError as e:
+        raise InvalidInput(f"embedder spec {spec!r}: {e}") from None
+    return factory(**kwargs)
+
+
+__all__ = [
+    "EMBEDDERS",
+    "Embedder",
+    "HashingEmbedder",
+    "create_embedder",
+    "embedder_from_spec",
+    "has_content",
+]

@@ -28,6 +28,10 @@ from memcurator.service.metrics import CONTENT_TYPE, Metrics
 from memcurator.service.models import (
     DecisionOut,
     DecisionsPage,
+    EmbeddingOut,
+    EmbeddingsRequest,
+    EmbeddingsResponse,
+    EmbeddingsUsage,
     EntriesPage,
     EntryOut,
     FeedbackRequest,
@@ -305,6 +309,53 @@ def create_app(
             scores=[float(s) for s in r.scores],
             entries=[EntryOut.of(e) for e in r.entries],
             step=r.step,
+        )
+
+    @app.post("/v1/embeddings", response_model=EmbeddingsResponse, tags=["memory"])
+    def embeddings(body: EmbeddingsRequest, key: KeyInfo = Depends(key_of)) -> EmbeddingsResponse:
+        """OpenAI-compatible embeddings by the namespace's own embedder (read scope).
+
+        Any OpenAI client, and :class:`~memcurator.embed.openai_compat.OpenAICompatEmbedder`,
+        can embed with it. Each input is embedded as given (a memory embeds only an entry's
+        recall line); nothing is stored and nothing enters the decision log.
+        """
+        import base64
+
+        import numpy as np
+
+        from memcurator.embed.text import word_tokens
+
+        key.require("read")
+        texts = [body.input] if isinstance(body.input, str) else list(body.input)
+        with pool.using(key) as t:
+            emb = t.memory.embedder
+            ident = emb.name
+            dim = int(emb.dim)
+            if body.dimensions is not None and body.dimensions != dim:
+                raise InvalidInput(
+                    f"dimensions={body.dimensions}: this namespace's embedder ({ident}) gives {dim}"
+                )
+            many = getattr(emb, "embed_many", None)
+            vecs = np.asarray(
+                many(texts) if many is not None else [emb.embed(x) for x in texts],
+                dtype=np.float32,
+            ).reshape(len(texts), dim)
+        ntok = sum(len(word_tokens(x)) for x in texts)
+        data = [
+            EmbeddingOut(
+                index=i,
+                embedding=(
+                    base64.b64encode(v.astype("<f4").tobytes()).decode("ascii")
+                    if body.encoding_format == "base64"
+                    else [float(x) for x in v]
+                ),
+            )
+            for i, v in enumerate(vecs)
+        ]
+        return EmbeddingsResponse(
+            data=data,
+            model=ident,
+            usage=EmbeddingsUsage(prompt_tokens=ntok, total_tokens=ntok),
         )
 
     def used_of(t: Tenant, used: list[str] | None, recall_id: str | None) -> Any:

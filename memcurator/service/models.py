@@ -8,7 +8,7 @@ the writer's identity come from the API key alone (:mod:`memcurator.service.keys
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -356,11 +356,72 @@ class SketchOut(BaseModel):
     sketch: list[float]
 
 
+#: most inputs in one ``/v1/embeddings`` request (OpenAI's limit)
+MAX_EMBED_INPUTS = 2048
+
+
+class EmbeddingsRequest(_Request):
+    """OpenAI's ``POST /v1/embeddings`` body; text inputs only (no token arrays)."""
+
+    input: Annotated[str, Field(min_length=1)] | list[Annotated[str, Field(min_length=1)]] = Field(
+        description="One text or a list of texts (at most 2048), each non-empty."
+    )
+    model: str | None = Field(
+        None,
+        max_length=256,
+        description="Accepted for compatibility and not used: the namespace has one embedder, "
+        "whose name the answer's `model` gives.",
+    )
+    encoding_format: Literal["float", "base64"] = Field(
+        "float", description="float: lists of numbers; base64: little-endian float32 bytes."
+    )
+    dimensions: int | None = Field(
+        None, ge=1, description="If given, must equal the namespace's dimension (else 422)."
+    )
+    user: str | None = Field(None, max_length=256, description="Accepted and not used.")
+
+    @field_validator("input")
+    @classmethod
+    def _not_too_many(cls, v: str | list[str]) -> str | list[str]:
+        if isinstance(v, list) and not 1 <= len(v) <= MAX_EMBED_INPUTS:
+            raise ValueError(f"input must hold 1 to {MAX_EMBED_INPUTS} texts, got {len(v)}")
+        return v
+
+
+class EmbeddingOut(BaseModel):
+    """One embedding, at the position of its input."""
+
+    object: Literal["embedding"] = "embedding"
+    index: int
+    embedding: list[float] | str = Field(description="Numbers, or base64 float32 bytes.")
+
+
+class EmbeddingsUsage(BaseModel):
+    """Tokens counted as memcurator's word tokens (:func:`memcurator.embed.text.word_tokens`),
+    not a model tokenizer's."""
+
+    prompt_tokens: int
+    total_tokens: int
+
+
+class EmbeddingsResponse(BaseModel):
+    """OpenAI's embeddings answer; ``model`` is the name of the namespace's embedder."""
+
+    object: Literal["list"] = "list"
+    data: list[EmbeddingOut]
+    model: str
+    usage: EmbeddingsUsage
+
+
 __all__ = [
     "Condition",
     "DecisionOut",
     "DecisionsPage",
     "EntriesPage",
+    "EmbeddingOut",
+    "EmbeddingsRequest",
+    "EmbeddingsResponse",
+    "EmbeddingsUsage",
     "EntryOut",
     "FeedbackRequest",
     "ForgetRequest",
@@ -370,6 +431,7 @@ __all__ = [
     "HubPull",
     "HubPush",
     "HubPushResponse",
+    "MAX_EMBED_INPUTS",
     "NamespaceOut",
     "NamespacePatch",
     "Problem",

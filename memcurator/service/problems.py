@@ -17,6 +17,7 @@ from memcurator.errors import (
     BudgetExceeded,
     DimensionMismatch,
     DuplicateEntry,
+    EmbeddingError,
     EntryNotFound,
     Forbidden,
     InvalidInput,
@@ -43,6 +44,7 @@ STATUS: tuple[tuple[type[MemcuratorError], int], ...] = (
     (InvalidInput, 422),
     (StoreError, 503),
     (LLMError, 502),
+    (EmbeddingError, 502),
 )
 
 TITLES = {
