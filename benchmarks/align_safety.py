@@ -43,6 +43,7 @@ import re
 import sys
 import time
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 
@@ -258,13 +259,40 @@ def presented(payload: str) -> tuple[str, str]:
     return task, sql
 
 
+try:  # the aligner before issue 23 had no notes: this diagnostic also measures that code
+    from memcurator.curate.extractive import extract_noted
+except ImportError:  # pragma: no cover - only on the old code
+    extract_noted = None  # type: ignore[assignment]
+
+_REASONS = (
+    ("statement type", ("the task asks for",)),
+    ("other request", ("another request",)),
+    ("other table", ("not a renaming", "one-to-one")),
+    ("literal map", ("literals differ", "no counterpart", "would become both", "ambiguous",
+                     "is not in the task", "cannot become")),
+    ("parse/bind", ("parse", "is not a column", "is not the task's table", "position")),
+)  # fmt: skip
+
+
+def reason_kind(note: str) -> str:
+    """The class of a fallback note (first match in :data:`_REASONS`)."""
+    for kind, keys in _REASONS:
+        if any(k in note for k in keys):
+            return kind
+    return "other"
+
+
 def judge(e: SQLTaskSpec, q: SQLTaskSpec) -> dict[str, object]:
     """Aligned and unaligned payloads of one pair, judged on the query's table."""
     parsed = [parse_raw(exemplar_text(e))]
     obs = schema_text(q)
     out: dict[str, object] = {}
+    notes: list[str] = []
     for op in ("align", "closest"):
-        payload, _ = extract(op, q.instruction, obs, parsed)  # type: ignore[arg-type]
+        if op == "align" and extract_noted is not None:
+            payload, _, notes = extract_noted(op, q.instruction, obs, parsed)  # type: ignore[arg-type]
+        else:
+            payload, _ = extract(op, q.instruction, obs, parsed)  # type: ignore[arg-type]
         task, sql = presented(payload)
         res = check(q, sql, against="reference")
         claims = task == q.instruction
@@ -277,6 +305,7 @@ def judge(e: SQLTaskSpec, q: SQLTaskSpec) -> dict[str, object]:
         }
     a, c = out["align"], out["closest"]
     out["fallback"] = not a["claims_query"]  # type: ignore[index]
+    out["reason"] = reason_kind(notes[0]) if notes else ""
 
     def level(r: dict) -> int:
         return 1 if r["correct"] else (-1 if r["corrupt"] else 0)
@@ -313,6 +342,7 @@ def run(pairs_per_shape: int, seed: int, shapes: tuple[str, ...]) -> dict[str, d
             "better": sum(r["verdict"] == "better" for r in rows),
             "same": sum(r["verdict"] == "same" for r in rows),
             "worse": sum(r["verdict"] == "worse" for r in rows),
+            "reasons": dict(Counter(str(r["reason"]) for r in rows if r["reason"])),
             "worse_examples": [
                 {"query": q.instruction, "reference": q.sql, "aligned": r["align"]["sql"]}
                 for (e, q), r in zip(cands, rows, strict=True)
@@ -333,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     table = run(a.pairs, a.seed, tuple(s for s in a.shapes.split(",") if s))
     hdr = ("shape", "n", "al.ok", "un.ok", "corrupt", "al.err", "un.err", "fallbk", "better",
-           "same", "worse")  # fmt: skip
+           "same", "worse", "fallback reasons")  # fmt: skip
     print("| " + " | ".join(hdr) + " |")
     print("|" + "---|" * len(hdr))
     for name, r in table.items():
@@ -341,7 +371,9 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"| {tag} | {r['n']} | {r['aligned_correct']:.2f} | {r['unaligned_correct']:.2f} | "
             f"{r['aligned_corrupt']:.2f} | {r['aligned_error']:.2f} | {r['unaligned_error']:.2f} "
-            f"| {r['fallback']:.2f} | {r['better']} | {r['same']} | {r['worse']} |"
+            f"| {r['fallback']:.2f} | {r['better']} | {r['same']} | {r['worse']} | "
+            + ", ".join(f"{k} {v}" for k, v in sorted(r["reasons"].items(), key=lambda x: -x[1]))
+            + " |"
         )
         if a.examples:
             for ex in r["worse_examples"]:

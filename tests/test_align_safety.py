@@ -260,6 +260,17 @@ def test_stream_shapes_still_align(past_schema, past_task, past_sql, schema, tas
     assert payload == f"Task: {task}\nAction: {want}"
 
 
+def test_repeated_value_changed_once_is_the_sql_value():
+    """A task repeats a value ("(1) ... less than 1"): the occurrence that changes is the SQL's."""
+    past = "Delete rows that (1) average less than 1 and (2) are older than 5 days."
+    payload, _, notes = run_align(
+        past, PAY, "DELETE FROM pay WHERE amt < 1 OR mid > 5;",
+        past.replace("less than 1", "less than 2"), PAY,
+    )  # fmt: skip
+    assert notes == []
+    assert action(payload) == "DELETE FROM pay WHERE amt < 2 OR mid > 5;"
+
+
 def test_best_valid_candidate_is_used_before_falling_back():
     bad = parse_raw(raw("Insert member 102 paying 75", PAY,
                         "INSERT INTO pay (mid, amt) VALUES (102, 75);"))  # fmt: skip

@@ -253,6 +253,7 @@ def _literal_pairing(past_task: str, past_sql: str, task: str) -> tuple[dict[str
     in_sql = {v for _, v in _literal_nodes(tree)}
     old, new = literals(past_task), literals(task)
     pairs: dict[str, str] = {}
+    targets: dict[str, list[str]] = {}
     problem = ""
     for want_num in (True, False):
         a = [norm_literal(x) for x in old if _is_number(x) == want_num]
@@ -261,22 +262,27 @@ def _literal_pairing(past_task: str, past_sql: str, task: str) -> tuple[dict[str
         if (len(b) > len(a) or len(a) > len(b) and any(x in in_sql for x in a)) and not problem:
             problem = f"{kind} literals differ in count (exemplar {len(a)}, task {len(b)})"
         for x, y in zip(a, b, strict=False):
-            if x not in in_sql:
-                if x != y and not problem:
-                    problem = f"task literal {y!r} has no counterpart in the exemplar's SQL"
-            elif x in pairs:
-                if pairs[x] != y and not problem:
-                    problem = f"exemplar literal {x!r} would become both {pairs[x]!r} and {y!r}"
-            else:
-                pairs[x] = y
+            if x in in_sql:
+                targets.setdefault(x, []).append(y)
+            elif x != y and not problem:
+                problem = f"task literal {y!r} has no counterpart in the exemplar's SQL"
     sql_vals = [v for _, v in _literal_nodes(tree)]
-    task_vals = [norm_literal(x) for x in old]
-    for x, y in pairs.items():
-        if x != y and sql_vals.count(x) > task_vals.count(x) and not problem:
+    for x, ys in targets.items():
+        # a value the task repeats ("(1) ... less than 1") may keep some occurrences and change
+        # others: the unchanged ones are text, the changed ones what the SQL holds
+        changed = sorted(set(ys) - {x})
+        if len(changed) > 1:
             problem = (
-                f"exemplar literal {x!r} occurs {sql_vals.count(x)} times in its SQL but "
-                f"{task_vals.count(x)} in its task: which to replace is ambiguous"
+                problem
+                or f"exemplar literal {x!r} would become both {changed[0]!r} and {changed[1]!r}"
             )
+        elif changed and sql_vals.count(x) > ys.count(changed[0]):
+            problem = problem or (
+                f"exemplar literal {x!r} occurs {sql_vals.count(x)} times in its SQL but "
+                f"changes {ys.count(changed[0])} times in its task: which to replace is ambiguous"
+            )
+        pairs[x] = changed[0] if changed else x
+    task_vals = [norm_literal(x) for x in old]
     now_l, then_l = task.lower(), past_task.lower()
     old_n, new_n = set(task_vals), {norm_literal(x) for x in new}
     for _, v in _literal_nodes(tree):
