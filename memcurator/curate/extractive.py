@@ -25,11 +25,14 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
+from typing import cast
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from memcurator.retrieve.bm25 import tokenize
-from memcurator.retrieve.literals import _NUMBER, _QUOTED
-
-_TABLE = re.compile(r"Table\s+([A-Za-z_][\w]*)\s*\(([^)]*)\)")
+from memcurator.retrieve.literals import _NUMBER, _QUOTED, mask_literals
 
 
 @dataclass
@@ -68,18 +71,72 @@ class ParsedTrajectory:
 def parse_schema(text: str) -> tuple[str, list[str]]:
     """``(table, columns)`` of the first ``Table name(col TYPE, ...)`` in ``text``.
 
+    Names may be double-quoted, back-quoted or bracketed (``Table "1-23-4"("Home team" TEXT,
+    "Pop. (2010)" INT)``: inner quotes doubled), as the prompt shows names that are not plain
+    identifiers; a bare column name is the first word of its item.
+
     Examples
     --------
     >>> parse_schema("Table pay(id INT, method TEXT)\\nExample rows: (1, 'x')")
     ('pay', ['id', 'method'])
+    >>> parse_schema('Table "1-2-3"("Home team" TEXT, "Pop. (2010)" INT, No INT)')
+    ('1-2-3', ['Home team', 'Pop. (2010)', 'No'])
     >>> parse_schema("nothing")
     ('', [])
     """
-    m = _TABLE.search(text)
+    m = _TABLE_START.search(text)
     if not m:
         return "", []
-    cols = [c.strip().split()[0] for c in m.group(2).split(",") if c.strip()]
-    return m.group(1), cols
+    pos = m.end()
+    table, pos = _read_name(text, pos)
+    if not table:
+        return "", []
+    while pos < len(text) and text[pos] == " ":
+        pos += 1
+    if pos >= len(text) or text[pos] != "(":
+        return "", []
+    cols: list[str] = []
+    pos += 1
+    while pos < len(text):
+        while pos < len(text) and text[pos] in " ,":
+            pos += 1
+        if pos >= len(text) or text[pos] == ")":
+            break
+        name, pos = _read_name(text, pos)
+        if not name:
+            return "", []
+        cols.append(name)
+        depth = 0  # skip the type (``VARCHAR(20)`` included) up to the item's end
+        while pos < len(text) and not (depth == 0 and text[pos] in ",)"):
+            depth += {"(": 1, ")": -1}.get(text[pos], 0)
+            pos += 1
+    return table, cols
+
+
+_TABLE_START = re.compile(r"Table\s+")
+_CLOSE = {'"': '"', "`": "`", "[": "]"}
+
+
+def _read_name(text: str, pos: int) -> tuple[str, int]:
+    """One (possibly quoted) identifier at ``pos``: ``(name, position after it)``."""
+    if pos < len(text) and text[pos] in _CLOSE:
+        close = _CLOSE[text[pos]]
+        out, i = [], pos + 1
+        while i < len(text):
+            if text[i] == close:
+                if text[i + 1 : i + 2] == close:
+                    out.append(close)
+                    i += 2
+                    continue
+                return "".join(out), i + 1
+            out.append(text[i])
+            i += 1
+        return "", pos
+    m = _BARE.match(text, pos)
+    return (m.group(0), m.end()) if m else ("", pos)
+
+
+_BARE = re.compile(r"[A-Za-z_][\w]*")
 
 
 def parse_raw(text: str) -> ParsedTrajectory | None:
@@ -134,50 +191,116 @@ def _is_number(s: str) -> bool:
     return bool(_NUMBER.fullmatch(s))
 
 
+_THOUSANDS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+
+
+def norm_literal(value: str) -> str:
+    """A literal as the SQL writes it: thousands separators and a leading ``+`` dropped.
+
+    Examples
+    --------
+    >>> norm_literal("300,000"), norm_literal("+5"), norm_literal("2023-01-05"), norm_literal("a,b")
+    ('300000', '5', '2023-01-05', 'a,b')
+    """
+    if _THOUSANDS.fullmatch(value):
+        value = value.replace(",", "")
+    return value[1:] if value.startswith("+") and _is_number(value[1:]) else value
+
+
+def parse_sql(sql: str) -> exp.Expression | None:
+    """One statement parsed by sqlglot (SQLite, else MySQL dialect); None if it does not parse."""
+    for dialect in ("sqlite", "mysql"):
+        try:
+            trees = [t for t in sqlglot.parse(sql, read=dialect) if t is not None]
+        except SqlglotError:
+            continue
+        if len(trees) == 1:
+            return cast(exp.Expression, trees[0])
+    return None
+
+
+def _literal_nodes(tree: exp.Expression) -> list[tuple[exp.Literal, str]]:
+    """The literal nodes of a statement with their normalized values (sign folded in)."""
+    out = []
+    for lit in tree.find_all(exp.Literal):
+        v = str(lit.this)
+        if not lit.is_string and isinstance(lit.parent, exp.Neg):
+            v = "-" + v
+        out.append((lit, norm_literal(v)))
+    return out
+
+
 def literal_map(past_task: str, past_sql: str, task: str) -> dict[str, str]:
     """Past literal → current literal, pairing literals of the same type in order of appearance,
-    kept only where the past SQL contains the past literal and the values differ.
+    kept only where the past SQL contains the past literal (as a literal node, thousands
+    separators dropped) and the values differ.
 
     Examples
     --------
     >>> literal_map("member 102 paid 75", "INSERT INTO p VALUES (102, 75);", "member 205 paid 90")
     {'102': '205', '75': '90'}
+    >>> literal_map("more than 46,000", "SELECT a FROM t WHERE b > 46000", "more than 49,000")
+    {'46000': '49000'}
     """
+    return _literal_pairing(past_task, past_sql, task)[0]
+
+
+def _literal_pairing(past_task: str, past_sql: str, task: str) -> tuple[dict[str, str], str]:
+    """``(map, problem)``: the literal map and why it is not complete and consistent ("")."""
+    tree = parse_sql(past_sql)
+    if tree is None:
+        return {}, "the exemplar's SQL does not parse"
+    in_sql = {v for _, v in _literal_nodes(tree)}
     old, new = literals(past_task), literals(task)
-    out: dict[str, str] = {}
+    pairs: dict[str, str] = {}
+    targets: dict[str, list[str]] = {}
+    problem = ""
     for want_num in (True, False):
-        a = [x for x in old if _is_number(x) == want_num]
-        b = [x for x in new if _is_number(x) == want_num]
+        a = [norm_literal(x) for x in old if _is_number(x) == want_num]
+        b = [norm_literal(x) for x in new if _is_number(x) == want_num]
+        kind = "number" if want_num else "quoted"
+        if (len(b) > len(a) or len(a) > len(b) and any(x in in_sql for x in a)) and not problem:
+            problem = f"{kind} literals differ in count (exemplar {len(a)}, task {len(b)})"
         for x, y in zip(a, b, strict=False):
-            if x != y and x not in out and _in_sql(x, past_sql, want_num):
-                out[x] = y
-    return out
+            if x in in_sql:
+                targets.setdefault(x, []).append(y)
+            elif x != y and not problem:
+                problem = f"task literal {y!r} has no counterpart in the exemplar's SQL"
+    sql_vals = [v for _, v in _literal_nodes(tree)]
+    for x, ys in targets.items():
+        # a value the task repeats ("(1) ... less than 1") may keep some occurrences and change
+        # others: the unchanged ones are text, the changed ones what the SQL holds
+        changed = sorted(set(ys) - {x})
+        if len(changed) > 1:
+            problem = (
+                problem
+                or f"exemplar literal {x!r} would become both {changed[0]!r} and {changed[1]!r}"
+            )
+        elif changed and sql_vals.count(x) > ys.count(changed[0]):
+            problem = problem or (
+                f"exemplar literal {x!r} occurs {sql_vals.count(x)} times in its SQL but "
+                f"changes {ys.count(changed[0])} times in its task: which to replace is ambiguous"
+            )
+        pairs[x] = changed[0] if changed else x
+    task_vals = [norm_literal(x) for x in old]
+    now_l, then_l = task.lower(), past_task.lower()
+    old_n, new_n = set(task_vals), {norm_literal(x) for x in new}
+    for _, v in _literal_nodes(tree):
+        if problem:
+            break
+        if v in pairs or (len(v) < 2 and not v.isalpha()):
+            continue
+        said_then = v in old_n or _says(then_l, v)
+        said_now = v in new_n or _says(now_l, v)
+        if said_then and not said_now:
+            problem = f"exemplar literal {v!r} is not in the task"
+    return {x: y for x, y in pairs.items() if x != y}, problem
 
 
-def _in_sql(value: str, sql: str, number: bool) -> bool:
-    if number:
-        return re.search(rf"(?<![\w.]){re.escape(value)}(?![\w])", sql) is not None
-    return f"'{value}'" in sql or f'"{value}"' in sql
-
-
-def substitute(sql: str, mapping: dict[str, str]) -> str:
-    """Apply a literal map to SQL in one pass (numbers as whole tokens, strings inside quotes).
-
-    Examples
-    --------
-    >>> substitute("SELECT * FROM t WHERE a = 10 AND b = 'x' AND c = 100", {"10": "7", "x": "y"})
-    "SELECT * FROM t WHERE a = 7 AND b = 'y' AND c = 100"
-    """
-    if not mapping:
-        return sql
-    parts = []
-    for old in sorted(mapping, key=len, reverse=True):
-        if _is_number(old):
-            parts.append(rf"(?<![\w.]){re.escape(old)}(?![\w])")
-        else:
-            parts.append(rf"(?<=['\"]){re.escape(old)}(?=['\"])")
-    pattern = re.compile("|".join(parts))
-    return pattern.sub(lambda m: mapping.get(m.group(0), m.group(0)), sql)
+def _says(text_l: str, value: str) -> bool:
+    """Whether lower-cased ``text_l`` mentions ``value`` as a whole word (case-insensitive)."""
+    v = value.lower().strip()
+    return bool(v) and re.search(rf"(?<![\w]){re.escape(v)}(?![\w])", text_l) is not None
 
 
 def schema_map(
@@ -212,25 +335,230 @@ def schema_map(
     return out
 
 
-def rename_identifiers(sql: str, mapping: dict[str, str]) -> str:
-    """Rename whole-word identifiers outside quoted strings.
+def schema_problem(
+    past_table: str, past_cols: list[str], table: str, cols: list[str], smap: dict[str, str]
+) -> str:
+    """Why ``smap`` is not a renaming of the past schema into the current one ("" when it is).
+
+    A rename maps one table onto itself under a new name: at least half the columns of the
+    larger schema must be shared by name, the columns that differ must pair one-to-one, and no
+    two past columns may map to one current column. Anything else is another table, and
+    renaming its columns by position or spelling is a guess. Unknown schemas: "".
 
     Examples
     --------
-    >>> rename_identifiers("SELECT amt FROM orders WHERE note = 'amt'", {"amt": "amount"})
-    "SELECT amount FROM orders WHERE note = 'amt'"
+    >>> schema_problem("orders", ["id", "amt"], "orders_v2", ["id", "amount"],
+    ...                {"orders": "orders_v2", "amt": "amount"})
+    ''
+    >>> schema_problem("pay", ["id", "amt", "day"], "cars", ["make", "model", "year"],
+    ...                {"pay": "cars", "id": "make", "amt": "model", "day": "year"})
+    "the exemplar's table pay is not a renaming of cars (0 of 3 columns shared)"
     """
-    if not mapping:
-        return sql
-    low = {k.lower(): v for k, v in mapping.items()}
-    pat = re.compile(r"\b(" + "|".join(re.escape(k) for k in mapping) + r")\b", re.IGNORECASE)
-    out, last = [], 0
-    for q in _QUOTED.finditer(sql):
-        out.append(pat.sub(lambda m: low[m.group(0).lower()], sql[last : q.start()]))
-        out.append(q.group(0))
-        last = q.end()
-    out.append(pat.sub(lambda m: low[m.group(0).lower()], sql[last:]))
-    return "".join(out)
+    if not table or not cols or not past_cols:
+        return ""
+    past_l, cur_l = {c.lower() for c in past_cols}, {c.lower() for c in cols}
+    shared = len(past_l & cur_l)
+    if 2 * shared < max(len(past_l), len(cur_l)):
+        return (
+            f"the exemplar's table {past_table} is not a renaming of {table} "
+            f"({shared} of {max(len(past_l), len(cur_l))} columns shared)"
+        )
+    renamed = {k.lower(): v.lower() for k, v in smap.items() if k.lower() in past_l}
+    if len(past_l - cur_l) != len(cur_l - past_l) or len(set(renamed.values())) < len(renamed):
+        return f"the columns of {past_table} and {table} do not pair one-to-one"
+    return ""
+
+
+def same_request(past_task: str, task: str) -> float:
+    """Word overlap (Jaccard) of two task texts with their literals masked, in [0, 1].
+
+    Literal substitution assumes the two tasks are one request with other values; below
+    :data:`MIN_SAME_REQUEST` they are different requests and the exemplar's SQL answers the
+    other one.
+
+    Examples
+    --------
+    >>> same_request("member 102 paid 75", "member 205 paid 90")
+    1.0
+    """
+    a, b = set(tokenize(mask_literals(past_task))), set(tokenize(mask_literals(task)))
+    return len(a & b) / max(1, len(a | b))
+
+
+MIN_SAME_REQUEST = 0.8
+"""Least :func:`same_request` overlap for which ``align`` rewrites an exemplar (our choice: one
+renamed column name in a 10-word request still passes; a different request does not)."""
+
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _ident(name: str, quoted: bool) -> str:
+    if quoted or not _PLAIN.fullmatch(name):
+        return '"' + name.replace('"', '""') + '"'
+    return name
+
+
+def _span(node: exp.Expression) -> tuple[int, int] | None:
+    meta = node.meta or {}
+    return (int(meta["start"]), int(meta["end"])) if "start" in meta and "end" in meta else None
+
+
+def adapt_sql(
+    sql: str, lmap: dict[str, str], smap: dict[str, str], past_table: str = ""
+) -> tuple[str, str]:
+    """Apply a literal map and identifier renames to SQL on its parse tree.
+
+    Only literal nodes and table / column identifiers change (quoted identifiers, aliases and
+    the text between stay byte-for-byte); string values are re-quoted with inner quotes doubled;
+    a renamed identifier is double-quoted when it was, or when the new name needs it.
+
+    Parameters
+    ----------
+    sql : str
+    lmap : dict of str to str
+        Normalized literal value → new value (:func:`literal_map`).
+    smap : dict of str to str
+        Identifier → new identifier, case-insensitive (:func:`schema_map`).
+    past_table : str, default ""
+        The exemplar's table: a column qualifier naming it is renamed with it.
+
+    Returns
+    -------
+    (str, str)
+        The adapted SQL and ``""``, or the SQL unchanged and why it cannot be adapted.
+
+    Examples
+    --------
+    >>> adapt_sql("SELECT \\"Pop (2010)\\" FROM t WHERE n = 'x' AND y > 2010", {"2010": "1990",
+    ...           "x": "O'Neil"}, {})[0]
+    'SELECT "Pop (2010)" FROM t WHERE n = \\'O\\'\\'Neil\\' AND y > 1990'
+    """
+    tree = parse_sql(sql)
+    if tree is None:
+        return sql, "the exemplar's SQL does not parse"
+    edits: list[tuple[int, int, str]] = []
+    for lit, v in _literal_nodes(tree):
+        if v not in lmap:
+            continue
+        sp, new = _span(lit), lmap[v]
+        if sp is None:
+            return sql, f"literal {v!r} has no position in the exemplar's SQL"
+        if lit.is_string:
+            edits.append((*sp, "'" + new.replace("'", "''") + "'"))
+            continue
+        if not _is_number(new) or new.startswith("-") != v.startswith("-"):
+            return sql, f"number {v!r} cannot become {new!r}"
+        edits.append((*sp, new.lstrip("-")))
+    low = {k.lower(): v for k, v in smap.items()}
+    for ident in tree.find_all(exp.Identifier):
+        new_name = low.get(ident.name.lower())
+        if new_name is None or not _renamable(ident, past_table):
+            continue
+        sp = _span(ident)
+        if sp is None:
+            return sql, f"identifier {ident.name!r} has no position in the exemplar's SQL"
+        edits.append((*sp, _ident(new_name, bool(ident.quoted))))
+    out, pos = [], 0
+    for start, end, text in sorted(set(edits)):
+        if start < pos or end >= len(sql):
+            return sql, "overlapping edits in the exemplar's SQL"
+        out.append(sql[pos:start] + text)
+        pos = end + 1
+    return "".join(out) + sql[pos:], ""
+
+
+def _renamable(ident: exp.Identifier, past_table: str) -> bool:
+    """A table name, a column name, an INSERT column, or a qualifier naming the past table."""
+    parent = ident.parent
+    if isinstance(parent, exp.Table):
+        return ident.arg_key == "this"
+    if isinstance(parent, exp.Column):
+        if ident.arg_key == "this":
+            return True
+        return ident.arg_key == "table" and ident.name.lower() == past_table.lower()
+    return isinstance(parent, exp.Schema)
+
+
+_INTENT = {
+    "insert": ("insert", "add"),
+    "update": ("update", "increase", "decrease", "set", "change", "raise", "reduce", "modify",
+               "mark", "correct"),
+    "delete": ("delete", "remove", "erase", "purge"),
+    "select": ("what", "which", "who", "how", "list", "find", "show", "get", "count", "return",
+               "retrieve", "select", "display", "calculate", "identify", "give", "for"),
+}  # fmt: skip
+_VERB_KIND = {w: k for k, ws in _INTENT.items() for w in ws}
+
+
+def task_intent(task: str) -> str | None:
+    """The statement type a task asks for, from its first word; None when it is not telling.
+
+    Examples
+    --------
+    >>> task_intent("Insert a new payment"), task_intent("Which members paid?")
+    ('insert', 'select')
+    >>> task_intent("Increase prices by 5"), task_intent("Remove old rows"), task_intent("Hi")
+    ('update', 'delete', None)
+    """
+    m = re.match(r"\s*([A-Za-z]+)", task)
+    return _VERB_KIND.get(m.group(1).lower()) if m else None
+
+
+_KIND_OF = {exp.Select: "select", exp.Union: "select", exp.Insert: "insert",
+            exp.Update: "update", exp.Delete: "delete"}  # fmt: skip
+
+
+def sql_kind(tree: exp.Expression) -> str | None:
+    """``"select"``/``"insert"``/``"update"``/``"delete"`` of a parsed statement, else None."""
+    for cls, kind in _KIND_OF.items():
+        if isinstance(tree, cls):
+            return kind
+    if isinstance(tree, exp.With) or tree.args.get("with") is not None:
+        inner = tree.this if isinstance(tree, exp.With) else None
+        return sql_kind(inner) if inner is not None else None
+    return None
+
+
+def binding_problem(sql: str, table: str, cols: list[str]) -> str:
+    """Why ``sql`` does not parse or bind to ``table(cols)`` ("" when it does).
+
+    Every table it reads or writes must be ``table`` (or a CTE it defines) and every column
+    reference a column of ``table``, an output alias, or a CTE / subquery column. Names compare
+    case-insensitively. With no schema (``table == ""``) only parsing is checked.
+
+    Examples
+    --------
+    >>> binding_problem("SELECT amt AS a FROM pay ORDER BY a", "pay", ["id", "amt"])
+    ''
+    >>> binding_problem('SELECT "Home" FROM pay', "pay", ["Home team"])
+    "column 'Home' is not a column of pay"
+    >>> binding_problem("SELECT id FROM orders", "pay", ["id"])
+    "table 'orders' is not the task's table pay"
+    """
+    tree = parse_sql(sql)
+    if tree is None:
+        return "the aligned SQL does not parse"
+    if not table:
+        return ""
+    ctes = {c.alias.lower() for c in tree.find_all(exp.CTE)}
+    for t in tree.find_all(exp.Table):
+        if t.name and t.name.lower() != table.lower() and t.name.lower() not in ctes:
+            return f"table {t.name!r} is not the task's table {table}"
+    known = {c.lower() for c in cols}
+    known |= {a.alias.lower() for a in tree.find_all(exp.Alias) if a.alias}
+    for sub in tree.find_all(exp.Subquery, exp.CTE):  # names a derived table exposes
+        inner = sub.this
+        if isinstance(inner, exp.Select):
+            known |= {e.alias_or_name.lower() for e in inner.expressions if e.alias_or_name}
+    for c in tree.find_all(exp.Column):
+        if c.name and c.name != "*" and c.name.lower() not in known:
+            return f"column {c.name!r} is not a column of {table}"
+    for schema in tree.find_all(exp.Schema):
+        for e in schema.expressions:
+            if isinstance(e, exp.Identifier) and e.name.lower() not in known:
+                return f"column {e.name!r} is not a column of {table}"
+    return ""
 
 
 @dataclass
@@ -245,7 +573,11 @@ class Alignment:
         Mapped literals + shared columns named in the task + word overlap of the task lines.
     literal_map, schema_map : dict of str to str
     sql : str
-        The past final action with both maps applied.
+        The past final action with both maps applied (unchanged when ``problem``).
+    problem : str
+        Why the adapted SQL must not be shown as the current task's action ("" when it may):
+        a statement type other than the task asks for, an incomplete or inconsistent literal
+        map, SQL that does not parse or does not bind to the current schema.
     """
 
     index: int
@@ -253,16 +585,38 @@ class Alignment:
     literal_map: dict[str, str]
     schema_map: dict[str, str]
     sql: str
+    problem: str = ""
 
 
 def align(
     parsed: ParsedTrajectory, index: int, task: str, table: str, cols: list[str]
 ) -> Alignment:
-    """Score and adapt one parsed trajectory to the current task and schema."""
+    """Score and adapt one parsed trajectory to the current task and schema.
+
+    The adaptation is checked, not trusted: see :attr:`Alignment.problem`.
+    """
     sql = parsed.final_action
-    lmap = literal_map(parsed.task, sql, task)
+    lmap, lit_problem = _literal_pairing(parsed.task, sql, task)
     smap = schema_map(parsed.table, parsed.columns, table, cols)
-    adapted = rename_identifiers(substitute(sql, lmap), smap)
+    adapted, problem = sql, ""
+    tree = parse_sql(sql)
+    kind, want = (sql_kind(tree) if tree is not None else None), task_intent(task)
+    if kind and want and kind != want:
+        problem = f"the exemplar is {kind.upper()}, the task asks for {want.upper()}"
+    overlap_req = same_request(parsed.task, task)
+    if not problem and overlap_req < MIN_SAME_REQUEST:
+        problem = (
+            f"the exemplar answers another request (word overlap {overlap_req:.2f} "
+            f"< {MIN_SAME_REQUEST})"
+        )
+    problem = problem or schema_problem(parsed.table, parsed.columns, table, cols, smap)
+    problem = problem or lit_problem
+    if not problem:
+        adapted, problem = adapt_sql(sql, lmap, smap, parsed.table)
+    if not problem:
+        problem = binding_problem(adapted, table, cols)
+    if problem:
+        adapted = sql
     words_now, words_then = set(tokenize(task)), set(tokenize(parsed.task))
     overlap = len(words_now & words_then) / max(1, len(words_now | words_then))
     task_l = task.lower()
@@ -271,7 +625,7 @@ def align(
     n_lits = len(literals(task))
     lit_fit = len(lmap) / n_lits if n_lits else 0.0
     score = 2.0 * overlap + same_table + lit_fit + 0.1 * named
-    return Alignment(index, float(score), lmap, smap, adapted)
+    return Alignment(index, float(score), lmap, smap, adapted, problem)
 
 
 def pair(task: str, sql: str) -> str:
@@ -304,6 +658,30 @@ def extract(
 ) -> tuple[str, list[int]]:
     """Run one extractive operator; returns the payload and the indices of trajectories used.
 
+    :func:`extract_noted` without the notes.
+
+    Examples
+    --------
+    >>> p = [parse_raw("Task: member 102 paid 75\\nObservation: Table pay(mid INT, amt INT)\\n"
+    ...                "Action: INSERT INTO pay VALUES (102, 75);\\nOutcome: success")]
+    >>> print(extract("align", "member 205 paid 90", "Table pay(mid INT, amount INT)", p)[0])
+    Task: member 205 paid 90
+    Action: INSERT INTO pay VALUES (205, 90);
+    """
+    text, used, _ = extract_noted(operator, task, observation, parsed)
+    return text, used
+
+
+def extract_noted(
+    operator: str, task: str, observation: str, parsed: list[ParsedTrajectory]
+) -> tuple[str, list[int], list[str]]:
+    """Run one extractive operator: the payload, the indices of trajectories used, and notes.
+
+    ``align`` shows the best-scoring trajectory whose adaptation has no
+    :attr:`Alignment.problem` as a pair for the current task; when every one has a problem it
+    falls back to ``closest`` (the best trajectory with its own task: an honest exemplar, never a
+    corrupted answer labelled as the current task's) and says why in a note.
+
     Parameters
     ----------
     operator : {"align", "closest", "multi", "raw", "none"}
@@ -323,9 +701,14 @@ def extract(
     --------
     >>> p = [parse_raw("Task: member 102 paid 75\\nObservation: Table pay(mid INT, amt INT)\\n"
     ...                "Action: INSERT INTO pay VALUES (102, 75);\\nOutcome: success")]
-    >>> print(extract("align", "member 205 paid 90", "Table pay(mid INT, amount INT)", p)[0])
-    Task: member 205 paid 90
-    Action: INSERT INTO pay VALUES (205, 90);
+    >>> text, used, notes = extract_noted("align", "Which members paid 90?",
+    ...                                   "Table pay(mid INT, amt INT)", p)
+    >>> print(text)
+    Task: member 102 paid 75
+    Action: INSERT INTO pay VALUES (102, 75);
+    >>> print(notes[0])  # doctest: +NORMALIZE_WHITESPACE
+    align: the exemplar is INSERT, the task asks for SELECT; fell back to closest (the exemplar
+    with its own task)
     """
     from memcurator.errors import InvalidInput
 
@@ -333,18 +716,23 @@ def extract(
         raise InvalidInput(f"unknown extractive operator {operator!r}; known: {sorted(OPERATORS)}")
     usable = [(i, p) for i, p in enumerate(parsed) if p.final_action]
     if operator == "none" or not usable:
-        return "", []
+        return "", [], []
     if operator == "raw":
-        return "\n\n".join(render(p) for _, p in usable), [i for i, _ in usable]
+        return "\n\n".join(render(p) for _, p in usable), [i for i, _ in usable], []
     if operator == "multi":
-        return "\n\n".join(pair(p.task, p.final_action) for _, p in usable), [i for i, _ in usable]
+        text = "\n\n".join(pair(p.task, p.final_action) for _, p in usable)
+        return text, [i for i, _ in usable], []
     table, cols = parse_schema(observation)
     al = [align(p, i, task, table, cols) for i, p in usable]
     best = max(al, key=lambda a: (a.score, -a.index))
     p = parsed[best.index]
     if operator == "closest":
-        return pair(p.task, p.final_action), [best.index]
-    return pair(task, best.sql), [best.index]
+        return pair(p.task, p.final_action), [best.index], []
+    for a in sorted(al, key=lambda a: (-a.score, a.index)):
+        if not a.problem:
+            return pair(task, a.sql), [a.index], []
+    note = f"align: {best.problem}; fell back to closest (the exemplar with its own task)"
+    return pair(p.task, p.final_action), [best.index], [note]
 
 
 __all__ = [
@@ -352,14 +740,22 @@ __all__ = [
     "Alignment",
     "ParsedTrajectory",
     "align",
+    "adapt_sql",
+    "binding_problem",
     "extract",
+    "extract_noted",
+    "norm_literal",
+    "parse_sql",
+    "sql_kind",
+    "task_intent",
     "literal_map",
     "literals",
     "pair",
     "render",
     "parse_raw",
     "parse_schema",
-    "rename_identifiers",
+    "MIN_SAME_REQUEST",
+    "same_request",
     "schema_map",
-    "substitute",
+    "schema_problem",
 ]

@@ -11,7 +11,9 @@ Operators: the extractive ones of :mod:`memcurator.curate.extractive` (``align``
 :data:`memcurator.curate.llm.STRATEGIES` (``llm-brief``, ``llm-adapt``), run on a model of the
 pool (``"local"``: the agent's executor, the bundled GGUF model by default; any endpoint listed in
 the pool file). An LLM curator whose output is empty, garbage or whose endpoint fails falls back
-to ``align`` and says so in the result's notes (and the log).
+to ``align`` and says so in the result's notes (and the log); ``align`` itself falls back to
+``closest`` (the exemplar with its own task) when its adaptation is incomplete, inconsistent or
+does not bind to the current schema, and says so the same way.
 
 Learning to curate (``group_size`` G >= 2): the CPU stand-in for JitMem's GRPO
 (:mod:`memcurator.curate.learner`). On a training task the deployed operator is sampled from a
@@ -34,7 +36,7 @@ from typing import Any
 
 from memcurator.curate.base import CallRecord, CurateContext, CurateResult
 from memcurator.curate.extractive import OPERATORS as EXTRACTIVE
-from memcurator.curate.extractive import ParsedTrajectory, extract, parse_raw
+from memcurator.curate.extractive import ParsedTrajectory, extract_noted, parse_raw
 from memcurator.curate.features import FEATURES, task_features
 from memcurator.curate.learner import CuratorTrainer, GroupSample, SoftmaxChooser, group_advantages
 from memcurator.curate.llm import (
@@ -84,8 +86,10 @@ def run_operator(
         Unknown operator, or a model name that is not in the pool.
     """
     if operator in EXTRACTIVE:
-        text, used = extract(operator, ctx.task, ctx.observation, parsed)
-        return text[:max_chars], used, [], []
+        text, used, notes = extract_noted(operator, ctx.task, ctx.observation, parsed)
+        for n in notes:
+            log.info("JitMem curator: %s (task %.60r)", n, ctx.task)
+        return text[:max_chars], used, [], notes
     if operator not in LLM_OPERATORS:
         raise InvalidInput(f"unknown curation operator {operator!r}; known: {list(ALL_OPERATORS)}")
     pool = ctx.pool if ctx.pool is not None else default_pool()
@@ -104,8 +108,8 @@ def run_operator(
         return payload, list(range(len(parsed))), [rec], []
     note = f"{operator}: {why}; fell back to align"
     log.info("JitMem curator: %s (task %.60r)", note, ctx.task)
-    text, used = extract("align", ctx.task, ctx.observation, parsed)
-    return text[:max_chars], used, [rec], [note]
+    text, used, more = extract_noted("align", ctx.task, ctx.observation, parsed)
+    return text[:max_chars], used, [rec], [note, *more]
 
 
 class JitMemCurator(Component):

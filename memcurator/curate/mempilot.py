@@ -35,7 +35,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memcurator.curate.base import CallRecord, CurateContext, CurateResult
-from memcurator.curate.extractive import ParsedTrajectory, extract, pair, parse_raw, parse_schema
+from memcurator.curate.extractive import (
+    ParsedTrajectory,
+    extract_noted,
+    pair,
+    parse_raw,
+    parse_schema,
+)
 from memcurator.curate.features import FEATURES, task_features
 from memcurator.curate.learner import SoftmaxChooser, gdpo_advantages, marginal_credit
 from memcurator.curate.llm import (
@@ -295,7 +301,8 @@ class MemPilotOrchestrator(Component):
         ro.sources += ents
         pm = pool[c["model"]]
         if not pm.uses_llm or c["strategy"] == "align":
-            text, _ = extract("align", ctx.task, ctx.observation, parsed)
+            text, _, notes = extract_noted("align", ctx.task, ctx.observation, parsed)
+            ro.notes += [f"step {t}: {n}" for n in notes]
             if pm.kind == "expert-sim":
                 # billed as a priced expert reading the same evidence (characters / 4 tokens)
                 prompt = curator_prompt("adapt", ctx.task, ctx.observation, parsed)
@@ -325,7 +332,9 @@ class MemPilotOrchestrator(Component):
         note = f"step {t}: curate({pm.name},{c['strategy']}): {why}; fell back to align"
         log.info("MemPilot: %s (task %.60r)", note, ctx.task)
         ro.notes.append(note)
-        return extract("align", ctx.task, ctx.observation, parsed)[0]
+        text, _, notes = extract_noted("align", ctx.task, ctx.observation, parsed)
+        ro.notes += [f"step {t}: {n}" for n in notes]
+        return text
 
     def rollout(self, ctx: CurateContext, pool: ModelPool, sample: bool) -> Rollout:
         """One orchestration trajectory: choose, act, append evidence, until STOP or T_max."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from memcurator.envs.sql.db import quote_ident
 from memcurator.envs.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.sqledit import sql_string
 
@@ -16,8 +18,25 @@ def _literal(x: Any) -> str:
     return str(x)
 
 
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def ident(name: str) -> str:
+    """``name`` as the prompt shows it: bare when it is a plain identifier, else double-quoted
+    (inner quotes doubled), so names with spaces, punctuation or a leading digit stay readable
+    and copyable as SQL.
+
+    Examples
+    --------
+    >>> ident("payment_id"), ident("Pop. (2010)"), ident("1-234-5")
+    ('payment_id', '"Pop. (2010)"', '"1-234-5"')
+    """
+    return name if _PLAIN.fullmatch(name) else quote_ident(name)
+
+
 def schema_text(spec: SQLTaskSpec, n_rows: int = 2) -> str:
-    """One line of schema plus up to ``n_rows`` example rows.
+    """One line of schema plus up to ``n_rows`` example rows; names that are not plain
+    identifiers are double-quoted (:func:`ident`).
 
     Parameters
     ----------
@@ -39,8 +58,8 @@ def schema_text(spec: SQLTaskSpec, n_rows: int = 2) -> str:
     Table payments(id INT, method TEXT)
     Example rows: (1, 'Cash'), (2, 'Card')
     """
-    cols = ", ".join(f"{name} {typ}" for name, typ in spec.columns)
-    text = f"Table {spec.table}({cols})"
+    cols = ", ".join(f"{ident(name)} {typ}" for name, typ in spec.columns)
+    text = f"Table {ident(spec.table)}({cols})"
     rows = spec.rows[: max(0, n_rows)]
     if rows:
         shown = ", ".join("(" + ", ".join(_literal(v) for v in r) + ")" for r in rows)
