@@ -11,6 +11,7 @@ the test fails and says which).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,15 @@ def world(tmp_path: Path) -> Iterator[tuple[TestClient, Keys, dict[str, Any]]]:
         c.put("/v1/hub/sketch", json={"sketch": [0.5, 0.25]}, headers=keys.h("b"))
         yield c, keys, b
     app.state.pool.close()
+
+
+def _table(rows: list[tuple[str, ...]]) -> None:
+    """With ``MEMCURATOR_ISOLATION_TABLE=FILE`` set, append the probes' rows to FILE as a
+    markdown table (the closing note's isolation table comes from this test, not a copy)."""
+    out = os.environ.get("MEMCURATOR_ISOLATION_TABLE")
+    if out:
+        with open(out, "a") as f:
+            f.writelines("| " + " | ".join(r) + " |\n" for r in rows)
 
 
 def _missing_like(value: str) -> str:
@@ -105,6 +115,8 @@ def test_by_id_routes_answer_another_tenants_ids_as_missing_ones(world: Any) -> 
         probed.append((method, path))
     assert len(probed) >= 5  # entries get/put/delete, namespace get/patch
     assert _snapshot(c, keys) == before
+    _table([(m.upper(), p, "B's id in the path", "404", "404", "identical", "unchanged")
+            for m, p in probed])  # fmt: skip
 
 
 def test_ids_in_bodies_answer_another_tenants_ids_as_missing_ones(world: Any) -> None:
@@ -139,6 +151,8 @@ def test_ids_in_bodies_answer_another_tenants_ids_as_missing_ones(world: Any) ->
             probed.append((path, field))
     assert {("/v1/feedback", "used"), ("/v1/feedback", "recall_id")} <= set(probed)
     assert _snapshot(c, keys) == before
+    _table([("POST", p, f"B's id in `{f}`", "404", "404", "identical", "unchanged")
+            for p, f in probed])  # fmt: skip
 
 
 def test_no_listing_shows_anything_of_another_tenant(world: Any) -> None:
@@ -146,6 +160,7 @@ def test_no_listing_shows_anything_of_another_tenant(world: Any) -> None:
     doc = c.get("/openapi.json").json()
     secrets = (b["entry_id"], "customers", "Paris", "bob", 'namespace="b"', '"name":"b"')
     seen = 0
+    listed: list[tuple[str, str]] = []
     for path, method, op in _operations(doc):
         if any(p["in"] == "path" for p in op.get("parameters", [])) or path == "/healthz":
             continue
@@ -160,6 +175,7 @@ def test_no_listing_shows_anything_of_another_tenant(world: Any) -> None:
         for s in secrets:
             assert s not in r.text, (path, s)
         seen += 1
+        listed.append((method.upper(), path))
     assert seen >= 7  # entries, decisions, namespaces, metrics, recall, hub pull and sketches
     ns = c.get("/v1/namespaces", headers=keys.h("a")).json()
     assert [(n["name"], n["entries"]) for n in ns] == [("a", 1)]
@@ -167,3 +183,5 @@ def test_no_listing_shows_anything_of_another_tenant(world: Any) -> None:
     c.delete(f"/v1/entries/{b['entry_id']}", headers=keys.h("a"))
     log = c.get("/v1/decisions", params={"limit": 1000}, headers=keys.h("a")).text
     assert b["entry_id"] not in log
+    _table([(m, p, "B's text as query" if p == "/v1/recall" else "listing, `namespace=b` asked",
+             "200", "-", "nothing of B", "-") for m, p in listed])  # fmt: skip

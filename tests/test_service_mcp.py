@@ -179,3 +179,49 @@ def test_memcurator_mcp_over_stdio_as_an_agent_host_starts_it(tmp_path: Path) ->
                 assert w["admitted"] and [e["id"] for e in r["entries"]] == [w["id"]]
 
     anyio.run(main)
+
+
+def test_every_tool_answers_another_tenants_ids_as_missing_ones(
+    pool: tuple[TenantPool, Keys],
+) -> None:
+    """Generated from the server's own tool list: every tool argument that names an entry or
+    a recall (``entry_id``, ``used``, ``recall_id``) gets, for B's value, exactly the answer it
+    gets for a value that never existed; B's entries and log do not change."""
+    p, keys = pool
+    a = create_mcp(p, key=keys.table.authenticate(keys.tokens["a"]))
+    b = create_mcp(p, key=keys.table.authenticate(keys.tokens["b"]))
+    probed: list[tuple[str, str]] = []
+    b_log: list[int] = []
+
+    async def main() -> None:
+        async with Client(b) as cb:
+            wb = (await cb.call_tool("write", {"text": SQL_B})).structured_content
+            rb = (await cb.call_tool("recall", {"query": "customers in Paris"})).structured_content
+        b_log.append(len(p.tenant("b").memory.decisions()))
+        b_vals = {"entry_id": wb["id"], "used": [wb["id"]], "recall_id": rb["recall_id"]}
+        missing = {"entry_id": "f" * len(wb["id"]), "used": ["f" * len(wb["id"])],
+                   "recall_id": "f" * len(rb["recall_id"])}  # fmt: skip
+        async with Client(a) as c:
+            await c.call_tool("write", {"text": SQL_A})
+            for tool in (await c.list_tools()).tools:
+                props = tool.input_schema.get("properties", {})
+                for field in ("entry_id", "used", "recall_id"):
+                    if field not in props:
+                        continue
+                    answers = []
+                    for vals in (b_vals, missing):
+                        args: dict[str, Any] = {field: vals[field]}
+                        if "reward" in props:
+                            args["reward"] = 1.0
+                        res = await c.call_tool(tool.name, args)
+                        answers.append((res.is_error, _text(res)))
+                    assert answers[0] == answers[1], (tool.name, field, answers)
+                    assert answers[0][0], (tool.name, field)  # an error, not a quiet success
+                    assert wb["id"] not in answers[0][1]
+                    probed.append((tool.name, field))
+
+    anyio.run(main)
+    assert {("explain", "entry_id"), ("forget", "entry_id")} <= set(probed)
+    assert {("feedback", "used"), ("feedback", "recall_id")} <= set(probed)
+    assert [e.text for e in p.tenant("b").memory.entries()] == [SQL_B]
+    assert [len(p.tenant("b").memory.decisions())] == b_log
