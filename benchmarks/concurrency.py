@@ -17,9 +17,16 @@ a ``get`` of a recalled id), feedback and forget of one of its own entries. Afte
   ``used_bytes`` from the store after each of its writes;
 - a recall that began after a forget returned (in any process) never returns that id.
 
+``--api`` runs the same mix through ``memcurator serve`` instead: each worker process holds a
+:class:`memcurator.client.Client` (REST over 127.0.0.1) to one of ``--servers`` server processes
+serving the store (``serve`` has no ``--workers``: several servers on one store stand in for
+several workers), and the same :func:`verify` checks the store afterwards; any error answer
+(a 5xx included) is a problem, and so is a traceback in a server's log.
+
 Usage::
 
     python benchmarks/concurrency.py --procs 8 --ops 2000 [--pg URL | --local-pg] [--sqlite]
+    python benchmarks/concurrency.py --procs 8 --ops 2000 --sqlite --api --servers 1,2
 """
 
 from __future__ import annotations
@@ -40,9 +47,82 @@ SHARED = [
 ]
 
 
-def worker(target: str, ns: str, idx: int, n_ops: int, max_bytes: int, seed: int) -> dict:
-    """One process's run; returns what it saw (times are ``time.time()``, one machine)."""
-    from memcurator import Memory
+class _LibraryOps:
+    """The mix's calls on :class:`memcurator.Memory` (the library in the worker's process)."""
+
+    def __init__(self, target: str, ns: str, idx: int, max_bytes: int):
+        from memcurator import Memory
+
+        self.ns = ns
+        self.mem = Memory(target, namespace=ns, policy="lru", max_bytes=max_bytes, seed=100 + idx)
+
+    def write(self, text: str) -> tuple[bool, str | None, str, int]:
+        """(admitted, id, reason, used_bytes after the write)."""
+        w = self.mem.write(text)
+        return w.admitted, w.id, w.reason, self.mem.store.used_bytes(self.ns)
+
+    def recall(self, query: str) -> tuple[list[str], Any]:
+        """(ids, what feedback takes)."""
+        r = self.mem.recall(query, k=5)
+        return list(r.ids), r
+
+    def feedback(self, handle: Any, reward: float) -> None:
+        self.mem.feedback(handle, reward)
+
+    def forget(self, eid: str) -> None:
+        self.mem.forget(eid)
+
+    def get(self, eid: str) -> None:
+        self.mem.get(eid)
+
+    def close(self) -> None:
+        self.mem.close()
+
+
+class _ApiOps:
+    """The same calls through :class:`memcurator.client.Client` against ``memcurator serve``
+    (the namespace is the key's; its policy and budget are the server's)."""
+
+    def __init__(self, url: str, key: str):
+        from memcurator.client import Client
+
+        self.c = Client(url, key=key, timeout=120)
+
+    def write(self, text: str) -> tuple[bool, str | None, str, int]:
+        w = self.c.write(text)
+        return bool(w["admitted"]), w["id"], str(w["reason"]), int(w["used_bytes"])
+
+    def recall(self, query: str) -> tuple[list[str], Any]:
+        r = self.c.recall(query, k=5)
+        return list(r["ids"]), r
+
+    def feedback(self, handle: Any, reward: float) -> None:
+        self.c.feedback(handle, reward)
+
+    def forget(self, eid: str) -> None:
+        self.c.forget(eid)
+
+    def get(self, eid: str) -> None:
+        self.c.get(eid)
+
+    def close(self) -> None:
+        self.c.close()
+
+
+def worker(
+    target: str,
+    ns: str,
+    idx: int,
+    n_ops: int,
+    max_bytes: int,
+    seed: int,
+    api: tuple[str, str] | None = None,
+) -> dict:
+    """One process's run; returns what it saw (times are ``time.time()``, one machine).
+
+    ``api``: ``(url, key)`` of a ``memcurator serve`` serving ``target``; the operations then go
+    through the REST API instead of a :class:`memcurator.Memory` of this process.
+    """
     from memcurator.errors import EntryNotFound
 
     rng = random.Random(seed * 1000 + idx)
@@ -57,8 +137,9 @@ def worker(target: str, ns: str, idx: int, n_ops: int, max_bytes: int, seed: int
         "ops": Counter(),
         "lat": {"write": [], "recall": [], "feedback": [], "forget": []},
     }
+    ops: _LibraryOps | _ApiOps
     try:
-        mem = Memory(target, namespace=ns, policy="lru", max_bytes=max_bytes, seed=100 + idx)
+        ops = _ApiOps(*api) if api is not None else _LibraryOps(target, ns, idx, max_bytes)
     except Exception as e:  # reported, never hidden: the verifier fails on any error
         out["errors"].append(f"open: {e!r}")
         return out
@@ -75,23 +156,24 @@ def worker(target: str, ns: str, idx: int, n_ops: int, max_bytes: int, seed: int
                 else:
                     text = f"Task: process {idx} step {j} counts orders of {rng.randrange(10**6)}"
                     text += f"\nAction: SELECT COUNT(*) FROM o WHERE p={idx} AND s={j};"
-                w = mem.write(text)
-                if w.admitted and w.id is not None and not w.reason.startswith("reinforced"):
-                    out["admitted"].append(w.id)
-                    mine.append(w.id)
-                used = mem.store.used_bytes(ns)
+                admitted, wid, reason, used = ops.write(text)
+                if admitted and wid is not None and not reason.startswith("reinforced"):
+                    out["admitted"].append(wid)
+                    mine.append(wid)
                 if used > max_bytes:
                     out["over"].append(used)
             elif r < 0.8:
                 op = "recall"
                 start = time.time()
-                last = mem.recall(f"orders of process {rng.randrange(8)}", k=5)
-                out["recalls"].append((start, list(last.ids)))
+                ids, last = ops.recall(f"orders of process {rng.randrange(8)}")
+                out["recalls"].append((start, ids))
+                if not ids:
+                    last = None
             elif r < 0.9:
                 op = "feedback"
-                if last is not None and last.ids:
+                if last is not None:
                     try:
-                        mem.feedback(last, rng.choice([0.0, 1.0]))
+                        ops.feedback(last, rng.choice([0.0, 1.0]))
                     except EntryNotFound:
                         out["gone_first"] += 1
             else:
@@ -99,10 +181,10 @@ def worker(target: str, ns: str, idx: int, n_ops: int, max_bytes: int, seed: int
                 if mine:
                     fid = mine.pop(rng.randrange(len(mine)))
                     try:
-                        mem.forget(fid)
+                        ops.forget(fid)
                         out["forgot"].append((time.time(), fid))
                         try:
-                            mem.get(fid)
+                            ops.get(fid)
                             out["gets_after_forget"].append(fid)
                         except EntryNotFound:
                             pass
@@ -113,11 +195,11 @@ def worker(target: str, ns: str, idx: int, n_ops: int, max_bytes: int, seed: int
             continue
         out["ops"][op] += 1
         out["lat"][op].append(time.perf_counter() - t0)
-    mem.close()
+    ops.close()
     return out
 
 
-def _run_one(args: tuple[str, str, int, int, int, int]) -> dict:
+def _run_one(args: tuple[Any, ...]) -> dict:
     return worker(*args)
 
 
@@ -140,18 +222,63 @@ class Report:
     lat: dict[str, list[float]] = field(default_factory=dict)
 
 
-def run(target: str, *, procs: int, ops: int, max_bytes: int = 60_000, seed: int = 0) -> Report:
-    """Run ``procs`` worker processes on namespace ``mp`` of ``target`` and verify."""
+def run(
+    target: str,
+    *,
+    procs: int,
+    ops: int,
+    max_bytes: int = 60_000,
+    seed: int = 0,
+    api: bool = False,
+    servers: int = 1,
+) -> Report:
+    """Run ``procs`` worker processes on namespace ``mp<seed>`` of ``target`` and verify.
+
+    ``api``: the workers call ``memcurator serve`` (``servers`` server processes on ``target``,
+    127.0.0.1, worker ``i`` on server ``i % servers``) through :class:`memcurator.client.Client`
+    instead of opening the store themselves; the namespace's policy (lru) and budget are the
+    server's, set with its key. A server log with a traceback is a problem too.
+    """
     ns = f"mp{seed}"
     from memcurator import Memory
 
     Memory(target, namespace=ns, policy="lru", max_bytes=max_bytes).close()  # create it once
     ctx = mp.get_context("spawn")
-    t0 = time.perf_counter()
-    with ctx.Pool(procs) as pool:
-        outs = pool.map(_run_one, [(target, ns, i, ops, max_bytes, seed) for i in range(procs)])
-    secs = time.perf_counter() - t0
-    return verify(target, ns, outs, max_bytes=max_bytes, procs=procs, ops=ops, seconds=secs)
+    with tempfile.TemporaryDirectory() as d:
+        srvs = []
+        jobs: list[tuple[Any, ...]] = [(target, ns, i, ops, max_bytes, seed) for i in range(procs)]
+        if api:
+            from memcurator.service.keys import KeyTable
+            from memcurator.service.launch import ServeProcess
+
+            keys = str(Path(d) / "mp.keys")
+            table = KeyTable(keys)
+            _, token = table.create(ns, name="bench", scopes=("read", "write"))
+            table.configure(ns, policy="lru", max_bytes=max_bytes)
+            table.close()
+            srvs = [
+                ServeProcess(target, keys=keys, log_path=str(Path(d) / f"serve{i}.log"))
+                for i in range(servers)
+            ]
+            jobs = [j + ((srvs[i % servers].url, token),) for i, j in enumerate(jobs)]
+        try:
+            for srv in srvs:
+                srv.start()
+            t0 = time.perf_counter()
+            with ctx.Pool(procs) as pool:
+                outs = pool.map(_run_one, jobs)
+            secs = time.perf_counter() - t0
+        finally:
+            for srv in srvs:
+                srv.stop()
+        logs = [srv.log(10**8) for srv in srvs]
+    rep = verify(target, ns, outs, max_bytes=max_bytes, procs=procs, ops=ops, seconds=secs)
+    if api:
+        rep.backend += f"+api/{servers}srv"
+        rep.problems += [
+            f"server {i} logged a traceback" for i, t in enumerate(logs) if "Traceback" in t
+        ]
+    return rep
 
 
 def verify(
@@ -244,6 +371,10 @@ def verify(
     )
 
 
+#: the operations whose latencies the table shows (ms)
+OPS = ("write", "recall", "feedback", "forget")
+
+
 def _pct(xs: list[float], q: float) -> float:
     if not xs:
         return float("nan")
@@ -259,33 +390,79 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sqlite", action="store_true", help="run on a new SQLite file")
     ap.add_argument("--pg", help="run on this PostgreSQL URL (an empty database)")
     ap.add_argument("--local-pg", action="store_true", help="run on a throw-away local server")
+    ap.add_argument(
+        "--api",
+        action="store_true",
+        help="through `memcurator serve` (REST, memcurator.client.Client) instead of the library",
+    )
+    ap.add_argument(
+        "--servers",
+        default="1",
+        help="--api: server processes on the store, comma-separated counts (one run each)",
+    )
     a = ap.parse_args(argv)
+    modes = [(True, int(n)) for n in a.servers.split(",")] if a.api else [(False, 1)]
     reports = []
     if a.sqlite:
         with tempfile.TemporaryDirectory() as d:
             path = str(Path(d) / "mp.sqlite")
-            reports.append(run(path, procs=a.procs, ops=a.ops, max_bytes=a.max_bytes))
+            for i, (api, n) in enumerate(modes):
+                reports.append(
+                    run(
+                        path,
+                        procs=a.procs,
+                        ops=a.ops,
+                        max_bytes=a.max_bytes,
+                        api=api,
+                        servers=n,
+                        seed=i,
+                    )
+                )
     if a.pg:
-        reports.append(run(a.pg, procs=a.procs, ops=a.ops, max_bytes=a.max_bytes))
+        for i, (api, n) in enumerate(modes):
+            reports.append(
+                run(
+                    a.pg,
+                    procs=a.procs,
+                    ops=a.ops,
+                    max_bytes=a.max_bytes,
+                    api=api,
+                    servers=n,
+                    seed=i,
+                )
+            )
     if a.local_pg:
         from memcurator.store.pglocal import LocalPostgres
 
         with LocalPostgres() as pg:
-            reports.append(run(pg.url, procs=a.procs, ops=a.ops, max_bytes=a.max_bytes))
+            for i, (api, n) in enumerate(modes):
+                reports.append(
+                    run(
+                        pg.url,
+                        procs=a.procs,
+                        ops=a.ops,
+                        max_bytes=a.max_bytes,
+                        api=api,
+                        servers=n,
+                        seed=i,
+                    )
+                )
     hdr = (
-        f"{'backend':9} {'procs':>5} {'ops':>6} {'s':>7} {'ops/s':>7} {'admit':>6} {'evict':>6} "
-        f"{'forget':>6} {'resident':>8} {'max used':>9} {'budget':>7} {'w p50/p95 ms':>13} "
-        f"{'r p50/p95 ms':>13} problems"
+        f"{'backend':20} {'procs':>5} {'ops':>6} {'s':>7} {'ops/s':>7} {'admit':>6} {'evict':>6} "
+        f"{'forget':>6} {'resident':>8} {'max used':>9} {'budget':>7} "
+        + " ".join(f"{k[:8] + ' p50/p95':>17}" for k in OPS)
+        + " problems"
     )
     print(hdr)
     for r in reports:
         total = r.procs * r.ops
-        w, rc = r.lat.get("write", []), r.lat.get("recall", [])
+        lat = " ".join(
+            f"{_pct(r.lat.get(k, []), 0.5):>8.1f}/{_pct(r.lat.get(k, []), 0.95):<8.1f}" for k in OPS
+        )
         print(
-            f"{r.backend:9} {r.procs:>5} {total:>6} {r.seconds:>7.1f} {total / r.seconds:>7.1f} "
+            f"{r.backend:20} {r.procs:>5} {total:>6} {r.seconds:>7.1f} {total / r.seconds:>7.1f} "
             f"{r.admitted:>6} {r.evicted:>6} {r.forgotten:>6} {r.resident:>8} {r.max_used:>9} "
-            f"{r.max_bytes:>7} {_pct(w, 0.5):>6.1f}/{_pct(w, 0.95):<6.1f} "
-            f"{_pct(rc, 0.5):>6.1f}/{_pct(rc, 0.95):<6.1f} {len(r.problems)}"
+            f"{r.max_bytes:>7} {lat} {len(r.problems)}"
         )
         for p in r.problems[:10]:
             print("   ", p)

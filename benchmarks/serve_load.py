@@ -1,16 +1,29 @@
 """Load benchmark of ``memcurator serve`` on loopback, with the library in process as reference.
 
-For each resident size N and client count C: a store is filled with N entries through the
-library, then (1) the library itself times ``--ops`` writes and ``--ops`` recalls in process,
-and (2) ``memcurator serve`` (uvicorn, one worker, 127.0.0.1) serves the same store while C
-client processes (:class:`memcurator.client.Client`) each time ``--ops`` writes then ``--ops``
-recalls. It prints p50/p95/p99 latencies (ms), requests/s (all clients together, over the
-phase's wall time) and the service's p50 over the in-process p50. A benchmark, not a test: it
-reports numbers and asserts nothing.
+For each resident size N and client count C (issue 21's "load benchmark"):
+
+- **fill**: a SQLite store's namespace is filled with N entries in bulk through the store
+  (5,000-row transactions, embedded by the namespace's own embedder; no admission decisions
+  are logged for them, which no timed operation reads);
+- **library reference** (same run, same machine): one :class:`memcurator.Memory` in this
+  process on a copy of the store, warmed by one untimed recall, times ``--ops`` writes then
+  ``--ops`` recalls (k=3), one caller;
+- **service**: ``memcurator serve`` (uvicorn, one process, 127.0.0.1) on another copy, its
+  tenant warmed by one untimed recall, while C client processes
+  (:class:`memcurator.client.Client`) each time ``--ops`` writes, then (all starting together)
+  ``--ops`` recalls.
+
+It prints p50/p95/p99 latencies (ms) and requests/s (all clients together over the phase's wall
+time) for both, and the service's p50 and p95 over the library's. At C > 1 the ratio also holds
+the queueing of C callers on one namespace (the service runs one namespace's calls one at a
+time; the reference is one caller), so read the C = 1 rows for the per-request overhead and
+the C > 1 rows for what C agents sharing a namespace see. Client processes, the server and the
+reference share the machine's cores. A benchmark, not a test: it reports numbers and asserts
+nothing.
 
 Usage::
 
-    python benchmarks/serve_load.py --entries 1000,10000 --clients 1,4 --ops 200
+    python benchmarks/serve_load.py --entries 10000,100000 --clients 1,8 --ops 200
 """
 
 from __future__ import annotations
@@ -18,7 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -28,7 +41,12 @@ from pathlib import Path
 import numpy as np
 
 from memcurator import Memory
+from memcurator.retrieve.hybrid import recall_text
 from memcurator.service.keys import KeyTable
+from memcurator.service.launch import ServeProcess
+from memcurator.store.sizing import default_sizeof
+from memcurator.store.sqlite import SQLiteStore
+from memcurator.types import Entry
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -65,66 +83,70 @@ def _pcts(xs: list[float]) -> tuple[float, float, float]:
     return tuple(float(np.percentile(a, q)) for q in (50, 95, 99))  # type: ignore[return-value]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def fill(store: str, n: int, policy: str) -> float:
+    """Create namespace ``load`` (through :class:`Memory`, so it carries the memory's embedder
+    identity) and insert ``n`` entries in bulk; returns the insert seconds."""
+    with Memory(store, namespace="load", policy=policy, max_bytes=None) as m:
+        emb = m.embedder
+    s = SQLiteStore(store)
+    t0 = time.perf_counter()
+    for lo in range(0, n, 5000):
+        with s.transaction(namespace="load"):
+            for i in range(lo, min(lo + 5000, n)):
+                text = _text(i)
+                e = np.asarray(emb.embed(recall_text(text)), dtype=np.float32)
+                b = default_sizeof(text, {}, e)
+                s.insert(Entry(f"fill{i}", "load", "raw", text, b, b, e, "self", ""))
+    s.close()
+    return time.perf_counter() - t0
 
 
 def run(n: int, clients: list[int], ops: int, policy: str) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory() as d:
         store = os.path.join(d, "load.db")
-        t0 = time.perf_counter()
-        with Memory(store, namespace="load", policy=policy, max_bytes=None) as m:
-            for i in range(n):
-                m.write(_text(i))
-        fill = time.perf_counter() - t0
+        fill_s = fill(store, n, policy)
+        print(f"# N={n:,}: filled in {fill_s:.1f} s", flush=True)
         # in-process reference on a copy of the store, so the service starts from N entries
         ref = os.path.join(d, "ref.db")
-        subprocess.run(["cp", store, ref], check=True)
+        shutil.copy(store, ref)
         with Memory(ref, namespace="load", policy=policy) as m:
+            m.recall("warm up", k=3)  # untimed, as the service's warm-up below
             lw, lr = [], []
+            t0 = time.perf_counter()
             for i in range(ops):
                 t = time.perf_counter()
                 m.write(f"Task: load 0 job {i} on table l0_{i}\nAction: SELECT {i} FROM l{i};")
                 lw.append(time.perf_counter() - t)
+            w_span = time.perf_counter() - t0
+            t0 = time.perf_counter()
             for i in range(ops):
                 t = time.perf_counter()
                 m.recall(f"job {i} on table l0_{i}", k=3)
                 lr.append(time.perf_counter() - t)
-        inproc = {"write": _pcts(lw), "recall": _pcts(lr)}
+            r_span = time.perf_counter() - t0
+        inproc = {
+            "write": (*_pcts(lw), ops / w_span),
+            "recall": (*_pcts(lr), ops / r_span),
+        }
         for c in clients:
             work = os.path.join(d, f"c{c}.db")
-            subprocess.run(["cp", store, work], check=True)
-            keys = KeyTable(work + ".keys")
-            _, tok = keys.create("load", name="load", scopes=("read", "write"))
-            keys.configure("load", policy=policy)
-            keys.close()
-            port = _free_port()
-            srv = subprocess.Popen(
-                [sys.executable, "-m", "memcurator.cli", "serve", work, "--port", str(port)]
-                + ["--log-level", "warning"],
-                cwd=ROOT,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            url = f"http://127.0.0.1:{port}"
+            shutil.copy(store, work)
+            keys = work + ".keys"
+            table = KeyTable(keys)
+            _, tok = table.create("load", name="load", scopes=("read", "write"))
+            table.configure("load", policy=policy)
+            table.close()
+            srv = ServeProcess(work, keys=keys, log_path=os.path.join(d, f"serve{c}.log"))
+            srv.start()
             try:
                 from memcurator.client import Client
 
-                deadline = time.monotonic() + 120
-                while True:
-                    try:
-                        Client(url, key=tok, timeout=2).health()
-                        break
-                    except Exception:
-                        if time.monotonic() > deadline:
-                            raise
-                        time.sleep(0.2)
+                with Client(srv.url, key=tok, timeout=600) as warm:
+                    warm.recall("warm up", k=3)  # opens the tenant: N entries loaded, untimed
                 ps = [
                     subprocess.Popen(
-                        [sys.executable, "-c", CLIENT, url, tok, str(w), str(ops)],
+                        [sys.executable, "-c", CLIENT, srv.url, tok, str(w), str(ops)],
                         stdin=subprocess.PIPE,
                         stdout=subprocess.PIPE,
                         text=True,
@@ -143,12 +165,14 @@ def run(n: int, clients: list[int], ops: int, policy: str) -> list[dict[str, obj
                     json.loads(p.communicate(timeout=3600)[0].strip().splitlines()[-1]) for p in ps
                 ]
             finally:
-                srv.terminate()
-                srv.wait(timeout=30)
+                srv.stop(timeout_s=30)
+            if "Traceback" in srv.log(10**8):
+                print(f"# the server logged a traceback: {srv.log()}", flush=True)
             for phase in ("write", "recall"):
                 lat = [x for o in outs for x in o["lat"][phase]]
                 span = max(o["spans"][phase] for o in outs)
                 p50, p95, p99 = _pcts(lat)
+                lib = inproc[phase]
                 rows.append(
                     {
                         "entries": n,
@@ -158,9 +182,11 @@ def run(n: int, clients: list[int], ops: int, policy: str) -> list[dict[str, obj
                         "p95": p95,
                         "p99": p99,
                         "rps": len(lat) / span,
-                        "lib_p50": inproc[phase][0],
-                        "lib_p95": inproc[phase][1],
-                        "fill_s": fill,
+                        "lib_p50": lib[0],
+                        "lib_p95": lib[1],
+                        "lib_p99": lib[2],
+                        "lib_rps": lib[3],
+                        "fill_s": fill_s,
                     }
                 )
     return rows
@@ -174,19 +200,22 @@ def main() -> None:
     ap.add_argument("--policy", default="curator")
     a = ap.parse_args()
     clients = [int(x) for x in a.clients.split(",")]
+    print(f"# load average at start (1, 5, 15 min): {os.getloadavg()}", flush=True)
     print(
         "| N | clients | op | p50 ms | p95 ms | p99 ms | req/s | library p50 ms | library p95 ms "
-        "| p50 ratio |"
+        "| library p99 ms | library req/s | p50 ratio | p95 ratio |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for n in (int(x) for x in a.entries.split(",")):
         for r in run(n, clients, a.ops, a.policy):
             print(
                 f"| {r['entries']:,} | {r['clients']} | {r['op']} | {r['p50']:.1f} | "
                 f"{r['p95']:.1f} | {r['p99']:.1f} | {r['rps']:.0f} | {r['lib_p50']:.1f} | "
-                f"{r['lib_p95']:.1f} | {r['p50'] / r['lib_p50']:.1f}x |",
+                f"{r['lib_p95']:.1f} | {r['lib_p99']:.1f} | {r['lib_rps']:.0f} | "
+                f"{r['p50'] / r['lib_p50']:.1f}x | {r['p95'] / r['lib_p95']:.1f}x |",
                 flush=True,
             )
+    print(f"# load average at end (1, 5, 15 min): {os.getloadavg()}", flush=True)
 
 
 if __name__ == "__main__":

@@ -29,3 +29,24 @@ def test_processes_share_one_namespace(
     assert rep.problems == []
     assert rep.admitted > 100 and rep.evicted > 0 and rep.forgotten > 0  # it did contend
     assert 0 < rep.max_used <= rep.max_bytes
+
+
+@pytest.mark.parametrize(("backend", "servers"), [("sqlite", 1), ("sqlite", 2), ("postgres", 1)])
+def test_api_clients_share_one_namespace(
+    backend: str, servers: int, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The same mix through ``memcurator serve`` (issue 21): 4 client processes x 100 requests,
+    on one server or on two server processes over the same store; the same verifier, plus no
+    error answer (no 5xx) and no traceback in a server log."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("uvicorn")
+    target = (
+        str(tmp_path / "mp.sqlite") if backend == "sqlite" else request.getfixturevalue("pg_url")
+    )
+    rep = concurrency.run(
+        target, procs=4, ops=100, max_bytes=40_000, seed=2, api=True, servers=servers
+    )
+    assert rep.problems == []
+    assert rep.backend.endswith(f"api/{servers}srv")
+    assert rep.admitted > 150 and rep.evicted > 0 and rep.forgotten > 0  # it did contend
+    assert 0 < rep.max_used <= rep.max_bytes
