@@ -45,6 +45,24 @@ STRATEGIES: dict[str, str] = {
 }
 
 
+#: The same prompts for bash tasks (``CurateContext.domain == "bash"``): the exemplar is a
+#: multi-step trajectory of scripts and the task names users, groups, paths and modes.
+BASH_STRATEGIES: dict[str, str] = {
+    "brief": (
+        "You are a memory curator. Read the current task and the past solved examples. "
+        "Write a short briefing for the agent: the most relevant past example and how its bash "
+        "commands must change for the current task (users, groups, paths, modes, counts). "
+        "At most 3 lines."
+    ),
+    "adapt": (
+        "You are a memory curator. Rewrite the bash commands of the most relevant past example "
+        "so that they solve the current task: same commands, the current names, paths and "
+        "values. Answer with one line of bash only."
+    ),
+}
+_BY_DOMAIN = {"sql": STRATEGIES, "bash": BASH_STRATEGIES}
+
+
 def render_trajectories(parsed: list[ParsedTrajectory], labels: list[str] | None = None) -> str:
     """The k retrieved trajectories, delimited by lightweight separators (JitMem Sec. 3)."""
     out = []
@@ -63,8 +81,13 @@ def curator_prompt(
     observation: str,
     parsed: list[ParsedTrajectory],
     labels: list[str] | None = None,
+    *,
+    domain: str = "sql",
 ) -> str:
     """The curator's structured prompt: instruction, current task, then the k trajectories.
+
+    ``domain`` picks the wording (:data:`STRATEGIES` for ``"sql"``, :data:`BASH_STRATEGIES`
+    for ``"bash"``); another domain gets the SQL wording.
 
     Raises
     ------
@@ -73,13 +96,14 @@ def curator_prompt(
     """
     if strategy not in STRATEGIES:
         raise InvalidInput(f"unknown curation strategy {strategy!r}; known: {sorted(STRATEGIES)}")
+    wording = _BY_DOMAIN.get(domain, STRATEGIES)
     past = render_trajectories(parsed, labels)
     # "adapt" ends in the pattern of the examples, so even a small completion model continues
     # with one SQL line (measured with Gemma-3-270M: a "### Briefing" ending gave repeated
     # filler lines sharing no word with the task, which the payload check refuses)
     end = "Action:" if strategy == "adapt" else "### Briefing\n"
     return (
-        f"{STRATEGIES[strategy]}\n\n{past}\n\n### Current task\nObservation: {observation}\n"
+        f"{wording[strategy]}\n\n{past}\n\n### Current task\nObservation: {observation}\n"
         f"Task: {task}\n{end}"
     )
 
@@ -228,6 +252,7 @@ def judge(
 
 __all__ = [
     "JUDGE_PROMPT",
+    "BASH_STRATEGIES",
     "STRATEGIES",
     "call_model",
     "check_payload",
