@@ -32,8 +32,8 @@ app = App(
 #: The main job: a budgeted, curated memory (CURATOR read through JitMem's extractive curator)
 #: against the naive bounded baseline at the same budget, the unbounded one, and no memory.
 DEFAULT_POLICIES = "curator/align,lru,keep-all,no-memory"
-#: --env os: the same comparison without a read-time curator (not run on OS tasks yet).
-OS_DEFAULT_POLICIES = "curator,lru,keep-all,no-memory"
+#: --env os: the same comparison (read-time curators read bash through the bash aligner).
+OS_DEFAULT_POLICIES = DEFAULT_POLICIES
 #: --env os: tokens per agent reply (a Think line and a bash block; SQL needs 96)
 OS_MAX_TOKENS = 384
 

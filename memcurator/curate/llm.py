@@ -211,6 +211,13 @@ JUDGE_PROMPT = (
     "Task: {task}\n{observation}\nSQL: {sql}\nResult: {result}\nAnswer (YES or NO):"
 )
 
+#: The judge's prompt for a bash trajectory (``judge(..., domain="bash")``).
+BASH_JUDGE_PROMPT = (
+    "You check an agent's work. Read the task, the bash commands it ran and what the system "
+    "printed. Did the commands do what the task asks? Answer YES or NO.\n\n"
+    "Task: {task}\n{observation}\nCommands: {sql}\nResult: {result}\nAnswer (YES or NO):"
+)
+
 _YES = re.compile(r"\b(yes|success|successful|correct)\b", re.IGNORECASE)
 _NO = re.compile(r"\b(no|fail|failed|failure|incorrect|wrong)\b", re.IGNORECASE)
 
@@ -234,14 +241,24 @@ def parse_verdict(text: str) -> bool | None:
 
 
 def judge(
-    executor: Any, task: str, observation: str, sql: str, result: str, *, max_tokens: int = 4
+    executor: Any,
+    task: str,
+    observation: str,
+    sql: str,
+    result: str,
+    *,
+    max_tokens: int = 4,
+    domain: str = "sql",
 ) -> tuple[bool | None, Any]:
     """The executor as LLM-as-judge of success (JitMem Sec. 3, "Memory Bank").
 
     The judge sees the task, the schema, the SQL and its execution output; never the checker's
     verdict. Returns ``(verdict or None if unreadable or the call failed, Completion or None)``.
+    ``domain="bash"``: ``sql`` is the trajectory's commands and ``result`` what the last one
+    printed (:data:`BASH_JUDGE_PROMPT`).
     """
-    prompt = JUDGE_PROMPT.format(task=task, observation=observation, sql=sql, result=result)
+    template = BASH_JUDGE_PROMPT if domain == "bash" else JUDGE_PROMPT
+    prompt = template.format(task=task, observation=observation, sql=sql, result=result)
     try:
         c = executor.complete(prompt, max_tokens=max_tokens)
     except LLMError as e:
@@ -251,6 +268,7 @@ def judge(
 
 
 __all__ = [
+    "BASH_JUDGE_PROMPT",
     "JUDGE_PROMPT",
     "BASH_STRATEGIES",
     "STRATEGIES",
