@@ -122,8 +122,6 @@ def test_cli_bench_env_os(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     cfg = json.loads((out / "summary.json").read_text())["config"]
     assert cfg["env"] == "os" and cfg["drift"] == 0.0
-    bad = CliRunner().invoke(app, ["bench", "--env", "os", "--drift", "0.3", "--out", str(out)])
-    assert bad.exit_code != 0 and "--drift 0" in bad.output
 
 
 def test_a_prompt_past_the_context_window_ends_the_episode_not_the_run() -> None:
