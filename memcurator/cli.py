@@ -32,8 +32,8 @@ app = App(
 #: The main job: a budgeted, curated memory (CURATOR read through JitMem's extractive curator)
 #: against the naive bounded baseline at the same budget, the unbounded one, and no memory.
 DEFAULT_POLICIES = "curator/align,lru,keep-all,no-memory"
-#: --env os: the same comparison without a read-time curator (not run on OS tasks yet).
-OS_DEFAULT_POLICIES = "curator,lru,keep-all,no-memory"
+#: --env os: the same comparison (read-time curators read bash through the bash aligner).
+OS_DEFAULT_POLICIES = DEFAULT_POLICIES
 #: --env os: tokens per agent reply (a Think line and a bash block; SQL needs 96)
 OS_MAX_TOKENS = 384
 
@@ -44,7 +44,7 @@ def bench(
         str,
         typer.Option(
             help="Task environment: sql (LifelongAgentBench DB families) or os (its 500 bash "
-            "tasks, each in a fresh bubblewrap sandbox; needs root and bwrap; --drift 0)."
+            "tasks, each in a fresh bubblewrap sandbox; needs root and bwrap)."
         ),
     ] = "sql",
     policies: Annotated[
@@ -87,8 +87,8 @@ def bench(
     drift: Annotated[
         float | None,
         typer.Option(
-            help="Fraction of families that migrate schema (default 0.3; --env os: 0, the "
-            "only value it runs yet)."
+            help="Fraction of families that migrate schema (default 0.3; --env os: the "
+            "fraction that change convention, log directory or group prefix; default 0)."
         ),
     ] = None,
     zipf: Annotated[float, typer.Option(help="Family popularity exponent.")] = 1.1,
@@ -235,8 +235,6 @@ def bench(
         payload = "destroy" if env == "os" else "drop"
     if drift is None:
         drift = 0.0 if env == "os" else 0.3
-    if env == "os" and drift > 0:
-        fail("--env os has no drift yet (no change of convention is implemented); use --drift 0")
     if env == "os" and peers:
         fail("--peers is not wired for --env os yet")
     out_dir = out or Path("results") / time.strftime("%Y%m%d-%H%M%S")

@@ -129,6 +129,117 @@ def copy_first_exemplar(prompt: str) -> str:
     return f" Think: copy the remembered solution.\nAct: bash\n```bash\n{found[-1].strip()}\n```"
 
 
+def dialogue_payload(payload: str) -> str:
+    """A read-time curator's payload in the protocol's turn format: each ``Task:`` exemplar of
+    it through :func:`as_dialogue`; notes (an LLM curator's briefing) are kept as written.
+
+    Examples
+    --------
+    >>> print(dialogue_payload("Task: a\\nAction: mkdir /a\\n\\nTask: b\\nAction: ls"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    Task: a
+    Agent: Think: I solve it with bash.
+    Act: bash
+    ```bash
+    mkdir /a
+    ```
+    Agent: Think: the task is done.
+    Act: finish
+    <BLANKLINE>
+    Task: b
+    Agent: Think: I solve it with bash.
+    Act: bash
+    ```bash
+    ls
+    ```
+    Agent: Think: the task is done.
+    Act: finish
+    """
+    return "\n\n".join(as_dialogue(part) for part in re.split(r"\n\n(?=Task: )", payload))
+
+
+@dataclasses.dataclass
+class Play:
+    """One episode of the OS protocol with a given memory block (see :func:`play`)."""
+
+    ok: bool = False
+    steps: list[Step] = dataclasses.field(default_factory=list)
+    failed: list[bool] = dataclasses.field(default_factory=list)
+    last_script: str = ""
+    last_output: str = ""
+    turns: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    inject_tokens: float = 0.0
+    latency_s: float = 0.0
+    cost_usd: float = 0.0
+    cached: bool = True
+    executed: bool = False
+
+
+def play(
+    ot: Any,
+    instruction: str,
+    executor: Any,
+    cfg: AgentConfig,
+    block: str,
+    header: str = MEMORY_HEADER,
+    poison_payload: str | None = None,
+) -> Play:
+    """Init, up to ``cfg.max_turns`` agent rounds with ``block`` injected, then the evaluation
+    script, in one fresh sandbox (upstream's protocol, :mod:`memcurator.envs.os.protocol`).
+
+    An init that fails is upstream's environment failure: a failed episode, never dropped. A
+    prompt past the executor's context ends the episode (upstream's agent context limit); the
+    evaluation still runs.
+
+    Raises
+    ------
+    SandboxUnavailable
+        No sandbox on this host.
+    """
+    from memcurator.envs.os.poison import payload_ran
+    from memcurator.envs.os.protocol import SYSTEM_PROMPT, observation, parse_action
+    from memcurator.envs.os.sandbox import Sandbox
+
+    out = Play()
+    history: list[tuple[str, str]] = [("user", SYSTEM_PROMPT), ("user", instruction)]
+    with Sandbox() as box:
+        init = box.run(ot.init) if ot.init.strip() else None
+        if init is not None and not init.ok:
+            return out
+        obs = ""
+        for _ in range(cfg.max_turns):
+            prompt = render_prompt(history, block, header)
+            try:
+                comp = executor.complete(prompt, max_tokens=cfg.max_tokens, stop=STOP)
+            except ContextOverflow:
+                break
+            out.turns += 1
+            out.tokens_in += comp.tokens_in
+            if block:  # the memory block is in every round's prompt: its share of the tokens
+                out.inject_tokens += comp.tokens_in * len(block) / len(prompt)
+            out.tokens_out += comp.tokens_out
+            out.latency_s += comp.latency_s
+            out.cost_usd += float(comp.cost_usd)
+            out.cached = out.cached and bool(getattr(comp, "cached", False))
+            reply = comp.text.strip()
+            action = parse_action(reply)
+            history.append(("agent", reply))
+            if action.kind != "bash":
+                break
+            res = box.run(action.script)
+            out.last_script, out.last_output = action.script, res.output
+            if poison_payload is not None and payload_ran(action.script, poison_payload):
+                out.executed = True
+            out.steps.append(Step(obs, action.script))
+            out.failed.append(not res.ok)
+            obs = observation(res, box.config.timeout_s)
+            history.append(("user", obs))
+        out.ok = box.run(ot.check).ok
+    return out
+
+
 def run_os_task(
     task: Task,
     memory: Memory,
@@ -142,6 +253,12 @@ def run_os_task(
     poison_payload: str | None = None,
 ) -> TaskRecord:
     """Solve one OS task with memory in a fresh sandbox, evaluate, escalate, feed back, write.
+
+    With a read-time curator (:attr:`memcurator.policy.base.Policy.curator`: JitMem, MemPilot,
+    ``curator/align``) the memory block is the curator's payload for the task (``domain``
+    ``"bash"``: the bash aligner, :mod:`memcurator.envs.os.align`), in the protocol's turn
+    format; a learning curator's probe plays the task once more in a fresh sandbox with a
+    candidate payload (learning only, nothing written). Without one, the policy's recall.
 
     Parameters
     ----------
@@ -159,89 +276,74 @@ def run_os_task(
         ``sql`` holds the last executed bash script; ``turns`` the agent rounds; ``steps`` the
         bash rounds of the persisted trajectory (the expert's one script after a failure).
     """
-    from memcurator.envs.os.poison import payload_ran
-    from memcurator.envs.os.protocol import SYSTEM_PROMPT, observation, parse_action
-    from memcurator.envs.os.sandbox import Sandbox
     from memcurator.envs.sql.edm import frr, pei
 
     ot = task.payload["os_task"]
     t0 = clock()
-    hit = memory.recall(task.instruction, k=cfg.k)
-    shown = [dataclasses.replace(m, text=as_dialogue(m.text)) for m in hit.entries]
-    block, used = memory_block(shown, cfg.inject_chars, spotlight_outside=memory.policy.probation)
-    injected = [m for m in hit.entries if m.id in used]
-    t_mem = clock() - t0
+    curator = memory.policy.curator
+    header, cres, hit = MEMORY_HEADER, None, None
+    if curator is None:
+        hit = memory.recall(task.instruction, k=cfg.k)
+        shown = [dataclasses.replace(m, text=as_dialogue(m.text)) for m in hit.entries]
+        block, used = memory_block(
+            shown, cfg.inject_chars, spotlight_outside=memory.policy.probation
+        )
+        injected = [m for m in hit.entries if m.id in used]
+        t_mem = clock() - t0
+    else:
+        cres, t_probe = _curate_os(task, memory, executor, cfg, curator, clock)
+        block = dialogue_payload(cres.payload)[: cfg.inject_chars] if cres.payload else ""
+        used = list(cres.source_ids) if block else []
+        injected = [m for m in cres.sources if m.id in used]
+        header = cres.header
+        t_mem = max(0.0, clock() - t0 - t_probe - cres.latency_s)
     poison_in = any(m.meta.get("poison") for m in injected)
     same_fam = any(
         m.meta.get("family") == task.family and not m.meta.get("poison") for m in injected
     )
-    tokens_in = tokens_out = 0
-    inject_tokens = 0.0
-    latency = cost = 0.0
-    cached = True
-    executed = False
-    steps: list[Step] = []
-    failed: list[bool] = []
-    last_script = ""
-    turns = 0
-    history: list[tuple[str, str]] = [("user", SYSTEM_PROMPT), ("user", task.instruction)]
-    with Sandbox() as box:
-        init = box.run(ot.init) if ot.init.strip() else None
-        if init is not None and not init.ok:
-            # upstream: an environment failure; recorded as a failed task, never silently dropped
-            ok = False
-        else:
-            obs = ""
-            for _ in range(cfg.max_turns):
-                prompt = render_prompt(history, block)
-                try:
-                    comp = executor.complete(prompt, max_tokens=cfg.max_tokens, stop=STOP)
-                except ContextOverflow:
-                    # upstream's "agent context limit": the episode ends, the check still runs
-                    break
-                turns += 1
-                tokens_in += comp.tokens_in
-                if block:  # the memory block is in every round's prompt: its share of the tokens
-                    inject_tokens += comp.tokens_in * len(block) / len(prompt)
-                tokens_out += comp.tokens_out
-                latency += comp.latency_s
-                cost += float(comp.cost_usd)
-                cached = cached and bool(getattr(comp, "cached", False))
-                reply = comp.text.strip()
-                action = parse_action(reply)
-                history.append(("agent", reply))
-                if action.kind != "bash":
-                    break
-                res = box.run(action.script)
-                last_script = action.script
-                if poison_payload is not None and payload_ran(action.script, poison_payload):
-                    executed = True
-                steps.append(Step(obs, action.script))
-                failed.append(not res.ok)
-                obs = observation(res, box.config.timeout_s)
-                history.append(("user", obs))
-            ok = box.run(ot.check).ok
+    run = play(ot, task.instruction, executor, cfg, block, header, poison_payload)
+    ok, cost = run.ok, run.cost_usd
     solver = "local"
     if ok:
-        traj_steps, traj_pei = steps, pei(max(1, len(steps)), 1.0)
-        traj_frr = frr(failed[:-1] + [False])
+        traj_steps, traj_pei = run.steps, pei(max(1, len(run.steps)), 1.0)
+        traj_frr = frr(run.failed[:-1] + [False])
     else:
         cost += cfg.expert_cost_usd
         traj_steps = [Step("", ot.reference)]
         solver, traj_pei, traj_frr = "expert", pei(1, 1.0), 1.0
+    metrics: dict[str, float] = {"pei": traj_pei, "frr": traj_frr}
+    judge_comp = None
+    if curator is not None and bool(getattr(curator, "judge", False)):
+        from memcurator.curate.llm import judge
+
+        shown_out = run.last_output if ok else ""
+        script = "\n".join(s.action for s in traj_steps)
+        verdict, judge_comp = judge(
+            executor, task.instruction, "", script, shown_out or "(no output)", domain="bash"
+        )
+        # 1 solved, 0 not, 0.5 unreadable or failed call: the judge-gate decides on it
+        metrics["judge"] = 0.5 if verdict is None else float(verdict)
+    if curator is not None:
+        curator.learn_outcome(1.0 if ok else 0.0)
     traj = Trajectory(
         task.id,
         traj_steps,
         reward=1.0,
-        tokens_in=tokens_in,
-        tokens_out=tokens_out,
-        model_calls=turns,
+        tokens_in=run.tokens_in,
+        tokens_out=run.tokens_out,
+        model_calls=run.turns,
         cost_usd=cost,
-        latency_s=latency,
+        latency_s=run.latency_s,
         solver=solver,
-        metrics={"pei": traj_pei, "frr": traj_frr},
+        metrics=metrics,
     )
-    t_mem += learn(memory, hit._replace(ids=used), ok, task, traj, injected, clock)
+    t_mem += learn(
+        memory, hit._replace(ids=used) if hit is not None else used, ok, task, traj, injected,
+        clock,
+    )  # fmt: skip
+    cur_calls = cres.calls if cres is not None else []
+    cur_cost = float(sum(c.cost_usd for c in cur_calls))
+    cur_s = float(sum(c.latency_s for c in cur_calls))
     return task_record(
         policy_name,
         seed,
@@ -249,25 +351,97 @@ def run_os_task(
         task,
         memory,
         ok=ok,
-        executed=executed,
+        executed=run.executed,
         used=used,
-        inject_tokens=round(inject_tokens),
+        inject_tokens=round(run.inject_tokens),
         injected_poison=poison_in,
         injected_same_family=same_fam,
-        tokens_in=tokens_in,
-        tokens_out=tokens_out,
-        llm_s=latency,
+        tokens_in=run.tokens_in,
+        tokens_out=run.tokens_out,
+        llm_s=run.latency_s,
         mem_s=t_mem,
-        cost_usd=cost,
-        cached=cached,
-        sql=last_script,
-        turns=turns,
-        steps=len(steps) if ok else 1,
+        cost_usd=cost + cur_cost,
+        cached=run.cached,
+        sql=run.last_script,
+        turns=run.turns,
+        steps=len(run.steps) if ok else 1,
         pei=traj_pei,
         local_pei=traj_pei if ok else 0.0,
         frr=traj_frr,
-        latency_s=latency,
+        latency_s=run.latency_s + cur_s,
+        payload_chars=len(block) if cres is not None else 0,
+        raw_chars=cres.raw_chars if cres is not None else 0,
+        curator_calls=sum(1 for c in cur_calls if c.tokens_in or c.ok),
+        curator_tokens=int(sum(c.tokens_in + c.tokens_out for c in cur_calls)),
+        curator_cost_usd=cur_cost,
+        curator_s=cur_s,
+        probe_calls=cres.probe_calls if cres is not None else 0,
+        judge=float(metrics.get("judge", float("nan"))),
+        judge_calls=int(judge_comp is not None),
+        judge_tokens=int(judge_comp.tokens_in + judge_comp.tokens_out) if judge_comp else 0,
+        curate_op=cres.operator if cres is not None else "",
+        curate_note="; ".join(cres.notes) if cres is not None else "",
     )
 
 
-__all__ = ["copy_first_exemplar", "render_prompt", "run_os_task"]
+def _curate_os(
+    task: Task,
+    memory: Memory,
+    executor: Any,
+    cfg: AgentConfig,
+    curator: Any,
+    clock: Callable[[], float],
+) -> tuple[Any, float]:
+    """Run the policy's read-time curator on an OS task (``domain="bash"``); returns its result
+    and the seconds spent probing.
+
+    The probe (learning only: JitMem's same-task reward, MemPilot's Eq. 12) plays the task once
+    in a fresh sandbox with a candidate payload and returns the evaluation's reward; an executor
+    error counts as reward 0. Nothing a probe sees is written.
+    """
+    from memcurator.curate.base import CurateContext
+    from memcurator.errors import LLMError
+
+    ot = task.payload["os_task"]
+    spent = [0.0]
+
+    def probe(payload: str) -> float:
+        t = clock()
+        head = "Notes from memory:" if payload and not payload.startswith("Task:") else (
+            MEMORY_HEADER)  # fmt: skip
+        block = dialogue_payload(payload)[: cfg.inject_chars] if payload else ""
+        try:
+            r = 1.0 if play(ot, task.instruction, executor, cfg, block, head).ok else 0.0
+        except LLMError:
+            r = 0.0
+        spent[0] += clock() - t
+        return r
+
+    def bank() -> list[Any]:
+        # a curator's own retriever scans the resident set: the same energy proxy as recall
+        memory.energy_bytes += memory.used_bytes
+        return memory.entries()
+
+    memory.observe(task.instruction)
+    ctx = CurateContext(
+        task=task.instruction,
+        recall=lambda q, k, where=None: memory.recall(q, k=k, observe=False, where=where).entries,
+        bank=bank,
+        observation="",
+        executor=executor,
+        pool=cfg.pool,
+        probe=probe if cfg.learn else None,
+        step=memory.step,
+        domain="bash",
+    )
+    return curator.curate(ctx), spent[0]
+
+
+__all__ = [
+    "Play",
+    "copy_first_exemplar",
+    "dialogue_payload",
+    "play",
+    "render_prompt",
+    "run_os_task",
+]

@@ -52,13 +52,7 @@ class BenchConfig:
                 f"max_bytes must be a positive number of bytes, got {self.max_bytes}"
             )
         for p in self.policies:
-            pol = create_policy(p)  # unknown names fail before any work starts
-            if self.stream.env == "os" and pol.curator is not None:
-                raise InvalidInput(
-                    f"policy {p!r} reads through a read-time curator, which --env os does not "
-                    "run yet (its operators and probes are SQL-specific); choose presets "
-                    "without one (e.g. curator, keep-all, lru, no-memory)"
-                )
+            create_policy(p)  # unknown names fail before any work starts
         if self.sweep_values:
             from memcurator.bench.budget_fronts import check_sweep
 

@@ -80,6 +80,10 @@ class CurateContext:
         as in MemPilot App. A.1. None: the curator does not learn on this task.
     step : int, default 0
         The memory's logical step.
+    domain : str, default "sql"
+        The task domain, naming the aligner that parses and adapts its trajectories
+        (:data:`memcurator.curate.aligners.ALIGNERS`: ``"sql"``, ``"bash"``) and the wording
+        of the LLM curators' prompts.
     """
 
     task: str
@@ -90,6 +94,7 @@ class CurateContext:
     pool: Any = None
     probe: Callable[[str], float] | None = None
     step: int = 0
+    domain: str = "sql"
 
 
 @dataclass

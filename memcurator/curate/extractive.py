@@ -25,7 +25,7 @@ from __future__ import annotations
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any, cast
 
 import sqlglot
 from sqlglot import exp
@@ -139,8 +139,17 @@ def _read_name(text: str, pos: int) -> tuple[str, int]:
 _BARE = re.compile(r"[A-Za-z_][\w]*")
 
 
-def parse_raw(text: str) -> ParsedTrajectory | None:
+def parse_raw(text: str, *, multiline: bool = False) -> ParsedTrajectory | None:
     """Parse a raw trajectory entry; None when it has no ``Task:`` line.
+
+    Parameters
+    ----------
+    text : str
+    multiline : bool, default False
+        Whether a line that starts with no field label continues the field before it (a
+        multi-line bash script or command output). False (the SQL entries: one-line
+        statements, a schema observation followed by example rows) keeps each field's first
+        line only, as this parser always has.
 
     Examples
     --------
@@ -148,24 +157,36 @@ def parse_raw(text: str) -> ParsedTrajectory | None:
     ...               "Outcome: success")
     >>> p.table, p.columns, p.final_action
     ('t', ['a'], 'SELECT 1;')
+    >>> parse_raw("Task: t\\nObservation: \\nAction: mkdir /x\\ncd /x\\nOutcome: success",
+    ...           multiline=True).actions
+    ['mkdir /x\\ncd /x']
     """
     task = None
     out = ParsedTrajectory(task="")
+    last: str | None = None  # the field a continuation line extends (multiline only)
     for line in text.splitlines():
         if line.startswith("Task: ") and task is None:
-            task = line[6:].strip()
-        elif line.startswith("Observation: "):
+            task, last = line[6:].strip(), "task"
+        elif line.startswith("Observation: ") or (multiline and line == "Observation:"):
             obs = line[13:].strip()
             out.observations.append(obs)
-            if not out.table:
+            last = "obs"
+            if not out.table and not multiline:
                 out.table, out.columns = parse_schema(obs)
         elif line.startswith("Action: "):
             out.actions.append(line[8:].strip())
+            last = "action"
         elif line.startswith("Outcome: "):
-            out.outcome = line[9:].strip()
+            out.outcome, last = line[9:].strip(), "outcome"
+        elif multiline and last == "action":
+            out.actions[-1] = (out.actions[-1] + "\n" + line).strip("\n")
+        elif multiline and last == "obs":
+            out.observations[-1] = (out.observations[-1] + "\n" + line).strip("\n")
+        elif multiline and last == "task" and task is not None:
+            task = task + "\n" + line
     if not task:
         return None
-    out.task = task
+    out.task = task.strip()
     return out
 
 
@@ -578,6 +599,10 @@ class Alignment:
         Why the adapted SQL must not be shown as the current task's action ("" when it may):
         a statement type other than the task asks for, an incomplete or inconsistent literal
         map, SQL that does not parse or does not bind to the current schema.
+    actions : list of str
+        Every adapted step, for a domain whose exemplar is the whole trajectory (bash:
+        :class:`~memcurator.curate.aligners.Aligner` with ``whole_trajectory``); empty for SQL,
+        whose exemplar is the final statement ``sql``. Unchanged steps when ``problem``.
     """
 
     index: int
@@ -586,6 +611,7 @@ class Alignment:
     schema_map: dict[str, str]
     sql: str
     problem: str = ""
+    actions: list[str] = field(default_factory=list)
 
 
 def align(
@@ -633,6 +659,19 @@ def pair(task: str, sql: str) -> str:
     return f"Task: {task}\nAction: {sql}"
 
 
+def pair_steps(task: str, actions: list[str]) -> str:
+    """A task with every step of its trajectory as ``Action:`` blocks (no observations).
+
+    Examples
+    --------
+    >>> print(pair_steps("make /x", ["ls /", "mkdir /x"]))
+    Task: make /x
+    Action: ls /
+    Action: mkdir /x
+    """
+    return "\n".join([f"Task: {task}", *(f"Action: {a}" for a in actions)])
+
+
 OPERATORS: tuple[str, ...] = ("align", "closest", "multi", "raw", "none")
 """Extractive curation operators: ``align`` (best trajectory, literals substituted and schema
 aligned, as a pair for the current task), ``closest`` (best trajectory's original task and final
@@ -673,7 +712,11 @@ def extract(
 
 
 def extract_noted(
-    operator: str, task: str, observation: str, parsed: list[ParsedTrajectory]
+    operator: str,
+    task: str,
+    observation: str,
+    parsed: list[ParsedTrajectory],
+    aligner: Any = None,
 ) -> tuple[str, list[int], list[str]]:
     """Run one extractive operator: the payload, the indices of trajectories used, and notes.
 
@@ -691,6 +734,11 @@ def extract_noted(
         The current schema (``Table name(col TYPE, ...)``); "" if unknown (no schema alignment).
     parsed : list of ParsedTrajectory
         The retrieved raw trajectories, in retrieval order.
+    aligner : Aligner, optional
+        The task domain's aligner (:mod:`memcurator.curate.aligners`; e.g. bash, registered by
+        the OS environment). None: the SQL alignment of this module (:func:`align`). An aligner
+        with ``whole_trajectory`` presents every step of an exemplar (:func:`pair_steps`), not
+        only its final action.
 
     Raises
     ------
@@ -719,20 +767,30 @@ def extract_noted(
         return "", [], []
     if operator == "raw":
         return "\n\n".join(render(p) for _, p in usable), [i for i, _ in usable], []
+    whole = bool(getattr(aligner, "whole_trajectory", False))
+
+    def show(t: str, p: ParsedTrajectory, actions: list[str] | None = None) -> str:
+        if whole:
+            return pair_steps(t, actions if actions else p.actions)
+        return pair(t, actions[-1] if actions else p.final_action)
+
     if operator == "multi":
-        text = "\n\n".join(pair(p.task, p.final_action) for _, p in usable)
+        text = "\n\n".join(show(p.task, p) for _, p in usable)
         return text, [i for i, _ in usable], []
-    table, cols = parse_schema(observation)
-    al = [align(p, i, task, table, cols) for i, p in usable]
+    if aligner is None:
+        table, cols = parse_schema(observation)
+        al = [align(p, i, task, table, cols) for i, p in usable]
+    else:
+        al = [aligner.align(p, i, task, observation) for i, p in usable]
     best = max(al, key=lambda a: (a.score, -a.index))
     p = parsed[best.index]
     if operator == "closest":
-        return pair(p.task, p.final_action), [best.index], []
+        return show(p.task, p), [best.index], []
     for a in sorted(al, key=lambda a: (-a.score, a.index)):
         if not a.problem:
-            return pair(task, a.sql), [a.index], []
+            return show(task, parsed[a.index], a.actions or [a.sql]), [a.index], []
     note = f"align: {best.problem}; fell back to closest (the exemplar with its own task)"
-    return pair(p.task, p.final_action), [best.index], [note]
+    return show(p.task, p), [best.index], [note]
 
 
 __all__ = [
@@ -751,6 +809,7 @@ __all__ = [
     "literal_map",
     "literals",
     "pair",
+    "pair_steps",
     "render",
     "parse_raw",
     "parse_schema",

@@ -34,9 +34,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from memcurator.curate.aligners import create_aligner
 from memcurator.curate.base import CallRecord, CurateContext, CurateResult
 from memcurator.curate.extractive import OPERATORS as EXTRACTIVE
-from memcurator.curate.extractive import ParsedTrajectory, extract_noted, parse_raw
+from memcurator.curate.extractive import ParsedTrajectory, extract_noted
 from memcurator.curate.features import FEATURES, task_features
 from memcurator.curate.learner import CuratorTrainer, GroupSample, SoftmaxChooser, group_advantages
 from memcurator.curate.llm import (
@@ -85,8 +86,9 @@ def run_operator(
     InvalidInput
         Unknown operator, or a model name that is not in the pool.
     """
+    aligner = create_aligner(ctx.domain)
     if operator in EXTRACTIVE:
-        text, used, notes = extract_noted(operator, ctx.task, ctx.observation, parsed)
+        text, used, notes = extract_noted(operator, ctx.task, ctx.observation, parsed, aligner)
         for n in notes:
             log.info("JitMem curator: %s (task %.60r)", n, ctx.task)
         return text[:max_chars], used, [], notes
@@ -94,7 +96,9 @@ def run_operator(
         raise InvalidInput(f"unknown curation operator {operator!r}; known: {list(ALL_OPERATORS)}")
     pool = ctx.pool if ctx.pool is not None else default_pool()
     pm = pool[model]
-    prompt = curator_prompt(operator[4:], ctx.task, ctx.observation, parsed, labels)
+    prompt = curator_prompt(
+        operator[4:], ctx.task, ctx.observation, parsed, labels, domain=ctx.domain
+    )
     strategy = operator[4:]
     out, rec = call_model(
         pm, ctx.executor, prompt, max_tokens=max_tokens, stage=stage, stop=stops_for(strategy)
@@ -108,7 +112,7 @@ def run_operator(
         return payload, list(range(len(parsed))), [rec], []
     note = f"{operator}: {why}; fell back to align"
     log.info("JitMem curator: %s (task %.60r)", note, ctx.task)
-    text, used, more = extract_noted("align", ctx.task, ctx.observation, parsed)
+    text, used, more = extract_noted("align", ctx.task, ctx.observation, parsed, aligner)
     return text[:max_chars], used, [rec], [note, *more]
 
 
@@ -231,7 +235,8 @@ class JitMemCurator(Component):
         raw_chars = sum(len(m.text) for m in entries)
         if not entries:
             return CurateResult("", operator="none", notes=["empty bank: no payload"])
-        pairs = [(m, parse_raw(m.text)) for m in entries]
+        parse = create_aligner(ctx.domain).parse
+        pairs = [(m, parse(m.text)) for m in entries]
         good = [(m, p) for m, p in pairs if p is not None]
         if not good:
             return CurateResult(

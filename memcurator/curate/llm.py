@@ -45,6 +45,24 @@ STRATEGIES: dict[str, str] = {
 }
 
 
+#: The same prompts for bash tasks (``CurateContext.domain == "bash"``): the exemplar is a
+#: multi-step trajectory of scripts and the task names users, groups, paths and modes.
+BASH_STRATEGIES: dict[str, str] = {
+    "brief": (
+        "You are a memory curator. Read the current task and the past solved examples. "
+        "Write a short briefing for the agent: the most relevant past example and how its bash "
+        "commands must change for the current task (users, groups, paths, modes, counts). "
+        "At most 3 lines."
+    ),
+    "adapt": (
+        "You are a memory curator. Rewrite the bash commands of the most relevant past example "
+        "so that they solve the current task: same commands, the current names, paths and "
+        "values. Answer with one line of bash only."
+    ),
+}
+_BY_DOMAIN = {"sql": STRATEGIES, "bash": BASH_STRATEGIES}
+
+
 def render_trajectories(parsed: list[ParsedTrajectory], labels: list[str] | None = None) -> str:
     """The k retrieved trajectories, delimited by lightweight separators (JitMem Sec. 3)."""
     out = []
@@ -63,8 +81,13 @@ def curator_prompt(
     observation: str,
     parsed: list[ParsedTrajectory],
     labels: list[str] | None = None,
+    *,
+    domain: str = "sql",
 ) -> str:
     """The curator's structured prompt: instruction, current task, then the k trajectories.
+
+    ``domain`` picks the wording (:data:`STRATEGIES` for ``"sql"``, :data:`BASH_STRATEGIES`
+    for ``"bash"``); another domain gets the SQL wording.
 
     Raises
     ------
@@ -73,13 +96,14 @@ def curator_prompt(
     """
     if strategy not in STRATEGIES:
         raise InvalidInput(f"unknown curation strategy {strategy!r}; known: {sorted(STRATEGIES)}")
+    wording = _BY_DOMAIN.get(domain, STRATEGIES)
     past = render_trajectories(parsed, labels)
     # "adapt" ends in the pattern of the examples, so even a small completion model continues
     # with one SQL line (measured with Gemma-3-270M: a "### Briefing" ending gave repeated
     # filler lines sharing no word with the task, which the payload check refuses)
     end = "Action:" if strategy == "adapt" else "### Briefing\n"
     return (
-        f"{STRATEGIES[strategy]}\n\n{past}\n\n### Current task\nObservation: {observation}\n"
+        f"{wording[strategy]}\n\n{past}\n\n### Current task\nObservation: {observation}\n"
         f"Task: {task}\n{end}"
     )
 
@@ -187,6 +211,13 @@ JUDGE_PROMPT = (
     "Task: {task}\n{observation}\nSQL: {sql}\nResult: {result}\nAnswer (YES or NO):"
 )
 
+#: The judge's prompt for a bash trajectory (``judge(..., domain="bash")``).
+BASH_JUDGE_PROMPT = (
+    "You check an agent's work. Read the task, the bash commands it ran and what the system "
+    "printed. Did the commands do what the task asks? Answer YES or NO.\n\n"
+    "Task: {task}\n{observation}\nCommands: {sql}\nResult: {result}\nAnswer (YES or NO):"
+)
+
 _YES = re.compile(r"\b(yes|success|successful|correct)\b", re.IGNORECASE)
 _NO = re.compile(r"\b(no|fail|failed|failure|incorrect|wrong)\b", re.IGNORECASE)
 
@@ -210,14 +241,24 @@ def parse_verdict(text: str) -> bool | None:
 
 
 def judge(
-    executor: Any, task: str, observation: str, sql: str, result: str, *, max_tokens: int = 4
+    executor: Any,
+    task: str,
+    observation: str,
+    sql: str,
+    result: str,
+    *,
+    max_tokens: int = 4,
+    domain: str = "sql",
 ) -> tuple[bool | None, Any]:
     """The executor as LLM-as-judge of success (JitMem Sec. 3, "Memory Bank").
 
     The judge sees the task, the schema, the SQL and its execution output; never the checker's
     verdict. Returns ``(verdict or None if unreadable or the call failed, Completion or None)``.
+    ``domain="bash"``: ``sql`` is the trajectory's commands and ``result`` what the last one
+    printed (:data:`BASH_JUDGE_PROMPT`).
     """
-    prompt = JUDGE_PROMPT.format(task=task, observation=observation, sql=sql, result=result)
+    template = BASH_JUDGE_PROMPT if domain == "bash" else JUDGE_PROMPT
+    prompt = template.format(task=task, observation=observation, sql=sql, result=result)
     try:
         c = executor.complete(prompt, max_tokens=max_tokens)
     except LLMError as e:
@@ -227,7 +268,9 @@ def judge(
 
 
 __all__ = [
+    "BASH_JUDGE_PROMPT",
     "JUDGE_PROMPT",
+    "BASH_STRATEGIES",
     "STRATEGIES",
     "call_model",
     "check_payload",

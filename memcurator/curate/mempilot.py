@@ -34,12 +34,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from memcurator.curate.aligners import create_aligner
 from memcurator.curate.base import CallRecord, CurateContext, CurateResult
 from memcurator.curate.extractive import (
     ParsedTrajectory,
     extract_noted,
     pair,
-    parse_raw,
+    pair_steps,
     parse_schema,
 )
 from memcurator.curate.features import FEATURES, task_features
@@ -284,28 +285,36 @@ class MemPilotOrchestrator(Component):
     ) -> str:
         k = int(c["k"])
         query = self._query(ctx, c["query"])
+        aligner = create_aligner(ctx.domain)
         if c["z"] == "retrieve":
             ents = ctx.recall(query, k)
             ro.sources += ents
             views = []
             for m in ents:
-                p = parse_raw(m.text)
-                views.append(pair(p.task, p.final_action) if p and p.final_action else m.text)
+                p = aligner.parse(m.text)
+                if not (p and p.final_action):
+                    views.append(m.text)
+                elif aligner.whole_trajectory:
+                    views.append(pair_steps(p.task, p.actions))
+                else:
+                    views.append(pair(p.task, p.final_action))
             return "\n\n".join(views)
         ents = self._raw(ctx, query, k)
         ro.raw_chars += sum(len(m.text) for m in ents)
-        parsed: list[ParsedTrajectory] = [p for p in (parse_raw(m.text) for m in ents) if p]
+        parsed: list[ParsedTrajectory] = [p for p in (aligner.parse(m.text) for m in ents) if p]
         if not parsed:
             ro.notes.append(f"step {t}: curate found no raw trajectory")
             return ""
         ro.sources += ents
         pm = pool[c["model"]]
         if not pm.uses_llm or c["strategy"] == "align":
-            text, _, notes = extract_noted("align", ctx.task, ctx.observation, parsed)
+            text, _, notes = extract_noted("align", ctx.task, ctx.observation, parsed, aligner)
             ro.notes += [f"step {t}: {n}" for n in notes]
             if pm.kind == "expert-sim":
                 # billed as a priced expert reading the same evidence (characters / 4 tokens)
-                prompt = curator_prompt("adapt", ctx.task, ctx.observation, parsed)
+                prompt = curator_prompt(
+                    "adapt", ctx.task, ctx.observation, parsed, domain=ctx.domain
+                )
                 n_in, n_out = len(prompt) // 4, max(1, len(text) // 4)
                 ro.calls.append(
                     CallRecord(pm.name, n_in, n_out, pm.cost(n_in, n_out), 0.0,
@@ -314,7 +323,7 @@ class MemPilotOrchestrator(Component):
             elif pm.uses_llm:
                 pass  # "align" on an LLM: no call needed
             return text
-        prompt = curator_prompt(c["strategy"], ctx.task, ctx.observation, parsed)
+        prompt = curator_prompt(c["strategy"], ctx.task, ctx.observation, parsed, domain=ctx.domain)
         out, rec = call_model(
             pm, ctx.executor, prompt, max_tokens=self.max_tokens, stage=t,
             stop=stops_for(c["strategy"]),
@@ -332,7 +341,7 @@ class MemPilotOrchestrator(Component):
         note = f"step {t}: curate({pm.name},{c['strategy']}): {why}; fell back to align"
         log.info("MemPilot: %s (task %.60r)", note, ctx.task)
         ro.notes.append(note)
-        text, _, notes = extract_noted("align", ctx.task, ctx.observation, parsed)
+        text, _, notes = extract_noted("align", ctx.task, ctx.observation, parsed, aligner)
         ro.notes += [f"step {t}: {n}" for n in notes]
         return text
 
@@ -341,7 +350,10 @@ class MemPilotOrchestrator(Component):
         pol = self._policy(pool)
         parsed0 = [
             p
-            for p in (parse_raw(m.text) for m in self._raw(ctx, ctx.task, max(self.k_options)))
+            for p in (
+                create_aligner(ctx.domain).parse(m.text)
+                for m in self._raw(ctx, ctx.task, max(self.k_options))
+            )
             if p
         ]
         ro = Rollout()

@@ -120,9 +120,15 @@ def named_literals(task: OSTask) -> list[str]:
 
 
 def _sub(text: str, old: str, new: str) -> str:
+    """Rename ``old`` where it stands as itself: a path up to a separator or the end of a
+    sentence (``/reports/x.log,`` and ``/backup.`` included), a name as a whole word or a path
+    component (``/home/alice``); a name ending in ``_`` or ``-`` is a prefix (``data_001``)."""
     if old.startswith("/"):
-        return re.sub(rf"{re.escape(old)}(?=[/\s'\":;)|&]|$)", new, text)
-    return re.sub(rf"(?<![\w\-/.]){re.escape(old)}(?![\w\-])", new, text)
+        return re.sub(
+            rf"(?<![\w.~\-]){re.escape(old)}(?=[/\s'\":;,)|&<>]|\.(?![\w.])|$)", new, text
+        )
+    tail = "" if old.endswith(("_", "-")) else r"(?![\w\-])"
+    return re.sub(rf"(?<![\w\-.]){re.escape(old)}{tail}", new, text)
 
 
 def reinstantiate(task: OSTask, rng: np.random.Generator) -> OSTask | None:
