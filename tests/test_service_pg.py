@@ -28,6 +28,7 @@ pytest.importorskip("uvicorn")
 
 from memcurator import Memory  # noqa: E402
 from memcurator.client import Client  # noqa: E402
+from memcurator.errors import InvalidInput  # noqa: E402
 from memcurator.lifecycle.store_recall import StoreRecall  # noqa: E402
 from memcurator.service.keys import KeyTable  # noqa: E402
 from memcurator.service.launch import ServeProcess  # noqa: E402
@@ -124,6 +125,13 @@ def test_served_recall_is_in_database_and_forget_crosses_processes(pg_url, tmp_p
                 assert not forgotten & set(c.recall(q, k=10)["ids"])
             assert not forgotten & set(ref.recall(q, k=10).ids)
         ref.store.close()
+        # a namespace configured while the server runs, one Memory refuses: a clear 422
+        late = KeyTable(keys)
+        _, tok2 = late.create("late", name="agent2", scopes=("read", "write"))
+        late.configure("late", policy="lru", max_bytes=50_000)
+        late.close()
+        with pytest.raises(InvalidInput, match="recall_in_store: .*byte budget"):
+            Client(a.url, key=tok2, timeout=60).recall("anything", k=1)
         assert "Traceback" not in a.log(10**7) + b.log(10**7)
     finally:
         a.stop()
@@ -131,6 +139,7 @@ def test_served_recall_is_in_database_and_forget_crosses_processes(pg_url, tmp_p
             b.stop()
 
 
+@pytest.mark.parametrize("command", ["serve", "mcp"])
 @pytest.mark.parametrize(
     ("policy", "max_bytes", "why"),
     [
@@ -139,7 +148,9 @@ def test_served_recall_is_in_database_and_forget_crosses_processes(pg_url, tmp_p
         ("keep-all", 20000, "has a byte budget (20000 bytes)"),
     ],
 )
-def test_namespace_memory_refuses_stops_the_server(pg_url, tmp_path, policy, max_bytes, why):
+def test_namespace_memory_refuses_stops_the_server(
+    pg_url, tmp_path, command, policy, max_bytes, why
+):
     keys = str(tmp_path / "k.keys")
     table = KeyTable(keys)
     table.create("ok", name="a", scopes=("read",))
@@ -147,7 +158,8 @@ def test_namespace_memory_refuses_stops_the_server(pg_url, tmp_path, policy, max
     table.create("bad", name="b", scopes=("read",))
     table.configure("bad", policy=policy, max_bytes=max_bytes)
     table.close()
-    p = _cli("serve", pg_url, "--keys", keys, "--port", "1", "--recall-in-store")
+    http = ["--transport", "http"] if command == "mcp" else []
+    p = _cli(command, pg_url, "--keys", keys, *http, "--port", "1", "--recall-in-store")
     assert p.returncode == 2, p.stderr
     err = [ln for ln in p.stderr.splitlines() if ln.startswith("error:")]
     assert len(err) == 1, p.stderr
