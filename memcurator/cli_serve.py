@@ -39,15 +39,15 @@ def _memory_options(store: str, embedder: str, recall_in_store: bool) -> dict:
     from memcurator.errors import InvalidInput
     from memcurator.store import is_url
 
+    if recall_in_store and not is_url(store):  # before the embedder is probed
+        fail(
+            InvalidInput(
+                f"--recall-in-store: store {store} cannot search in the database (a SQLite "
+                "store); serve a postgresql:// store, or drop the option"
+            )
+        )
     opts: dict = {"embedder": _embedder(embedder)}
     if recall_in_store:
-        if not is_url(store):
-            fail(
-                InvalidInput(
-                    f"--recall-in-store: store {store} cannot search in the database (a SQLite "
-                    "store); serve a postgresql:// store, or drop the option"
-                )
-            )
         opts["recall_in_store"] = True
     return opts
 
