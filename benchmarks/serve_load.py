@@ -13,6 +13,15 @@ For each resident size N and client count C (issue 21's "load benchmark"):
   (:class:`memcurator.client.Client`) each time ``--ops`` writes, then (all starting together)
   ``--ops`` recalls.
 
+With ``--store postgres`` (issue 20's in-database recall): a throwaway local PostgreSQL
+(:class:`memcurator.store.pglocal.LocalPostgres`), a new database per N filled by ``COPY`` (as
+``benchmarks/recall_scale.py`` does), ANALYZE, and the namespace's HNSW index built by
+:meth:`~memcurator.store.postgres.PostgresStore.ensure_hnsw`; the reference is
+``Memory(url, recall_in_store=True)`` on that database and the service runs
+``memcurator serve URL --recall-in-store`` (policy ``keep-all``, the default there: in-database
+recall is for unbudgeted cosine-rank namespaces). The reference's writes stay in the database,
+so each service run starts from N + ops entries (N + 2 ops for the second client count, ...).
+
 It prints p50/p95/p99 latencies (ms) and requests/s (all clients together over the phase's wall
 time) for both, and the service's p50 and p95 over the library's. At C > 1 the ratio also holds
 the queueing of C callers on one namespace (the service runs one namespace's calls one at a
@@ -24,6 +33,7 @@ nothing.
 Usage::
 
     python benchmarks/serve_load.py --entries 10000,100000 --clients 1,8 --ops 200
+    python benchmarks/serve_load.py --store postgres --entries 10000,100000 --clients 1,8 --ops 200
 """
 
 from __future__ import annotations
@@ -101,16 +111,64 @@ def fill(store: str, n: int, policy: str) -> float:
     return time.perf_counter() - t0
 
 
-def run(n: int, clients: list[int], ops: int, policy: str) -> list[dict[str, object]]:
+def fill_pg(base_url: str, n: int, policy: str) -> tuple[str, float, float]:
+    """A new database ``serve_load_N`` on the server at ``base_url`` with namespace ``load``
+    holding ``n`` entries, inserted by ``COPY``; ANALYZE; its HNSW index built. Returns
+    (url, fill seconds, index build seconds)."""
+    import psycopg
+
+    from memcurator.store.postgres import PostgresStore
+
+    db = f"serve_load_{n}"
+    with psycopg.connect(base_url, autocommit=True) as c:
+        c.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
+        c.execute(f"CREATE DATABASE {db}")
+        c.execute("ALTER SYSTEM SET maintenance_work_mem = '1GB'")
+        c.execute("SELECT pg_reload_conf()")
+    url = base_url.rpartition("/")[0] + "/" + db
+    with Memory(url, namespace="load", policy=policy, max_bytes=None) as m:
+        emb = m.embedder
+    t0 = time.perf_counter()
+    with psycopg.connect(url, autocommit=True) as c, c.cursor() as cur:
+        cols = "id, namespace, kind, text, bytes, raw_bytes, vec, origin, meta"
+        with cur.copy(f"COPY entries ({cols}) FROM STDIN") as cp:
+            for i in range(n):
+                text = _text(i)
+                e = np.asarray(emb.embed(recall_text(text)), dtype=np.float32)
+                b = default_sizeof(text, {}, e)
+                vec = "[" + ",".join(map(repr, e.tolist())) + "]"
+                cp.write_row((f"fill{i}", "load", "raw", text, b, b, vec, "self", "{}"))
+        c.execute("ANALYZE entries")
+    fill_s = time.perf_counter() - t0
+    s = PostgresStore(url)
+    t0 = time.perf_counter()
+    s.ensure_hnsw("load")
+    hnsw_s = time.perf_counter() - t0
+    s.close()
+    return url, fill_s, hnsw_s
+
+
+def run(
+    n: int, clients: list[int], ops: int, policy: str, pg_base: str | None = None
+) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     with tempfile.TemporaryDirectory() as d:
         store = os.path.join(d, "load.db")
-        fill_s = fill(store, n, policy)
-        print(f"# N={n:,}: filled in {fill_s:.1f} s", flush=True)
-        # in-process reference on a copy of the store, so the service starts from N entries
-        ref = os.path.join(d, "ref.db")
-        shutil.copy(store, ref)
-        with Memory(ref, namespace="load", policy=policy) as m:
+        extra: list[str] = []
+        if pg_base is not None:
+            store, fill_s, hnsw_s = fill_pg(pg_base, n, policy)
+            print(
+                f"# N={n:,}: COPY filled in {fill_s:.1f} s, HNSW built in {hnsw_s:.1f} s",
+                flush=True,
+            )
+            ref, in_store, extra = store, {"recall_in_store": True}, ["--recall-in-store"]
+        else:
+            fill_s = fill(store, n, policy)
+            print(f"# N={n:,}: filled in {fill_s:.1f} s", flush=True)
+            # in-process reference on a copy of the store, so the service starts from N entries
+            ref, in_store = os.path.join(d, "ref.db"), {}
+            shutil.copy(store, ref)
+        with Memory(ref, namespace="load", policy=policy, **in_store) as m:
             m.recall("warm up", k=3)  # untimed, as the service's warm-up below
             lw, lr = [], []
             t0 = time.perf_counter()
@@ -130,14 +188,19 @@ def run(n: int, clients: list[int], ops: int, policy: str) -> list[dict[str, obj
             "recall": (*_pcts(lr), ops / r_span),
         }
         for c in clients:
-            work = os.path.join(d, f"c{c}.db")
-            shutil.copy(store, work)
-            keys = work + ".keys"
+            if pg_base is not None:
+                work, keys = store, os.path.join(d, f"c{c}.keys")
+            else:
+                work = os.path.join(d, f"c{c}.db")
+                shutil.copy(store, work)
+                keys = work + ".keys"
             table = KeyTable(keys)
             _, tok = table.create("load", name="load", scopes=("read", "write"))
             table.configure("load", policy=policy)
             table.close()
-            srv = ServeProcess(work, keys=keys, log_path=os.path.join(d, f"serve{c}.log"))
+            srv = ServeProcess(
+                work, keys=keys, log_path=os.path.join(d, f"serve{c}.log"), args=extra
+            )
             srv.start()
             try:
                 from memcurator.client import Client
@@ -197,17 +260,40 @@ def main() -> None:
     ap.add_argument("--entries", default="1000", help="resident sizes N, comma-separated")
     ap.add_argument("--clients", default="1,4", help="client process counts, comma-separated")
     ap.add_argument("--ops", type=int, default=200, help="writes and recalls per client")
-    ap.add_argument("--policy", default="curator")
+    ap.add_argument(
+        "--store",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="postgres: a local throwaway server, served with --recall-in-store",
+    )
+    ap.add_argument("--policy", default=None, help="default curator (sqlite), keep-all (postgres)")
     a = ap.parse_args()
+    policy = a.policy or ("keep-all" if a.store == "postgres" else "curator")
     clients = [int(x) for x in a.clients.split(",")]
+    local = None
+    if a.store == "postgres":
+        from memcurator.store.pglocal import LocalPostgres
+
+        local = LocalPostgres()
+        local.start()
+    print(f"# store {a.store}, policy {policy}", flush=True)
     print(f"# load average at start (1, 5, 15 min): {os.getloadavg()}", flush=True)
     print(
         "| N | clients | op | p50 ms | p95 ms | p99 ms | req/s | library p50 ms | library p95 ms "
         "| library p99 ms | library req/s | p50 ratio | p95 ratio |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    try:
+        _table(a, clients, policy, None if local is None else local.url)
+    finally:
+        if local is not None:
+            local.stop()
+    print(f"# load average at end (1, 5, 15 min): {os.getloadavg()}", flush=True)
+
+
+def _table(a: argparse.Namespace, clients: list[int], policy: str, pg_base: str | None) -> None:
     for n in (int(x) for x in a.entries.split(",")):
-        for r in run(n, clients, a.ops, a.policy):
+        for r in run(n, clients, a.ops, policy, pg_base):
             print(
                 f"| {r['entries']:,} | {r['clients']} | {r['op']} | {r['p50']:.1f} | "
                 f"{r['p95']:.1f} | {r['p99']:.1f} | {r['rps']:.0f} | {r['lib_p50']:.1f} | "
@@ -215,7 +301,6 @@ def main() -> None:
                 f"{r['p50'] / r['lib_p50']:.1f}x | {r['p95'] / r['lib_p95']:.1f}x |",
                 flush=True,
             )
-    print(f"# load average at end (1, 5, 15 min): {os.getloadavg()}", flush=True)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,48 @@ _EMBEDDER_HELP = (
     "openai:base_url=http://127.0.0.1:8080/v1,model=M; its key from $MEMCURATOR_EMBED_API_KEY). "
     "A namespace embedded otherwise is refused."
 )
+_IN_STORE_HELP = (
+    "Recall inside PostgreSQL (pgvector HNSW + full-text, fused) instead of scanning each "
+    "tenant's resident set: only for a postgresql:// store and namespaces Memory allows "
+    "(no byte budget, a cosine-rank policy such as keep-all); any other configured namespace "
+    "stops the server at start with the reason."
+)
+
+
+def _memory_options(store: str, embedder: str, recall_in_store: bool) -> dict:
+    """Every tenant's :class:`~memcurator.Memory` arguments from the shared options of
+    ``serve`` and ``mcp``; ``--recall-in-store`` on a SQLite store exits 2 with one line."""
+    from memcurator.cli_common import fail
+    from memcurator.errors import InvalidInput
+    from memcurator.store import is_url
+
+    if recall_in_store and not is_url(store):  # before the embedder is probed
+        fail(
+            InvalidInput(
+                f"--recall-in-store: store {store} cannot search in the database (a SQLite "
+                "store); serve a postgresql:// store, or drop the option"
+            )
+        )
+    opts: dict = {"embedder": _embedder(embedder)}
+    if recall_in_store:
+        opts["recall_in_store"] = True
+    return opts
+
+
+def _open_configured(pool) -> None:
+    """With ``--recall-in-store``, open every namespace that has a live key now, so that one
+    :class:`~memcurator.Memory` refuses (a budget, a policy that does not rank by cosine) stops
+    the server at start with its reason (exit 2), not at the first request."""
+    from memcurator.cli_common import fail
+    from memcurator.errors import MemcuratorError
+
+    for ns in sorted({k.namespace for k in pool.keys.list() if not k.revoked}):
+        try:
+            pool.tenant(ns)
+        except MemcuratorError as e:
+            pool.close()
+            fail(f"namespace {ns!r}: {e}")
+        console.print(f"namespace {ns!r} recalls in the database (pgvector HNSW + full-text)")
 
 
 def _embedder(spec: str):
@@ -135,6 +177,7 @@ def serve(
     keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
     embedder: Annotated[str, typer.Option(help=_EMBEDDER_HELP)] = "hashing",
+    recall_in_store: Annotated[bool, typer.Option(help=_IN_STORE_HELP)] = False,
 ) -> None:
     """Serve the store's namespaces over HTTP; each request needs a key (`memcurator keys`)."""
     from memcurator.service import require_extra
@@ -147,10 +190,10 @@ def serve(
     from memcurator.service.app import create_app
 
     kpath = keys if keys is not None else default_keys_path(store)
-    emb = _embedder(embedder)
-    app = create_app(
-        store, keys=kpath, ring_path=ring_path_for(kpath), memory_options={"embedder": emb}
-    )
+    opts = _memory_options(store, embedder, recall_in_store)
+    app = create_app(store, keys=kpath, ring_path=ring_path_for(kpath), memory_options=opts)
+    if recall_in_store:
+        _open_configured(app.state.pool)
     console.print(f"serving {store} on http://{host}:{port} (keys: {kpath})")
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level)
@@ -171,6 +214,7 @@ def mcp(
     port: Annotated[int, typer.Option(help="http: TCP port.")] = 8001,
     keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
     embedder: Annotated[str, typer.Option(help=_EMBEDDER_HELP)] = "hashing",
+    recall_in_store: Annotated[bool, typer.Option(help=_IN_STORE_HELP)] = False,
 ) -> None:
     """Serve the store as MCP tools (write, recall, feedback, forget, explain); http is
     stateless streamable HTTP at /mcp."""
@@ -185,9 +229,11 @@ def mcp(
     from memcurator.service.mcp_server import create_mcp
 
     kpath = keys if keys is not None else default_keys_path(store)
-    emb = _embedder(embedder)
-    pool = TenantPool(store, KeyTable(kpath), ring_path_for(kpath), {"embedder": emb})
+    opts = _memory_options(store, embedder, recall_in_store)
+    pool = TenantPool(store, KeyTable(kpath), ring_path_for(kpath), opts)
     try:
+        if recall_in_store:
+            _open_configured(pool)
         if transport == "stdio":
             key = pool.keys.authenticate(os.environ.get(key_env))
             create_mcp(pool, key=key).run("stdio")

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from memcurator.errors import StoreError
@@ -49,6 +50,8 @@ class ServeProcess:
         Where the server's stdout and stderr go (appended across restarts); None: dropped.
     log_level : str, default "warning"
         uvicorn's log level.
+    args : sequence of str, default ()
+        Further ``memcurator serve`` options (e.g. ``["--recall-in-store"]``).
 
     Raises
     ------
@@ -65,12 +68,14 @@ class ServeProcess:
         port: int | None = None,
         log_path: str | None = None,
         log_level: str = "warning",
+        args: Sequence[str] = (),
     ):
         self.store = store
         self.keys = keys
         self.port = free_port() if port is None else port
         self.log_path = log_path
         self.log_level = log_level
+        self.args = list(args)
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen[bytes] | None = None
         #: how many times the server was started
@@ -87,7 +92,8 @@ class ServeProcess:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "memcurator.cli", "serve", self.store]
                 + ["--keys", self.keys, "--host", "127.0.0.1", "--port", str(self.port)]
-                + ["--log-level", self.log_level],
+                + ["--log-level", self.log_level]
+                + self.args,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONUNBUFFERED": "1"},
