@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -586,6 +587,12 @@ def test_a_call_waiting_while_the_budget_changes_gets_the_reopened_memory(tmp_pa
         waiter.start()
         reopen = threading.Thread(target=lambda: pool.reopen("a", max_bytes=5000))
         reopen.start()
+        # release the tenant only once reopen has taken it out of the pool (reopen then waits
+        # for this lock): released earlier, the waiter may rightly run first, on the old memory
+        # and before the change (a race in the test, not in the pool)
+        deadline = time.monotonic() + 10
+        while "a" in pool.open_tenants() and time.monotonic() < deadline:
+            time.sleep(0.005)
     waiter.join(10)
     reopen.join(10)
     assert got and got[0] is not old and got[0].memory.max_bytes == 5000
