@@ -339,6 +339,11 @@ def _sqlite_rows(
     )
 
 
+def _ratio(p95: float, base: float | None) -> str:
+    """``p95`` over SQLite's p95 at the same size and clients; "-" where SQLite was skipped."""
+    return "-" if base is None else f"{p95 / base:.2f}"
+
+
 def render(rows: list[dict[str, Any]], notes: list[str], a: argparse.Namespace) -> None:
     print()
     print(
@@ -367,7 +372,8 @@ def render(rows: list[dict[str, Any]], notes: list[str], a: argparse.Namespace) 
         print(
             f"| {r['backend']} | {r['mode']} | {r['n']:,} | {r['clients']} | "
             f"{pct(lat, 50):.2f} | {p95:.2f} | {pct(lat, 99):.2f} | {len(lat) / wall:,.1f} | "
-            f"{p95 / base[(r['n'], r['clients'])]:.2f} | {r['r10']:.3f} | {ws} | {r['note']} |"
+            f"{_ratio(p95, base.get((r['n'], r['clients'])))} | {r['r10']:.3f} | {ws} | "
+            f"{r['note']} |"
         )
     for n in notes:
         print("-", n)
