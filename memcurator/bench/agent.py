@@ -481,7 +481,6 @@ def _curate(
     The probe (learning only) executes the task once with a candidate payload and returns the
     checker's reward; an executor error counts as reward 0. Nothing a probe sees is written.
     """
-    from memcurator.curate.base import CurateContext
     from memcurator.envs.sql import check
     from memcurator.errors import LLMError
 
@@ -502,23 +501,39 @@ def _curate(
         spent[0] += clock() - t
         return r
 
+    res = curator.curate(curate_context(task, memory, executor, cfg, schema, probe, "sql"))
+    return res, spent[0]
+
+
+def curate_context(
+    task: Task,
+    memory: Memory,
+    executor: Any,
+    cfg: AgentConfig,
+    observation: str,
+    probe: Callable[[str], float],
+    domain: str,
+) -> Any:
+    """The :class:`memcurator.curate.base.CurateContext` a read-time curator reads through, for
+    every environment's loop: the policy observes the task once (JitMem's own retriever never
+    calls recall, so recalls here do not observe it again); the bank is the resident set, and
+    scanning it costs the same energy proxy (bytes) as a recall; ``probe`` only when
+    ``cfg.learn``; ``domain`` names the aligner (``"sql"``, ``"bash"``)."""
+    from memcurator.curate.base import CurateContext
+
     def bank() -> list[Any]:
-        # a curator's own retriever scans the resident set: the same energy proxy as recall
         memory.energy_bytes += memory.used_bytes
         return memory.entries()
 
-    # the policy learns the working tasks from every task, whichever way the curator reads
-    # (JitMem's own retriever never calls recall); recalls below then do not count twice
     memory.observe(task.instruction)
-    ctx = CurateContext(
+    return CurateContext(
         task=task.instruction,
         recall=lambda q, k, where=None: memory.recall(q, k=k, observe=False, where=where).entries,
         bank=bank,
-        observation=schema,
+        observation=observation,
         executor=executor,
         pool=cfg.pool,
         probe=probe if cfg.learn else None,
         step=memory.step,
+        domain=domain,
     )
-    res = curator.curate(ctx)
-    return res, spent[0]

@@ -14,7 +14,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from memcurator.bench.agent import AgentConfig, TaskRecord, learn, memory_block, task_record
+from memcurator.bench.agent import (
+    AgentConfig,
+    TaskRecord,
+    curate_context,
+    learn,
+    memory_block,
+    task_record,
+)
 from memcurator.errors import ContextOverflow
 from memcurator.memory import Memory
 from memcurator.trust.provenance import unspotlight
@@ -399,7 +406,6 @@ def _curate_os(
     in a fresh sandbox with a candidate payload and returns the evaluation's reward; an executor
     error counts as reward 0. Nothing a probe sees is written.
     """
-    from memcurator.curate.base import CurateContext
     from memcurator.errors import LLMError
 
     ot = task.payload["os_task"]
@@ -417,23 +423,7 @@ def _curate_os(
         spent[0] += clock() - t
         return r
 
-    def bank() -> list[Any]:
-        # a curator's own retriever scans the resident set: the same energy proxy as recall
-        memory.energy_bytes += memory.used_bytes
-        return memory.entries()
-
-    memory.observe(task.instruction)
-    ctx = CurateContext(
-        task=task.instruction,
-        recall=lambda q, k, where=None: memory.recall(q, k=k, observe=False, where=where).entries,
-        bank=bank,
-        observation="",
-        executor=executor,
-        pool=cfg.pool,
-        probe=probe if cfg.learn else None,
-        step=memory.step,
-        domain="bash",
-    )
+    ctx = curate_context(task, memory, executor, cfg, "", probe, "bash")
     return curator.curate(ctx), spent[0]
 
 
