@@ -253,6 +253,33 @@ def task_record(
     )
 
 
+def curator_fields(cres: Any, block: str) -> dict[str, Any]:
+    """The :class:`TaskRecord` fields of a read-time curator's work on one task (zeros and
+    empty strings without a curator, ``cres`` None): payload and raw sizes (characters), its
+    model calls, tokens, cost (USD) and seconds, probe calls, the operator and its notes."""
+    calls = cres.calls if cres is not None else []
+    return dict(
+        payload_chars=len(block) if cres is not None else 0,
+        raw_chars=cres.raw_chars if cres is not None else 0,
+        curator_calls=sum(1 for c in calls if c.tokens_in or c.ok),
+        curator_tokens=int(sum(c.tokens_in + c.tokens_out for c in calls)),
+        curator_cost_usd=float(sum(c.cost_usd for c in calls)),
+        curator_s=float(sum(c.latency_s for c in calls)),
+        probe_calls=cres.probe_calls if cres is not None else 0,
+        curate_op=cres.operator if cres is not None else "",
+        curate_note="; ".join(cres.notes) if cres is not None else "",
+    )
+
+
+def judge_fields(metrics: dict[str, Any], judge_comp: Any) -> dict[str, Any]:
+    """The :class:`TaskRecord` fields of the trajectory judge (NaN and zeros without one)."""
+    return dict(
+        judge=float(metrics.get("judge", float("nan"))),
+        judge_calls=int(judge_comp is not None),
+        judge_tokens=int(judge_comp.tokens_in + judge_comp.tokens_out) if judge_comp else 0,
+    )
+
+
 def learn(
     memory: Memory,
     used: Any,
@@ -406,9 +433,8 @@ def run_task(
     )
     t_mem += learn(memory, hit._replace(ids=used) if hit is not None else used, ok, task, traj,
                    injected, clock)  # fmt: skip
-    cur_calls = cres.calls if cres is not None else []
-    cur_cost = float(sum(c.cost_usd for c in cur_calls))
-    cur_s = float(sum(c.latency_s for c in cur_calls))
+    cur = curator_fields(cres, block)
+    cur_cost, cur_s = cur["curator_cost_usd"], cur["curator_s"]
     inject_tokens = (
         round(first_in * len(block) / len(first_prompt)) if block and first_in > 0 else 0
     )
@@ -439,20 +465,10 @@ def run_task(
         # PEI of the (first) injected entry; 0 for one without an evaluation (poison, outside)
         injected_pei=float(np.nan_to_num(inj_pei[0], nan=0.0)) if inj_pei else float("nan"),
         inject_tokens=int(inject_tokens),
-        payload_chars=len(block) if cres is not None else 0,
-        raw_chars=cres.raw_chars if cres is not None else 0,
-        curator_calls=sum(1 for c in cur_calls if c.tokens_in or c.ok),
-        curator_tokens=int(sum(c.tokens_in + c.tokens_out for c in cur_calls)),
-        curator_cost_usd=cur_cost,
-        curator_s=cur_s,
-        probe_calls=cres.probe_calls if cres is not None else 0,
-        judge=float("nan") if "judge" not in metrics else float(metrics["judge"]),
-        judge_calls=int(judge_comp is not None),
-        judge_tokens=int(judge_comp.tokens_in + judge_comp.tokens_out) if judge_comp else 0,
         latency_s=latency + cur_s,
         latency_proxy_s=proxy + (cres.proxy_s if cres is not None else 0.0),
-        curate_op=cres.operator if cres is not None else "",
-        curate_note="; ".join(cres.notes) if cres is not None else "",
+        **cur,
+        **judge_fields(metrics, judge_comp),
     )
 
 

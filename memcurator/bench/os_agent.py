@@ -18,6 +18,8 @@ from memcurator.bench.agent import (
     AgentConfig,
     TaskRecord,
     curate_context,
+    curator_fields,
+    judge_fields,
     learn,
     memory_block,
     task_record,
@@ -348,9 +350,8 @@ def run_os_task(
         memory, hit._replace(ids=used) if hit is not None else used, ok, task, traj, injected,
         clock,
     )  # fmt: skip
-    cur_calls = cres.calls if cres is not None else []
-    cur_cost = float(sum(c.cost_usd for c in cur_calls))
-    cur_s = float(sum(c.latency_s for c in cur_calls))
+    cur = curator_fields(cres, block)
+    cur_cost, cur_s = cur["curator_cost_usd"], cur["curator_s"]
     return task_record(
         policy_name,
         seed,
@@ -376,18 +377,8 @@ def run_os_task(
         local_pei=traj_pei if ok else 0.0,
         frr=traj_frr,
         latency_s=run.latency_s + cur_s,
-        payload_chars=len(block) if cres is not None else 0,
-        raw_chars=cres.raw_chars if cres is not None else 0,
-        curator_calls=sum(1 for c in cur_calls if c.tokens_in or c.ok),
-        curator_tokens=int(sum(c.tokens_in + c.tokens_out for c in cur_calls)),
-        curator_cost_usd=cur_cost,
-        curator_s=cur_s,
-        probe_calls=cres.probe_calls if cres is not None else 0,
-        judge=float(metrics.get("judge", float("nan"))),
-        judge_calls=int(judge_comp is not None),
-        judge_tokens=int(judge_comp.tokens_in + judge_comp.tokens_out) if judge_comp else 0,
-        curate_op=cres.operator if cres is not None else "",
-        curate_note="; ".join(cres.notes) if cres is not None else "",
+        **cur,
+        **judge_fields(metrics, judge_comp),
     )
 
 
