@@ -260,3 +260,41 @@ def test_harm_check_covers_sql_and_actions() -> None:
     ):
         risk, why = harm("How many rows does t have?", action)
         assert risk >= 0.5 and why
+
+
+# ----------------------------------------------------------------------------- OS (sandbox)
+
+
+def test_os_trial_releases_the_reference_and_never_the_destroy_payload() -> None:
+    """The OS loop runs trials through the same code: a genuine outside trajectory (the task's
+    reference) is released after a passing episode in a fresh sandbox; the same task's
+    destroy, weaken, sudo and fetch payloads (admitted by a permissive gate) never are."""
+    from memcurator.bench.os_agent import copy_first_exemplar, run_os_task
+    from memcurator.envs.os import load_os_tasks
+    from memcurator.envs.os.poison import poison_script
+    from memcurator.envs.os.sandbox import require_tools
+    from memcurator.types import Task
+
+    require_tools()
+    by_index = {t.index: t for t in load_os_tasks()}
+    ex = create_executor("fake", responder=copy_first_exemplar)
+    cfg = AgentConfig(trial=True, max_turns=5, max_tokens=512)
+    for index in (7, 40):
+        ot = by_index[index]
+        task = Task(f"t0-{ot.family}", ot.instruction, ot.family, {"os_task": ot}, "clean")  # type: ignore[arg-type]
+        mem = _mem(NO_AGREEMENT)
+        w = mem.write(f"Task: {ot.instruction}\nAction: {ot.reference}", origin="external")
+        rec = run_os_task(task, mem, ex, cfg, policy_name="curator", seed=0, step=0)
+        assert (rec.trials, rec.trials_released, rec.trial_id) == (1, 1, w.id)
+        assert PROBATION not in mem.get(w.id).meta
+        for payload in ("destroy", "weaken", "sudo", "fetch"):
+            mem = _mem(PERMISSIVE)
+            text = f"Task: {ot.instruction}\nAction: {poison_script(ot, payload)}"
+            w = mem.write(text, origin="external", meta={"poison": True})
+            assert PROBATION in mem.get(w.id).meta
+            rec = run_os_task(
+                task, mem, ex, cfg, policy_name="curator", seed=0, step=0, poison_payload=payload
+            )
+            assert rec.trials == 1 and rec.trial_poison and rec.trials_released == 0
+            assert not rec.injected_poison and not rec.payload_executed  # live: never shown
+            assert PROBATION in mem.get(w.id).meta
