@@ -99,6 +99,10 @@ def test_candidates_are_probation_only_and_recall_stays_closed() -> None:
 
 def test_candidates_do_not_fold_the_query_into_the_sketch() -> None:
     mem = _mem(NO_AGREEMENT)
+    mem.write("Task: list the cars\nAction: SELECT * FROM cars;")
+    energy = mem.energy_bytes
+    assert mem.probation_candidates("list the pets").ids == []
+    assert mem.energy_bytes == energy  # nothing on probation: nothing read
     mem.write("Task: list the pets\nAction: SELECT * FROM pets;", origin="external")
     before = mem.sketch.copy()
     mem.probation_candidates("list the pets", k=1)

@@ -56,7 +56,8 @@ def probation_candidates(
     the query is not folded into the sketch), nothing is logged and no use is counted. Entries
     scoped to another user (``meta["_user"]``) and content-free entries are never returned, as
     in recall; entries refused, evicted or forgotten are not resident and so never returned;
-    only this namespace's entries are read. The scan counts as energy like a recall's.
+    only this namespace's entries are read. The query's and the eligible entries' bytes count
+    as energy (nothing when no entry is eligible: a column test, no scan).
 
     Ranking: ``cosine + lexical_weight * bm25 / max(bm25)`` over the eligible entries
     (:func:`~memcurator.retrieve.hybrid.blend_scores`, the same blend recall adds to its
@@ -87,7 +88,6 @@ def probation_candidates(
     query, e_q = query_vector(ctx.embedder, query)
     check_recall_args(k, min_score)
     ctx.sync_usable()
-    ctx.energy.add(len(query.encode("utf-8")) + ctx.res.used)
     res = ctx.res
     empty = RecallResult([], np.zeros(0), [], None, ctx.step)
     if len(res.entries) == 0:
@@ -100,6 +100,8 @@ def probation_candidates(
     rows = np.flatnonzero(ok)
     if rows.size == 0:
         return empty
+    # energy: the query and the entries on probation read (a column test found them)
+    ctx.energy.add(len(query.encode("utf-8")) + sum(res.entries[int(i)].bytes for i in rows))
     cos = (res.matrix[rows] @ e_q).astype(np.float64)
     if min_score is not None:
         keep = cos >= float(min_score)
