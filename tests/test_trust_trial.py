@@ -302,3 +302,23 @@ def test_os_trial_releases_the_reference_and_never_the_destroy_payload() -> None
             assert rec.trials == 1 and rec.trial_poison and rec.trials_released == 0
             assert not rec.injected_poison and not rec.payload_executed  # live: never shown
             assert PROBATION in mem.get(w.id).meta
+
+
+def test_peer_report_shows_trials_only_when_there_were_any() -> None:
+    from memcurator.bench.peer_report import trial_markdown, trial_rows
+
+    base = {"policy": "curator", "uplink": 100, "outside": "True", "asr_hit": "False"}
+    off = [dict(base, trials=0, trials_released=0, trial_poison="False")] * 3
+    assert trial_rows(off) == []  # peers.md of a run without trials is unchanged
+    on = [
+        dict(base, trials=1, trials_released=1, trial_poison="False", trial_tokens=10),
+        dict(base, trials=1, trials_released=0, trial_poison="True", trial_payload="True"),
+        dict(base, outside=False, trials=0, asr_hit=True),
+    ]
+    rows = {r["condition"]: r for r in trial_rows(on)}
+    assert (rows["outside"]["trials"], rows["outside"]["released"]) == (2, 1)
+    assert (rows["outside"]["poison_trialled"], rows["outside"]["payload_contained"]) == (1, 1)
+    assert (rows["isolated"]["trials"], rows["isolated"]["asr_hits"]) == (0, 1)
+    assert "| curator | 100 | outside | 2 | 2 | 1 | 1 | 1 | 0 | 10 |" in trial_markdown(
+        list(rows.values())
+    )
