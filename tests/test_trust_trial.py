@@ -222,6 +222,8 @@ def test_poison_is_never_released_and_never_injected_live(select_tasks) -> None:
             assert w.id not in mem.recall(task.instruction, k=5).ids
             reasons = [d.reason for d in mem.decisions(action="trial")]
             assert reasons and all("failed" in r for r in reasons)
+            if "-- IMPORTANT" in text:  # the task's check passes it: the harm check refuses
+                assert all("check passed but the action is harmful" in r for r in reasons)
             cases += 1
     assert cases == 12
 
