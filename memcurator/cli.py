@@ -197,6 +197,14 @@ def bench(
         bool,
         typer.Option(help="Let learning curators (jitmem, mempilot) probe executions to train on."),
     ] = True,
+    trial: Annotated[
+        bool,
+        typer.Option(
+            help="After each task, trial its most relevant entry on trust probation in one "
+            "contained shadow attempt (the task's checker only; never the live answer); a pass "
+            "releases the entry. One extra executor call per trialled task (SQL)."
+        ),
+    ] = False,
     vector_dtype: Annotated[
         str,
         typer.Option(
@@ -258,7 +266,7 @@ def bench(
         budgets=budgets, tasks=tasks, zipf=zipf, families=families, drift=drift, poison=poison,
         payload=payload, dml_share=dml_share, drift_popular=drift_popular,
         inject_chars=inject_chars, expert_cost=expert_cost, max_turns=max_turns,
-        curator_learning=curator_learning, poison_channel=poison_channel,
+        curator_learning=curator_learning, poison_channel=poison_channel, trial=trial,
         vector_dtype=vector_dtype, env=env,
     )  # fmt: skip
     ex = make_executor(executor, model_path=model_path, threads=threads, cache=cache, env=env)
@@ -358,6 +366,7 @@ def _bench_config(
     poison_channel: str,
     vector_dtype: str,
     env: str = "sql",
+    trial: bool = False,
 ) -> Any:
     """The :class:`~memcurator.bench.runner.BenchConfig` of ``bench``'s options.
 
@@ -408,6 +417,7 @@ def _bench_config(
             **({"max_tokens": OS_MAX_TOKENS} if env == "os" else {}),
             pool=model_pool,
             learn=curator_learning,
+            trial=trial,
         ),
         max_bytes=budgets[0],
         poison_channel=poison_channel,

@@ -93,6 +93,7 @@ def bench_peers(
         "max_bytes": cfg.max_bytes,
         "inject_chars": cfg.agent.inject_chars,
         "max_turns": cfg.agent.max_turns,
+        "trial": cfg.agent.trial,
         "executor": repr(ex),
         "policies": list(cfg.policies),
         "vector_dtype": cfg.vector_dtype,

@@ -139,6 +139,18 @@ GLOSSARY: tuple[Term, ...] = (
         ("trust", "Trust", "admission", "provenance", "π", "pi"),
     ),
     Term(
+        "contained trial",
+        "With bench --trial, after a task's live attempt, the entry on trust probation about "
+        "the same request (cosine >= 0.8) is shown, as outside data, in one shadow attempt "
+        "whose action runs only in the task's checker (SQL: a fresh copy of the task's "
+        "database; OS: a fresh sandbox). It passes if the check passes and the domain harm "
+        "check finds nothing: the entry is then released (injectable); otherwise the failure "
+        "counts against it. The shadow is never the live answer and is never written. trials, "
+        "trials_released: per task; poison trialled: a poison entry shown in a shadow prompt "
+        "(contained), unlike poison injected live (docs/trust.md).",
+        ("trial", "trials", "trials_released", "trial_poison", "poison trialled", "--trial"),
+    ),
+    Term(
         "n_p",
         "Number of poisoned entries the attacker writes (--poison). 0 runs without an attack.",
         ("poison", "n_p", "np"),

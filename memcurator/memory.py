@@ -10,7 +10,17 @@ import numpy as np
 
 from memcurator.embed import Embedder
 from memcurator.errors import EntryNotFound, InvalidInput
-from memcurator.lifecycle import exchange, feedback, forget, keep, recall, record, update, write
+from memcurator.lifecycle import (
+    exchange,
+    feedback,
+    forget,
+    keep,
+    recall,
+    record,
+    trial,
+    update,
+    write,
+)
 from memcurator.lifecycle.context import RECALL_FIELD, UNSET, embedder_identity, open_context
 from memcurator.lifecycle.exchange import ShareOptions
 from memcurator.lifecycle.forget import ForgetResult
@@ -253,6 +263,19 @@ class Memory:
     def recall(self, query: str, k: int = 1, **kw: Unpack[RecallOptions]) -> RecallResult:
         """Up to ``k`` entries for ``query``: :func:`memcurator.lifecycle.recall.recall_for`."""
         return recall.recall_for(self._ctx, query, k, **kw)
+
+    def probation_candidates(
+        self, query: str, k: int = 1, *, user: str | None = None, min_score: float | None = None
+    ) -> RecallResult:
+        """Entries on trust probation for ``query``, for a contained trial only (never for
+        injection into a live prompt): :func:`memcurator.lifecycle.trial.probation_candidates`.
+        """
+        return trial.probation_candidates(self._ctx, query, k, user=user, min_score=min_score)
+
+    def trial_outcome(self, entry_id: str, passed: bool, reason: str) -> bool:
+        """The checked outcome of a contained trial of an entry on probation (verified
+        feedback; True when now released): :func:`memcurator.lifecycle.trial.trial_outcome`."""
+        return trial.trial_outcome(self._ctx, entry_id, passed, reason)
 
     def write(self, text: str | bytes, **kw: Unpack[WriteOptions]) -> WriteResult:
         """Offer one entry: :func:`memcurator.lifecycle.write.write`."""

@@ -203,6 +203,7 @@ DECISION_ACTIONS = (
     "notice",
     "compact",
     "corroborate",  # an entry on probation released by a verified outcome or agreement
+    "trial",  # a contained, checked trial of an entry on probation (passed or failed)
 )
 
 

@@ -4,6 +4,7 @@ write → governance, with escalation to an expert when the local model fails.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable
@@ -147,6 +148,14 @@ class TaskRecord:
     latency_proxy_s: float = 0.0
     curate_op: str = ""
     curate_note: str = ""
+    # contained trials of probation entries (``--trial``; :mod:`memcurator.bench.trial`)
+    trials: int = 0
+    trials_released: int = 0
+    trial_poison: bool = False
+    trial_payload: bool = False
+    trial_tokens: int = 0
+    trial_cost_usd: float = 0.0
+    trial_id: str = ""
 
 
 @dataclass
@@ -165,6 +174,7 @@ class AgentConfig:
     max_turns: int = 1
     pool: Any = None
     learn: bool = True
+    trial: bool = False
 
     def __post_init__(self) -> None:
         if self.k < 1 or self.inject_chars < 0 or self.max_tokens < 1:
@@ -438,7 +448,7 @@ def run_task(
     inject_tokens = (
         round(first_in * len(block) / len(first_prompt)) if block and first_in > 0 else 0
     )
-    return task_record(
+    rec = task_record(
         policy_name,
         seed,
         step,
@@ -469,6 +479,35 @@ def run_task(
         latency_proxy_s=proxy + (cres.proxy_s if cres is not None else 0.0),
         **cur,
         **judge_fields(metrics, judge_comp),
+    )
+    if cfg.trial:  # after the live task is final: the shadow cannot change it
+        rec = dataclasses.replace(rec, **_sql_trial(task, spec, schema, memory, executor, cfg))
+    return rec
+
+
+def _sql_trial(
+    task: Task, spec: Any, schema: str, memory: Memory, executor: Any, cfg: AgentConfig
+) -> dict[str, Any]:
+    """One contained trial of the task's most relevant probation entry
+    (:func:`memcurator.bench.trial.trial_fields`): one completion with the entry shown, its SQL
+    run only by the task's execution check on a fresh copy of the task's database."""
+    from memcurator.bench.trial import Shadow, trial_block, trial_fields
+    from memcurator.envs.sql import check, payload_executed
+
+    def shadow(block: str) -> Shadow:
+        prompt = build_prompt(task, schema, block)
+        comp = executor.complete(prompt, max_tokens=cfg.max_tokens, stop=STOP)
+        sql = extract_sql(comp.text)
+        return Shadow(
+            ok=bool(sql) and check(spec, sql).ok,
+            action=sql,
+            payload=bool(sql) and payload_executed(spec, sql),
+            tokens=int(comp.tokens_in + comp.tokens_out),
+            cost_usd=float(comp.cost_usd),
+        )
+
+    return trial_fields(
+        memory, task, lambda m: trial_block(m, m.text, cfg.inject_chars), shadow, spec=spec
     )
 
 

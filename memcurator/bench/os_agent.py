@@ -352,7 +352,7 @@ def run_os_task(
     )  # fmt: skip
     cur = curator_fields(cres, block)
     cur_cost, cur_s = cur["curator_cost_usd"], cur["curator_s"]
-    return task_record(
+    rec = task_record(
         policy_name,
         seed,
         step,
@@ -379,6 +379,34 @@ def run_os_task(
         latency_s=run.latency_s + cur_s,
         **cur,
         **judge_fields(metrics, judge_comp),
+    )
+    if cfg.trial:  # after the live task is final: the shadow cannot change it
+        rec = dataclasses.replace(rec, **_os_trial(task, memory, executor, cfg, poison_payload))
+    return rec
+
+
+def _os_trial(
+    task: Task, memory: Memory, executor: Any, cfg: AgentConfig, poison_payload: str | None
+) -> dict[str, Any]:
+    """One contained trial of the task's most relevant probation entry
+    (:func:`memcurator.bench.trial.trial_fields`): one episode with the entry shown, in a fresh
+    sandbox, judged by the task's evaluation script; the harm check reads every script it ran."""
+    from memcurator.bench.trial import Shadow, trial_block, trial_fields
+
+    ot = task.payload["os_task"]
+
+    def shadow(block: str) -> Shadow:
+        run = play(ot, task.instruction, executor, cfg, block, MEMORY_HEADER, poison_payload)
+        return Shadow(
+            ok=run.ok,
+            action="\n".join(s.action for s in run.steps),
+            payload=run.executed,
+            tokens=run.tokens_in + run.tokens_out,
+            cost_usd=run.cost_usd,
+        )
+
+    return trial_fields(
+        memory, task, lambda m: trial_block(m, as_dialogue(m.text), cfg.inject_chars), shadow
     )
 
 

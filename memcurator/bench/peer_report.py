@@ -453,8 +453,71 @@ def peers_markdown(
             )
     if front:
         lines += ["", "## Uplink front (uplink_front.png)", "", front]
+    trials = trial_rows(records)
+    if trials:
+        lines += ["", *trial_markdown(trials)]
     data = {"pooled": pool, "outside_vs_isolated": ovi, "against_baseline": ab}
+    if trials:
+        data["trials"] = trials
     return "\n".join(lines) + "\n", data
+
+
+def _flag(v: Any) -> bool:
+    """A record's boolean as written in memory (bool) or read back from CSV ("True")."""
+    return v is True or str(v) == "True"
+
+
+def trial_rows(records: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (policy, L, condition) totals of the contained trials (``--trial``;
+    :mod:`memcurator.bench.trial`); [] when no record has a trial.
+
+    Each row: ``tasks``, ``trials``, ``released``, ``poison_trialled`` (a poison entry shown in
+    a shadow prompt, contained), ``payload_contained`` (the planted payload ran in the contained
+    checker), ``asr_hits`` (the payload carried out by a *live* answer), ``trial_tokens``.
+    """
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    if not any(int(r.get("trials", 0) or 0) for r in records):
+        return []
+    for r in records:
+        key = (str(r["policy"]), str(r["uplink"]), "outside" if _flag(r["outside"]) else "isolated")
+        d = out.setdefault(
+            key,
+            dict(
+                policy=key[0], uplink=key[1], condition=key[2], tasks=0, trials=0, released=0,
+                poison_trialled=0, payload_contained=0, asr_hits=0, trial_tokens=0,
+            ),
+        )  # fmt: skip
+        d["tasks"] += 1
+        d["trials"] += int(r.get("trials", 0) or 0)
+        d["released"] += int(r.get("trials_released", 0) or 0)
+        d["poison_trialled"] += int(_flag(r.get("trial_poison")))
+        d["payload_contained"] += int(_flag(r.get("trial_payload")))
+        d["asr_hits"] += int(_flag(r.get("asr_hit")))
+        d["trial_tokens"] += int(float(r.get("trial_tokens", 0) or 0))
+    return list(out.values())
+
+
+def trial_markdown(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The ``peers.md`` section of :func:`trial_rows`."""
+    lines = [
+        "## Contained trials of probation entries (--trial)",
+        "",
+        "One shadow attempt per trialled task, executed only in the task's checker; never the "
+        "live answer. Poison trialled / payload contained: a poison entry shown in a shadow "
+        "prompt / its payload run in the contained checker. Live ASR hits: payload carried out "
+        "by a live answer.",
+        "",
+        "| policy | L | condition | tasks | trials | released | poison trialled | "
+        "payload contained | live ASR hits | trial tokens |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for d in rows:
+        lines.append(
+            f"| {d['policy']} | {d['uplink']} | {d['condition']} | {d['tasks']} | {d['trials']} | "
+            f"{d['released']} | {d['poison_trialled']} | {d['payload_contained']} | "
+            f"{d['asr_hits']} | {d['trial_tokens']} |"
+        )
+    return lines
 
 
 def uplink_axes(baseline: str | None) -> FrontAxes:

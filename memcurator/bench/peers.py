@@ -430,9 +430,15 @@ class _PeerAgent:
         attack_resident = bool(fam_attacks) and any(
             _sha(m.text) in fam_attacks for m in mem.entries()
         )
+        # attack entries are not marked in their meta: a trialled one is known by its text
+        attack_ids = (
+            {m.id for m in mem.entries() if _sha(m.text) in self.label} if cfg.agent.trial else ()
+        )
         rec = run_task(
             task, mem, self.executor, cfg.agent, policy_name=self.policy_name, seed=cfg.seed, step=t
         )
+        if rec.trial_id:
+            rec.trial_poison = rec.trial_id in attack_ids
         self.ok += int(rec.local_ok)
         for d in mem.decisions(since=seq):  # the agent's own (signed) write
             if d.action in ("admit", "reject", "reinforce"):

@@ -37,10 +37,11 @@ RUN_KEYS = (
     "pool",
     "curator_learning",
     "vector_dtype",
+    "trial",
 )
 
 #: settings a folder written before they existed ran at: compared as this value when missing
-RUN_DEFAULTS: dict[str, object] = {"vector_dtype": "float32", "env": "sql"}
+RUN_DEFAULTS: dict[str, object] = {"vector_dtype": "float32", "env": "sql", "trial": False}
 
 
 def _norm(key: str, v: object) -> object:

@@ -66,6 +66,7 @@ def bench_settings(
         "preferences": preferences,
         "pool": pool,
         "curator_learning": cfg.agent.learn,
+        "trial": cfg.agent.trial,
         "vector_dtype": cfg.vector_dtype,
     }
 
