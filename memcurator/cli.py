@@ -100,6 +100,14 @@ def bench(
     drift_popular: Annotated[
         bool, typer.Option(help="Migrate the most-drawn families (not random ones) at the drift.")
     ] = False,
+    os_variants: Annotated[
+        bool,
+        typer.Option(
+            help="--env os: every draw is a fresh-literal variant of its task that passed the "
+            "validity rule in the sandbox (verdicts cached on disk); --no-os-variants reruns "
+            "the task itself."
+        ),
+    ] = True,
     inject_chars: Annotated[int, typer.Option(help="Injection budget in characters.")] = 1200,
     policy_file: Annotated[
         Path | None,
@@ -257,8 +265,8 @@ def bench(
         policies, preferences, policy_file, pool, seeds=list(range(seed_start, seed_start + seeds)),
         budgets=budgets, tasks=tasks, zipf=zipf, families=families, drift=drift, poison=poison,
         payload=payload, dml_share=dml_share, drift_popular=drift_popular,
-        inject_chars=inject_chars, expert_cost=expert_cost, max_turns=max_turns,
-        curator_learning=curator_learning, poison_channel=poison_channel,
+        os_variants=os_variants, inject_chars=inject_chars, expert_cost=expert_cost,
+        max_turns=max_turns, curator_learning=curator_learning, poison_channel=poison_channel,
         vector_dtype=vector_dtype, env=env,
     )  # fmt: skip
     ex = make_executor(executor, model_path=model_path, threads=threads, cache=cache, env=env)
@@ -358,6 +366,7 @@ def _bench_config(
     poison_channel: str,
     vector_dtype: str,
     env: str = "sql",
+    os_variants: bool = True,
 ) -> Any:
     """The :class:`~memcurator.bench.runner.BenchConfig` of ``bench``'s options.
 
@@ -398,6 +407,7 @@ def _bench_config(
             dml_share=dml_share,
             drift_popular=drift_popular,
             env=env,
+            os_variants=os_variants,
         ),
         agent=AgentConfig(
             inject_chars=inject_chars,

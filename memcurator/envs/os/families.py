@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memcurator.envs.os.data import OSTask
+
+if TYPE_CHECKING:
+    from memcurator.envs.os.validity_cache import VerdictCache
 
 _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
 _PATH = re.compile(r"(?<![\w.~])/[\w.\-/]+")
@@ -184,22 +188,35 @@ def reinstantiate(task: OSTask, rng: np.random.Generator) -> OSTask | None:
 
 
 def fresh_variant(
-    task: OSTask, rng: np.random.Generator, *, tries: int = 3, config: object = None
+    task: OSTask,
+    rng: np.random.Generator,
+    *,
+    tries: int = 3,
+    config: object = None,
+    cache: VerdictCache | None = None,
 ) -> OSTask | None:
     """A re-instantiated ``task`` that passes the validity rule in the sandbox, or None.
+
+    Parameters
+    ----------
+    cache : VerdictCache, optional
+        Where verdicts are looked up and stored
+        (:class:`~memcurator.envs.os.validity_cache.VerdictCache`); by default every candidate
+        is run in the sandbox.
 
     Raises
     ------
     SandboxUnavailable
-        No sandbox on this host.
+        No sandbox on this host (and the verdict is not cached).
     """
-    from memcurator.envs.os.protocol import check_validity
+    from memcurator.envs.os.validity_cache import VerdictCache
 
+    verdicts = cache if cache is not None else VerdictCache(None)
     for _ in range(tries):
         v = reinstantiate(task, rng)
         if v is None:
             return None
-        if check_validity(v, config).valid:  # type: ignore[arg-type]
+        if verdicts.valid(v, config):
             return v
     return None
 
