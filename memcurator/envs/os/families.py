@@ -34,6 +34,13 @@ _KEEP = frozenset(
 )
 #: Paths that belong to the system, never renamed (a variant of /bin/bash is no shell).
 _SYSTEM_PATHS = ("/bin", "/sbin", "/usr", "/etc", "/dev", "/proc", "/lib", "/sys", "/tmp")
+#: Standard directories kept as themselves (what lies under them is still renamed): renaming
+#: ``/var/log`` to ``/var/vault`` makes a log task no log task, and the ``log-dir`` drift could
+#: no longer apply to its variants.
+_SYSTEM_DIRS = frozenset(
+    "/var /var/log /var/lib /var/tmp /var/spool /var/mail /var/cache /var/run /var/www /home "
+    "/opt /srv /root /mnt /media /run /boot".split()
+)
 _NAMES = (
     "opsteam qagroup builders auditors webdev dataeng platform infra sre secops mlteam "
     "frontend backend analysts devops2 release"
@@ -118,7 +125,7 @@ def named_literals(task: OSTask) -> list[str]:
             found.append(p)
     seen: list[str] = []
     for lit in found:
-        if lit not in seen:
+        if lit not in seen and lit not in _SYSTEM_DIRS:
             seen.append(lit)
     return seen
 
