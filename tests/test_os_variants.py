@@ -236,3 +236,14 @@ def test_a_fake_run_on_a_stream_of_variants_completes(
     m = run_metrics(run)
     assert m["tasks"] == 8 and 0.0 <= m["accuracy"] <= 1.0
     assert any(tmp_path.rglob("*.json"))  # the stream's verdicts went to the cache
+
+
+def test_a_folder_run_without_variants_is_not_resumed_or_merged_with_variants() -> None:
+    """Folders written before the setting existed ran without variants (``os_variants`` is
+    compared as False when missing); SQL folders record False and agree with old ones."""
+    from memcurator.bench.results import config_clash
+
+    old_os, new_os = {"env": "os"}, {"env": "os", "os_variants": True}
+    assert "os_variants" in config_clash([("old", old_os), ("new", new_os)])
+    assert config_clash([("old", old_os), ("off", {"env": "os", "os_variants": False})]) == ""
+    assert config_clash([("old", {"env": "sql"}), ("new", {"os_variants": False})]) == ""
