@@ -21,7 +21,12 @@ from memcurator.bench.session import make_executor
 from memcurator.bench.stream import StreamConfig
 from memcurator.envs.os import OSTask, load_os_tasks, replay
 from memcurator.envs.os.drift import GROUP_PREFIX, LOG_DIR
-from memcurator.envs.os.families import fresh_variant, named_literals, reinstantiate
+from memcurator.envs.os.families import (
+    fresh_variant,
+    mode_literals,
+    named_literals,
+    reinstantiate,
+)
 from memcurator.envs.os.protocol import check_validity
 from memcurator.envs.os.sandbox import require_tools
 from memcurator.envs.os.validity_cache import VerdictCache
@@ -64,6 +69,41 @@ def test_a_fresh_variant_renames_every_literal_consistently_and_passes_the_valid
     val = check_validity(v)
     assert val.init_ok and val.fails_before and val.passes_after
     assert not replay(v, base.reference).correct or base.reference == v.reference
+
+
+@pytest.mark.parametrize("index", [381, 21, 1, 158])
+def test_a_variant_changes_permission_modes_in_the_instruction_and_both_scripts(
+    tasks: dict[int, OSTask], index: int, tmp_path: Path
+) -> None:
+    """Modes are the numeric kind of literal: each named mode gets another *others* digit in
+    the instruction, the check and the reference alike, and the variant stays valid."""
+    require_tools()
+    base = tasks[index]
+    modes = mode_literals(base)
+    assert modes
+    v = fresh_variant(base, np.random.default_rng(11), cache=VerdictCache(tmp_path))
+    assert v is not None
+    changed = [m for m in modes if not _word(m, v.instruction)]
+    assert changed, (modes, v.instruction)
+    for m in changed:
+        assert not _word(m, v.check) and not _word(m, v.reference)
+        new = next(w for w in re.findall(r"\b[0-7]{3,4}\b", v.instruction) if w[:-1] == m[:-1])
+        assert new[-1] in "045" and new != m
+        assert _word(new, v.check) and _word(new, v.reference)
+    assert check_validity(v).valid
+
+
+def test_a_mode_glued_into_a_longer_number_is_not_changed() -> None:
+    t = OSTask(
+        0,
+        "Create dir /srv/team with mode 770 and the setgid bit.",
+        "",
+        "test $(stat -c %a /srv/team) = 2770",
+        "mkdir /srv/team && chmod 2770 /srv/team",
+    )
+    assert mode_literals(t) == []
+    v = reinstantiate(t, np.random.default_rng(0))
+    assert v is not None and "770" in v.instruction and "2770" in v.check
 
 
 def test_standard_directories_are_kept_and_what_lies_under_them_is_renamed(
