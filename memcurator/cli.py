@@ -100,6 +100,14 @@ def bench(
     drift_popular: Annotated[
         bool, typer.Option(help="Migrate the most-drawn families (not random ones) at the drift.")
     ] = False,
+    os_variants: Annotated[
+        bool,
+        typer.Option(
+            help="--env os: every draw is a fresh-literal variant of its task that passed the "
+            "validity rule in the sandbox (verdicts cached on disk); --no-os-variants reruns "
+            "the task itself."
+        ),
+    ] = True,
     inject_chars: Annotated[int, typer.Option(help="Injection budget in characters.")] = 1200,
     policy_file: Annotated[
         Path | None,
@@ -267,6 +275,7 @@ def bench(
         payload=payload, dml_share=dml_share, drift_popular=drift_popular,
         inject_chars=inject_chars, expert_cost=expert_cost, max_turns=max_turns,
         curator_learning=curator_learning, poison_channel=poison_channel, trial=trial,
+        os_variants=os_variants,
         vector_dtype=vector_dtype, env=env,
     )  # fmt: skip
     ex = make_executor(executor, model_path=model_path, threads=threads, cache=cache, env=env)
@@ -367,6 +376,7 @@ def _bench_config(
     vector_dtype: str,
     env: str = "sql",
     trial: bool = False,
+    os_variants: bool = True,
 ) -> Any:
     """The :class:`~memcurator.bench.runner.BenchConfig` of ``bench``'s options.
 
@@ -407,6 +417,7 @@ def _bench_config(
             dml_share=dml_share,
             drift_popular=drift_popular,
             env=env,
+            os_variants=os_variants,
         ),
         agent=AgentConfig(
             inject_chars=inject_chars,

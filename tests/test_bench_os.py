@@ -31,9 +31,12 @@ def _tools() -> None:
 
 
 def _cfg(policies: list[str], **stream: object) -> BenchConfig:
+    # the harness tests replay each task itself (no fresh literals): the fake copies the stored
+    # script verbatim, which solves only a repeat of the same task; streams of variants are
+    # tested in test_os_variants.py and by the read-time curators' test below
     base: dict[str, object] = dict(
         n_tasks=16, n_families=4, zipf=0.5, drift=0.0, poison=2, poison_at=0.4,
-        poison_targets=2, payload="destroy", env="os",
+        poison_targets=2, payload="destroy", env="os", os_variants=False,
     )  # fmt: skip
     return BenchConfig(
         policies=policies,
@@ -92,10 +95,11 @@ def test_a_bad_payload_is_refused() -> None:
 
 def test_read_time_curators_run_on_os_tasks_through_the_bash_aligner() -> None:
     """JitMem's extractive curator, curator/align and MemPilot read the OS memory through the
-    bash aligner: repeats of a family are shown the remembered solution as the current task's
-    (the fake copies it and solves), first draws fall back with a note."""
+    bash aligner: repeats of a family (fresh-literal variants) are shown the remembered
+    solution rewritten to the current task's literals (the fake copies it and solves), first
+    draws fall back with a note."""
     cfg = _cfg(["jitmem/extractive", "curator/align", "mempilot"], n_tasks=10, n_families=3,
-               poison=0)  # fmt: skip
+               poison=0, os_variants=True)  # fmt: skip
     out = {r.policy: r for r in run_bench(cfg, make_executor("fake", env="os"),
                                           families=load_families(env="os"))}  # fmt: skip
     for name in ("jitmem/extractive", "curator/align"):
@@ -121,7 +125,7 @@ def test_cli_bench_env_os(tmp_path: Path) -> None:
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     cfg = json.loads((out / "summary.json").read_text())["config"]
-    assert cfg["env"] == "os" and cfg["drift"] == 0.0
+    assert cfg["env"] == "os" and cfg["drift"] == 0.0 and cfg["os_variants"] is True
 
 
 def test_a_prompt_past_the_context_window_ends_the_episode_not_the_run() -> None:

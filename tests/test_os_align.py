@@ -195,7 +195,9 @@ def test_aligned_scripts_pass_the_variant_check_in_the_sandbox(
     from memcurator.envs.os.families import fresh_variant
     from memcurator.envs.os.protocol import replay
 
-    v = fresh_variant(tasks[index], np.random.default_rng(index))
+    # names and paths only: a changed mode that also occurs more often in the scripts than in
+    # the task is declined as ambiguous (the aligner's rule), which is not what this tests
+    v = fresh_variant(tasks[index], np.random.default_rng(index), modes=False)
     assert v is not None
     text, notes = run_align(_stored(tasks[index]), v.instruction)
     assert notes == [], notes

@@ -32,6 +32,7 @@ RUN_KEYS = (
     "families",
     "dml_share",
     "drift_popular",
+    "os_variants",
     "inject_chars",
     "executor",
     "pool",
@@ -41,7 +42,12 @@ RUN_KEYS = (
 )
 
 #: settings a folder written before they existed ran at: compared as this value when missing
-RUN_DEFAULTS: dict[str, object] = {"vector_dtype": "float32", "env": "sql", "trial": False}
+RUN_DEFAULTS: dict[str, object] = {
+    "vector_dtype": "float32",
+    "env": "sql",
+    "trial": False,
+    "os_variants": False,
+}
 
 
 def _norm(key: str, v: object) -> object:

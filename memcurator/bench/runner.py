@@ -268,9 +268,10 @@ def run_bench(
             continue
         scfg = StreamConfig(**{**asdict(cfg.stream), "seed": seed})
         if cfg.stream.env == "os":
-            from memcurator.bench.os_stream import build_os_stream
+            from memcurator.bench.os_stream import build_os_stream, stderr_progress
 
-            stream = build_os_stream(scfg, fams)
+            show = stderr_progress(f"OS stream, seed {seed}") if progress else None
+            stream = build_os_stream(scfg, fams, progress=show)
         else:
             stream = build_stream(scfg, fams)
         for name, label, run_cfg, sweep in plan:

@@ -60,6 +60,7 @@ def bench_settings(
         "families": cfg.stream.n_families,
         "dml_share": cfg.stream.dml_share,
         "drift_popular": cfg.stream.drift_popular,
+        "os_variants": cfg.stream.env == "os" and cfg.stream.os_variants,
         "inject_chars": cfg.agent.inject_chars,
         "executor": repr(executor),
         "policies": list(cfg.policies),

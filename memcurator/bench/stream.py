@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -62,6 +63,10 @@ class StreamConfig:
         The task environment: SQL families (this module) or OS tasks
         (:func:`memcurator.bench.os_stream.build_os_stream`; ``payload`` is then one of
         :data:`memcurator.envs.os.poison.PAYLOADS`).
+    os_variants : bool, default True
+        ``env="os"``: every draw is a validated fresh-literal variant of its task (as every SQL
+        draw is a variant of its family); False reruns the task itself at every draw. Ignored
+        on SQL.
     """
 
     n_tasks: int = 300
@@ -77,6 +82,7 @@ class StreamConfig:
     dml_share: float | None = None
     drift_popular: bool = False
     env: str = "sql"
+    os_variants: bool = True
 
     def __post_init__(self) -> None:
         if self.n_tasks < 1:
@@ -107,13 +113,19 @@ class StreamConfig:
 
 @dataclass
 class Stream:
-    """A built stream: tasks in order, the poison event, drifted families and their step."""
+    """A built stream: tasks in order, the poison event, drifted families and their step.
+
+    ``build`` says what building it did where that is not in the tasks (the OS stream: how many
+    draws are fresh variants, how many fell back and why, and the sandbox checks it ran,
+    :func:`memcurator.bench.os_stream.build_os_stream`); empty for SQL.
+    """
 
     tasks: list[Task]
     poison: PoisonEvent | None
     drifted: set[str] = field(default_factory=set)
     drift_step: int = 0
     families: list[str] = field(default_factory=list)
+    build: dict[str, Any] = field(default_factory=dict)
 
 
 def zipf_probs(n: int, a: float) -> np.ndarray:

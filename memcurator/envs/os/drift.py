@@ -119,25 +119,35 @@ class Migration:
 
 
 def migrate(
-    task: OSTask, kinds: tuple[str, ...] = DRIFT_KINDS, config: object = None
+    task: OSTask,
+    kinds: tuple[str, ...] = DRIFT_KINDS,
+    config: object = None,
+    cache: object = None,
 ) -> Migration | None:
     """The first change of ``kinds`` that touches ``task``, is valid and makes the pre-drift
     reference fail; None when none does.
 
+    Parameters
+    ----------
+    cache : VerdictCache, optional
+        Where the sandbox verdicts are looked up and stored
+        (:class:`~memcurator.envs.os.validity_cache.VerdictCache`); by default each is run.
+
     Raises
     ------
     SandboxUnavailable
-        No sandbox on this host.
+        No sandbox on this host (and the verdict is not cached).
     """
-    from memcurator.envs.os.protocol import check_validity, replay
+    from memcurator.envs.os.validity_cache import VerdictCache
 
+    verdicts = cache if isinstance(cache, VerdictCache) else VerdictCache(None)
     for kind in kinds:
         v = change_convention(task, kind)
         if v is None:
             continue
-        if not check_validity(v, config).valid:  # type: ignore[arg-type]
+        if not verdicts.valid(v, config):
             continue
-        if replay(v, task.reference, config).correct:  # type: ignore[arg-type]
+        if not verdicts.old_solution_fails(v, task.reference, config):
             continue  # the old solution still passes: no victim
         return Migration(v, kind)
     return None

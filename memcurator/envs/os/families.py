@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from memcurator.envs.os.data import OSTask
+
+if TYPE_CHECKING:
+    from memcurator.envs.os.validity_cache import VerdictCache
 
 _QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
 _PATH = re.compile(r"(?<![\w.~])/[\w.\-/]+")
@@ -30,6 +34,13 @@ _KEEP = frozenset(
 )
 #: Paths that belong to the system, never renamed (a variant of /bin/bash is no shell).
 _SYSTEM_PATHS = ("/bin", "/sbin", "/usr", "/etc", "/dev", "/proc", "/lib", "/sys", "/tmp")
+#: Standard directories kept as themselves (what lies under them is still renamed): renaming
+#: ``/var/log`` to ``/var/vault`` makes a log task no log task, and the ``log-dir`` drift could
+#: no longer apply to its variants.
+_SYSTEM_DIRS = frozenset(
+    "/var /var/log /var/lib /var/tmp /var/spool /var/mail /var/cache /var/run /var/www /home "
+    "/opt /srv /root /mnt /media /run /boot".split()
+)
 _NAMES = (
     "opsteam qagroup builders auditors webdev dataeng platform infra sre secops mlteam "
     "frontend backend analysts devops2 release"
@@ -114,7 +125,7 @@ def named_literals(task: OSTask) -> list[str]:
             found.append(p)
     seen: list[str] = []
     for lit in found:
-        if lit not in seen:
+        if lit not in seen and lit not in _SYSTEM_DIRS:
             seen.append(lit)
     return seen
 
@@ -131,14 +142,54 @@ def _sub(text: str, old: str, new: str) -> str:
     return re.sub(rf"(?<![\w\-.]){re.escape(old)}{tail}", new, text)
 
 
-def reinstantiate(task: OSTask, rng: np.random.Generator) -> OSTask | None:
+_MODE = re.compile(r"\b(?:permissions?|mode|chmod)\b[^.\n]{0,25}?\b([0-7]{3,4})\b", re.I)
+#: What the last (others) digit of a renamed permission mode may become.
+_OTHER_DIGITS = "045"
+
+
+def _word_in(lit: str, text: str) -> bool:
+    return re.search(rf"(?<![\w\-.]){re.escape(lit)}(?![\w\-])", text) is not None
+
+
+def mode_literals(task: OSTask) -> list[str]:
+    """The permission modes of ``task``'s instruction a variant may change: an octal number
+    after *permission(s)*, *mode* or *chmod* that occurs as a word of its own in both the
+    check and the reference and never glued into a longer number in any script (``770`` in
+    ``2770``), so that changing it everywhere keeps the instruction and the scripts agreeing.
+
+    Examples
+    --------
+    >>> t = OSTask(0, "Make /srv/x with permissions 750.", "", "stat -c %a /srv/x | grep -qx 750",
+    ...            "mkdir /srv/x && chmod 750 /srv/x")
+    >>> mode_literals(t)
+    ['750']
+    >>> mode_literals(OSTask(0, "Set mode 770 and setgid.", "", "test $(stat -c %a d) = 2770",
+    ...                      "chmod 2770 d"))
+    []
+    """
+    scripts = "\n".join((task.init, task.check, task.reference))
+    out: list[str] = []
+    for m in _MODE.findall(task.instruction):
+        if m in out or re.search(rf"\d{m}|{m}\d", scripts):
+            continue
+        if _word_in(m, task.check) and _word_in(m, task.reference):
+            out.append(m)
+    return out
+
+
+def reinstantiate(task: OSTask, rng: np.random.Generator, *, modes: bool = True) -> OSTask | None:
     """``task`` with every named literal renamed consistently; None when it names none.
 
     Names are drawn from pools of user, group and directory words that no task of the data
-    uses as a literal; a path keeps its parent and gets a fresh last part.
+    uses as a literal; a path keeps its parent and gets a fresh last part. A permission mode
+    (:func:`mode_literals`) gets another *others* digit (0, 4 or 5; ``750`` may become
+    ``754``): the owner's and group's rights, which the tasks are about, stay; whether the
+    changed mode still satisfies the task is the validity rule's to decide. ``modes=False``
+    renames names and paths only.
     """
     lits = named_literals(task)
-    if not lits:
+    mode_lits = mode_literals(task) if modes else []
+    if not lits and not mode_lits:
         return None
     text = "\n".join((task.instruction, task.init, task.check, task.reference))
     mapping: dict[str, str] = {}
@@ -165,6 +216,13 @@ def reinstantiate(task: OSTask, rng: np.random.Generator) -> OSTask | None:
             if not pool:
                 return None
             mapping[lit] = pool.pop()
+    for m in mode_lits:
+        digits = [d for d in _OTHER_DIGITS if d != m[-1]]
+        new = m[:-1] + digits[int(rng.integers(len(digits)))]
+        if not _word_in(new, text) and new not in mapping.values():
+            mapping[m] = new
+    if not mapping:
+        return None
     # longest first, so /a/b is renamed before /a
     order = sorted(mapping, key=len, reverse=True)
 
@@ -184,24 +242,40 @@ def reinstantiate(task: OSTask, rng: np.random.Generator) -> OSTask | None:
 
 
 def fresh_variant(
-    task: OSTask, rng: np.random.Generator, *, tries: int = 3, config: object = None
+    task: OSTask,
+    rng: np.random.Generator,
+    *,
+    tries: int = 3,
+    config: object = None,
+    cache: VerdictCache | None = None,
+    modes: bool = True,
 ) -> OSTask | None:
     """A re-instantiated ``task`` that passes the validity rule in the sandbox, or None.
+
+    Parameters
+    ----------
+    cache : VerdictCache, optional
+        Where verdicts are looked up and stored
+        (:class:`~memcurator.envs.os.validity_cache.VerdictCache`); by default every candidate
+        is run in the sandbox.
+    modes : bool, default True
+        Change permission modes too (:func:`reinstantiate`).
 
     Raises
     ------
     SandboxUnavailable
-        No sandbox on this host.
+        No sandbox on this host (and the verdict is not cached).
     """
-    from memcurator.envs.os.protocol import check_validity
+    from memcurator.envs.os.validity_cache import VerdictCache
 
+    verdicts = cache if cache is not None else VerdictCache(None)
     for _ in range(tries):
-        v = reinstantiate(task, rng)
+        v = reinstantiate(task, rng, modes=modes)
         if v is None:
             return None
-        if check_validity(v, config).valid:  # type: ignore[arg-type]
+        if verdicts.valid(v, config):
             return v
     return None
 
 
-__all__ = ["families", "fresh_variant", "mask", "named_literals", "reinstantiate"]
+__all__ = ["families", "fresh_variant", "mask", "mode_literals", "named_literals", "reinstantiate"]
