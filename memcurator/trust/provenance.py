@@ -259,8 +259,8 @@ def unmark_reply(text: str) -> str:
 
     Examples
     --------
-    >>> unmark_reply("Act:ˆbash\nINSERTˆINTOˆt VALUES (1);")
-    'Act: bash\nINSERT INTO t VALUES (1);'
+    >>> unmark_reply("Act:ˆbash\\nINSERTˆINTOˆt VALUES (1);")
+    'Act: bash\\nINSERT INTO t VALUES (1);'
     """
     return text.replace(_MARK, " ")
 
