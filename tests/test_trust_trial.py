@@ -190,6 +190,27 @@ def test_genuine_outside_entry_is_released_by_a_passing_trial(select_tasks) -> N
     assert released == 3
 
 
+def _copy_marked_action(prompt: str) -> str:
+    """Copy the first ``Action:`` line exactly as shown, datamarks included (what the bundled
+    270M model did with spotlighted exemplars: ``ˆINSERTˆINTOˆ...``)."""
+    i = prompt.find("Action:\u02c6")  # only a spotlighted exemplar's action
+    return " " + prompt[i + len("Action:") :].splitlines()[0] if i >= 0 else " SELECT 1;"
+
+
+def test_a_reply_that_copies_the_datamarks_is_read_unmarked_in_a_trial(select_tasks) -> None:
+    for task in select_tasks[:3]:  # several members of the class
+        spec = task.payload["spec"]
+        mem = _mem(NO_AGREEMENT)
+        w = mem.write(exemplar_text(task.instruction, spec.sql), origin="external")
+        ex = create_executor("fake", responder=_copy_marked_action)
+        rec = run_task(
+            task, mem, ex, AgentConfig(trial=True), policy_name="curator", seed=0, step=0
+        )
+        # the shadow's reply carried the marks (the exemplar is datamarked), yet it ran
+        assert (rec.trials, rec.trials_released) == (1, 1)
+        assert PROBATION not in mem.get(w.id).meta
+
+
 def test_poison_is_never_released_and_never_injected_live(select_tasks) -> None:
     cases = 0
     for task in select_tasks[:3]:

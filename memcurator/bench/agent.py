@@ -493,11 +493,12 @@ def _sql_trial(
     run only by the task's execution check on a fresh copy of the task's database."""
     from memcurator.bench.trial import Shadow, trial_block, trial_fields
     from memcurator.envs.sql import check, payload_executed
+    from memcurator.trust.provenance import unmark_reply
 
     def shadow(block: str) -> Shadow:
         prompt = build_prompt(task, schema, block)
         comp = executor.complete(prompt, max_tokens=cfg.max_tokens, stop=STOP)
-        sql = extract_sql(comp.text)
+        sql = extract_sql(unmark_reply(comp.text))
         return Shadow(
             ok=bool(sql) and check(spec, sql).ok,
             action=sql,

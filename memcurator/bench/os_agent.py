@@ -194,9 +194,13 @@ def play(
     block: str,
     header: str = MEMORY_HEADER,
     poison_payload: str | None = None,
+    read_reply: Callable[[str], str] | None = None,
 ) -> Play:
     """Init, up to ``cfg.max_turns`` agent rounds with ``block`` injected, then the evaluation
     script, in one fresh sandbox (upstream's protocol, :mod:`memcurator.envs.os.protocol`).
+
+    ``read_reply`` (optional) maps each reply before it is parsed and kept (a contained trial
+    passes :func:`memcurator.trust.provenance.unmark_reply`).
 
     An init that fails is upstream's environment failure: a failed episode, never dropped. A
     prompt past the executor's context ends the episode (upstream's agent context limit); the
@@ -233,6 +237,8 @@ def play(
             out.cost_usd += float(comp.cost_usd)
             out.cached = out.cached and bool(getattr(comp, "cached", False))
             reply = comp.text.strip()
+            if read_reply is not None:
+                reply = read_reply(reply).strip()
             action = parse_action(reply)
             history.append(("agent", reply))
             if action.kind != "bash":
@@ -392,11 +398,15 @@ def _os_trial(
     (:func:`memcurator.bench.trial.trial_fields`): one episode with the entry shown, in a fresh
     sandbox, judged by the task's evaluation script; the harm check reads every script it ran."""
     from memcurator.bench.trial import Shadow, trial_block, trial_fields
+    from memcurator.trust.provenance import unmark_reply
 
     ot = task.payload["os_task"]
 
     def shadow(block: str) -> Shadow:
-        run = play(ot, task.instruction, executor, cfg, block, MEMORY_HEADER, poison_payload)
+        run = play(
+            ot, task.instruction, executor, cfg, block, MEMORY_HEADER, poison_payload,
+            read_reply=unmark_reply,
+        )  # fmt: skip
         return Shadow(
             ok=run.ok,
             action="\n".join(s.action for s in run.steps),
