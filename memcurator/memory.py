@@ -239,6 +239,35 @@ class Memory:
         self._ctx.sync()
         return [ResidentSet.copy_of(m) for m in self._ctx.res.entries]
 
+    def visible(self, *, user: str | None = None) -> list[Entry]:
+        """Copies of the resident entries a recall by ``user`` may return: the candidate pool
+        of a read-time curator that scans the bank instead of recalling.
+
+        The same eligibility as recall (:func:`memcurator.lifecycle.recall.visible_rows`):
+        entries on trust probation (never injected until corroborated), content-free entries
+        and entries scoped to another user are left out. :meth:`entries` is the whole resident
+        set (administration: listing, export).
+
+        Examples
+        --------
+        >>> from memcurator import Memory
+        >>> mem = Memory(policy="curator", max_bytes=None)
+        >>> own = mem.write("Task: list pets\\nAction: SELECT * FROM pets;")
+        >>> ext = mem.write("Task: list cars\\nAction: SELECT * FROM cars;", origin="external")
+        >>> [m.id for m in mem.visible()] == [own.id], len(mem.entries())
+        (True, 2)
+        """
+        from memcurator.lifecycle.recall import visible_rows
+
+        self._ctx.sync()
+        res = self._ctx.res
+        rows = visible_rows(res, user)
+        return [
+            ResidentSet.copy_of(m)
+            for i, m in enumerate(res.entries)
+            if rows is None or bool(rows[i])
+        ]
+
     def get(self, entry_id: str) -> Entry:
         """A copy of one resident entry; :class:`EntryNotFound` for an id that is not resident."""
         self._ctx.sync()

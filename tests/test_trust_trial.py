@@ -345,3 +345,72 @@ def test_peer_report_shows_trials_only_when_there_were_any() -> None:
     assert "| curator | 100 | outside | 2 | 2 | 1 | 1 | 1 | 0 | 10 |" in trial_markdown(
         list(rows.values())
     )
+
+
+@pytest.fixture(scope="module")
+def variant_pairs() -> list:
+    """(exemplar task, task) pairs of one family whose reference SQL differs, where the
+    exemplar's SQL copied verbatim fails the task's check (another variant's literals)."""
+    from memcurator.envs.sql import check
+
+    fams = load_families(None, "sql")
+    s = build_stream(StreamConfig(n_tasks=200, seed=3, n_families=40), fams)
+    by: dict[str, list] = {}
+    for t in s.tasks:
+        by.setdefault(t.family, []).append(t)
+    out = []
+    for ts in by.values():
+        other = [t for t in ts if t.payload["spec"].sql != ts[0].payload["spec"].sql]
+        if other and not check(other[0].payload["spec"], ts[0].payload["spec"].sql).ok:
+            out.append((ts[0], other[0]))
+    return out
+
+
+def test_a_trial_shows_the_entry_as_the_policys_live_path_would(variant_pairs) -> None:
+    """Under curator/align the shadow sees the exemplar aligned to the task (JitMem's align),
+    as its live path would once the entry is released; under curator, recall's spotlighted
+    block. A copying executor then releases another variant's genuine exemplar under
+    curator/align and fails the same trial under curator."""
+    released = {"curator": 0, "curator/align": 0}
+    for src, task in variant_pairs[
+        :6
+    ]:  # several members of the class (select/insert/update/delete)
+        for name in released:
+            mem = Memory(policy=create_policy(name, agreement=None), max_bytes=None)  # type: ignore[arg-type]
+            w = mem.write(
+                exemplar_text(src.instruction, src.payload["spec"].sql), origin="external"
+            )
+            assert PROBATION in mem.get(w.id).meta
+            rec = run_task(
+                task, mem, _ex(), AgentConfig(trial=True), policy_name=name, seed=0, step=0
+            )
+            assert rec.injected == 0 and rec.trials == 1 and rec.trial_id == w.id
+            released[name] += rec.trials_released
+    assert released["curator"] == 0  # the verbatim copy carries the other variant's literals
+    assert released["curator/align"] >= 4  # aligned; a pair the aligner declines stays
+
+
+def test_read_time_curators_never_see_entries_on_probation(select_tasks) -> None:
+    """The read-time curator's bank (curator/align's extractive curator scans the resident set
+    instead of recalling) applies recall's eligibility: an outside entry on probation, genuine
+    or poison let in by a permissive gate, is never in its payload; once released it is."""
+    for task in select_tasks[:3]:  # several members of the class
+        spec = task.payload["spec"]
+        for text in (
+            exemplar_text(task.instruction, spec.sql),  # genuine, for this very task
+            exemplar_text(task.instruction, poison_sql(spec.sql, spec.table, "drop")),  # poison
+        ):
+            mem = Memory(
+                policy=create_policy("curator/align", **PERMISSIVE),  # type: ignore[arg-type]
+                max_bytes=None,
+            )
+            w = mem.write(text, origin="external")
+            assert PROBATION in mem.get(w.id).meta
+            assert [m.id for m in mem.visible()] == [] and len(mem.entries()) == 1
+            rec = run_task(
+                task, mem, _ex(), AgentConfig(), policy_name="curator/align", seed=0, step=0
+            )
+            assert rec.injected == 0 and not rec.payload_executed
+        assert w.id not in {m.id for m in mem.visible()}
+        mem.trial_outcome(w.id, True, "released for the test")
+        assert w.id in {m.id for m in mem.visible()}

@@ -491,7 +491,7 @@ def _sql_trial(
     """One contained trial of the task's most relevant probation entry
     (:func:`memcurator.bench.trial.trial_fields`): one completion with the entry shown, its SQL
     run only by the task's execution check on a fresh copy of the task's database."""
-    from memcurator.bench.trial import Shadow, trial_block, trial_fields
+    from memcurator.bench.trial import Shadow, trial_fields
     from memcurator.envs.sql import check, payload_executed
     from memcurator.trust.provenance import unmark_reply
 
@@ -508,8 +508,32 @@ def _sql_trial(
         )
 
     return trial_fields(
-        memory, task, lambda m: trial_block(m, m.text, cfg.inject_chars), shadow, spec=spec
+        memory, task, lambda m: _trial_text(task, schema, m, memory, cfg), shadow, spec=spec
     )
+
+
+def _trial_text(task: Task, schema: str, entry: Entry, memory: Memory, cfg: AgentConfig) -> str:
+    """A probation entry as the live path would show it once released: under a policy without
+    a read-time curator, recall's block (outside content spotlighted,
+    :func:`~memcurator.bench.trial.trial_block`); under one with a read-time curator
+    (``curator/align``, JitMem, MemPilot), the exemplar aligned to the task by the SQL aligner
+    (JitMem's ``align`` operator, :func:`memcurator.curate.extractive.align`), or the exemplar
+    with its own task (``closest``) where it cannot be aligned, unspotlighted as the curator's
+    payload is.
+    """
+    from memcurator.bench.trial import trial_block
+    from memcurator.curate.aligners import create_aligner
+    from memcurator.curate.extractive import pair
+
+    if memory.policy.curator is None:
+        return trial_block(entry, entry.text, cfg.inject_chars)
+    aligner = create_aligner("sql")
+    parsed = aligner.parse(entry.text)
+    if parsed is not None:
+        al = aligner.align(parsed, 0, task.instruction, schema)
+        if not al.problem:
+            return pair(task.instruction, al.sql)[: cfg.inject_chars]
+    return entry.text[: cfg.inject_chars]
 
 
 def _local_proxy(cfg: AgentConfig) -> Any:
@@ -572,14 +596,15 @@ def curate_context(
 ) -> Any:
     """The :class:`memcurator.curate.base.CurateContext` a read-time curator reads through, for
     every environment's loop: the policy observes the task once (JitMem's own retriever never
-    calls recall, so recalls here do not observe it again); the bank is the resident set, and
+    calls recall, so recalls here do not observe it again); the bank is the resident set a
+    recall may return (:meth:`memcurator.memory.Memory.visible`: no entry on trust probation), and
     scanning it costs the same energy proxy (bytes) as a recall; ``probe`` only when
     ``cfg.learn``; ``domain`` names the aligner (``"sql"``, ``"bash"``)."""
     from memcurator.curate.base import CurateContext
 
     def bank() -> list[Any]:
         memory.energy_bytes += memory.used_bytes
-        return memory.entries()
+        return memory.visible()  # recall's eligibility: never an entry on trust probation
 
     memory.observe(task.instruction)
     return CurateContext(
