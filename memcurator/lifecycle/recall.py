@@ -43,11 +43,22 @@ def visible_rows(res: ResidentSet, user: str | None) -> np.ndarray | None:
     O(n) vectorised, plus one look-up per user-scoped row.
     """
     cols = res.entries.columns
-    hide = (cols.column("content_free") > 0) | (cols.column("on_probation") > 0)
-    for i in np.flatnonzero(cols.column("user_scoped") > 0):
-        if res.entries[int(i)].meta.get("_user") != user:
-            hide[i] = True
+    hide = (
+        (cols.column("content_free") > 0)
+        | (cols.column("on_probation") > 0)
+        | other_users_rows(res, user)
+    )
     return ~hide if hide.any() else None
+
+
+def other_users_rows(res: ResidentSet, user: str | None) -> np.ndarray:
+    """Rows scoped to a user other than ``user`` (``meta["_user"]`` set and different), shape
+    (n,) bool: hidden from every read made for ``user`` (recall, a trial's candidates)."""
+    cols = res.entries.columns
+    out = np.zeros(len(res.entries), dtype=bool)
+    for i in np.flatnonzero(cols.column("user_scoped") > 0):
+        out[i] = res.entries[int(i)].meta.get("_user") != user
+    return out
 
 
 def recall(

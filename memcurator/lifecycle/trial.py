@@ -24,7 +24,7 @@ References
 ----------
 CURATOR, Sec. III-C (provenance); issue 22, direction 2 ("admission is not injection":
 injected only once corroborated by a verified outcome). Hines et al., arXiv:2403.14720, 2024
-(a trialled entry is shown spotlighted, as data).
+(on the recall path a trialled entry is shown spotlighted, as data).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from memcurator.errors import EntryNotFound, InvalidInput
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.feedback import feedback
 from memcurator.lifecycle.query import check_recall_args, query_vector
+from memcurator.lifecycle.recall import other_users_rows
 from memcurator.lifecycle.resident import ResidentSet
 from memcurator.retrieve.hybrid import blend_scores
 from memcurator.trust.provenance import PROBATION
@@ -93,10 +94,11 @@ def probation_candidates(
     if len(res.entries) == 0:
         return empty
     cols = res.entries.columns
-    ok = (cols.column("on_probation") > 0) & ~(cols.column("content_free") > 0)
-    for i in np.flatnonzero(ok & (cols.column("user_scoped") > 0)):
-        if res.entries[int(i)].meta.get("_user") != user:
-            ok[i] = False
+    ok = (
+        (cols.column("on_probation") > 0)
+        & ~(cols.column("content_free") > 0)
+        & ~other_users_rows(res, user)
+    )
     rows = np.flatnonzero(ok)
     if rows.size == 0:
         return empty
