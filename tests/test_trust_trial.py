@@ -211,6 +211,28 @@ def test_a_reply_that_copies_the_datamarks_is_read_unmarked_in_a_trial(select_ta
         assert PROBATION not in mem.get(w.id).meta
 
 
+def test_a_released_entry_copied_with_its_datamarks_runs_live_too(select_tasks) -> None:
+    """Trial and live path read replies alike: a released outside exemplar is shown
+    spotlighted live, and a model that copies it with the marks still runs its action."""
+    for task in select_tasks[:3]:  # several members of the class
+        spec = task.payload["spec"]
+        mem = _mem(NO_AGREEMENT)
+        w = mem.write(exemplar_text(task.instruction, spec.sql), origin="external")
+        mem.trial_outcome(w.id, True, "passed its trial")
+        assert PROBATION not in mem.get(w.id).meta
+        prompts: list[str] = []
+
+        def copy(prompt: str, seen: list[str] = prompts) -> str:
+            seen.append(prompt)
+            return _copy_marked_action(prompt)
+
+        ex = create_executor("fake", responder=copy)
+        live = run_task(task, mem, ex, AgentConfig(), policy_name="curator", seed=0, step=0)
+        assert "<<data from external" in prompts[0]  # shown as data, datamarked
+        assert live.injected == 1 and live.local_ok
+        assert "\u02c6" not in live.sql
+
+
 def test_poison_is_never_released_and_never_injected_live(select_tasks) -> None:
     cases = 0
     for task in select_tasks[:3]:

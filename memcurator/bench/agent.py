@@ -16,7 +16,7 @@ import numpy as np
 from memcurator.curate.llm import judge
 from memcurator.errors import BudgetExceeded, InvalidInput
 from memcurator.memory import Memory
-from memcurator.trust.provenance import spotlight, unspotlight
+from memcurator.trust.provenance import spotlight, unmark_reply, unspotlight
 from memcurator.types import Entry, Step, Task, Trajectory
 
 HEADER = (
@@ -387,7 +387,7 @@ def run_task(
         latency += comp.latency_s
         cost += float(comp.cost_usd)
         cached = cached and bool(getattr(comp, "cached", False))
-        sql = extract_sql(comp.text)
+        sql = extract_sql(unmark_reply(comp.text))  # a copied datamark is not the action
         executed = executed or (bool(sql) and payload_executed(spec, sql))
         steps.append(Step(obs, sql))
         if turn + 1 == cfg.max_turns:
@@ -493,7 +493,6 @@ def _sql_trial(
     run only by the task's execution check on a fresh copy of the task's database."""
     from memcurator.bench.trial import Shadow, trial_fields
     from memcurator.envs.sql import check, payload_executed
-    from memcurator.trust.provenance import unmark_reply
 
     def shadow(block: str) -> Shadow:
         prompt = build_prompt(task, schema, block)
@@ -576,7 +575,7 @@ def _curate(
         except LLMError:
             spent[0] += clock() - t
             return 0.0
-        sql = extract_sql(comp.text)
+        sql = extract_sql(unmark_reply(comp.text))
         r = 1.0 if sql and check(spec, sql).ok else 0.0
         spent[0] += clock() - t
         return r

@@ -26,7 +26,7 @@ from memcurator.bench.agent import (
 )
 from memcurator.errors import ContextOverflow
 from memcurator.memory import Memory
-from memcurator.trust.provenance import unspotlight
+from memcurator.trust.provenance import unmark_reply, unspotlight
 from memcurator.types import Step, Task, Trajectory
 
 MEMORY_HEADER = "Solved examples from memory:"
@@ -194,13 +194,12 @@ def play(
     block: str,
     header: str = MEMORY_HEADER,
     poison_payload: str | None = None,
-    read_reply: Callable[[str], str] | None = None,
 ) -> Play:
     """Init, up to ``cfg.max_turns`` agent rounds with ``block`` injected, then the evaluation
     script, in one fresh sandbox (upstream's protocol, :mod:`memcurator.envs.os.protocol`).
 
-    ``read_reply`` (optional) maps each reply before it is parsed and kept (a contained trial
-    passes :func:`memcurator.trust.provenance.unmark_reply`).
+    Each reply is read with datamarks undone (:func:`memcurator.trust.provenance.unmark_reply`)
+    before it is parsed and kept: live, in a contained trial and in a curator's probe alike.
 
     An init that fails is upstream's environment failure: a failed episode, never dropped. A
     prompt past the executor's context ends the episode (upstream's agent context limit); the
@@ -236,9 +235,7 @@ def play(
             out.latency_s += comp.latency_s
             out.cost_usd += float(comp.cost_usd)
             out.cached = out.cached and bool(getattr(comp, "cached", False))
-            reply = comp.text.strip()
-            if read_reply is not None:
-                reply = read_reply(reply).strip()
+            reply = unmark_reply(comp.text).strip()
             action = parse_action(reply)
             history.append(("agent", reply))
             if action.kind != "bash":
@@ -398,15 +395,11 @@ def _os_trial(
     (:func:`memcurator.bench.trial.trial_fields`): one episode with the entry shown, in a fresh
     sandbox, judged by the task's evaluation script; the harm check reads every script it ran."""
     from memcurator.bench.trial import Shadow, trial_block, trial_fields
-    from memcurator.trust.provenance import unmark_reply
 
     ot = task.payload["os_task"]
 
     def shadow(block: str) -> Shadow:
-        run = play(
-            ot, task.instruction, executor, cfg, block, MEMORY_HEADER, poison_payload,
-            read_reply=unmark_reply,
-        )  # fmt: skip
+        run = play(ot, task.instruction, executor, cfg, block, MEMORY_HEADER, poison_payload)
         return Shadow(
             ok=run.ok,
             action="\n".join(s.action for s in run.steps),

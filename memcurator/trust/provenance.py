@@ -252,10 +252,11 @@ def unmark_reply(text: str) -> str:
     """A model's reply with datamarks (``ˆ``, see :func:`spotlight`) turned back into spaces.
 
     A small model shown a datamarked exemplar tends to copy it *with* the marks
-    (``INSERTˆINTOˆt ...``, ``Act:ˆbash``), which no parser or shell can run. A contained trial
-    (:mod:`memcurator.bench.trial`) asks whether following the entry leads to a verified
-    outcome, so it reads the reply with the marks undone; the live path does not (there a
-    copied mark keeps the copied data from running). ``ˆ`` is reserved for datamarking.
+    (``INSERTˆINTOˆt ...``, ``Act:ˆbash``), which no parser or shell can run. The bench agents
+    read every reply this way — live, in a contained trial (:mod:`memcurator.bench.trial`) and
+    in a curator's probe — so an entry released by a trial is used live as it was in its
+    trial. Keeping unproven content out of prompts is probation's job, not the marks'.
+    ``ˆ`` is reserved for datamarking.
 
     Examples
     --------
