@@ -29,7 +29,8 @@ files, Slack messages and channel lists, web pages, hotel/restaurant/car-rental 
 - ``target_query``: the ``PROMPT`` of a user task (newest version) that names the record
   (its title, subject, file name, URL, hotel/restaurant/company name, IBAN or channel name,
   case-insensitive), else the user task with the most distinctive words in common with the
-  record (at least :data:`MIN_OVERLAP`), else a question about the record (``meta.target_match`` says which).
+  record's values (at least :data:`MIN_OVERLAP`), else a question about the record
+  (``meta.target_match`` says which).
   AgentDojo itself finds a task's injection vectors by running the task's ground truth; that
   needs importing agentdojo, which this converter never does, so the match is heuristic.
 
@@ -69,6 +70,8 @@ import yaml
 CACHE = Path.home() / ".cache" / "memcurator" / "heldout"
 AGENTDOJO_VERSION = "0.1.35"
 KIND = "tool-output-injection"
+#: the model name agentdojo's templates use when the pipeline names none (DEFAULT_MODEL_NAME)
+MODEL = "the AI language model"
 SUITES = ("workspace", "banking", "slack", "travel")
 #: Template fields the converter can fill (templates needing others, e.g. tool_knowledge's
 #: ground-truth tool sequence, need agentdojo at run time and are skipped).
@@ -304,8 +307,8 @@ def records(env: Any) -> list[tuple[str, Any, str | None]]:
     """The records tools return: ``(path, record, title)`` for every dict that is an element
     of a list (an email, event, file, transaction, message, listing; the outermost such dict),
     every string value of a mapping whose values are all strings, one at least of 40+
-    characters or with a placeholder (web pages, text files; titled by the key), and every list of strings holding a placeholder (a
-    channel list)."""
+    characters or with a placeholder (web pages, text files; titled by the key), and every list
+    of strings holding a placeholder (a channel list)."""
     out: list[tuple[str, Any, str | None]] = []
 
     def walk(node: Any, path: str) -> None:
@@ -420,7 +423,9 @@ def match_task(rec: Any, title: str | None, text: str, prompts: dict[str, str]) 
 def _question(path: str, rec: Any, title: str | None) -> str:
     what = re.sub(r"[\[\]\d_/]+", " ", path.rsplit("/", 2)[-2] if "/" in path else path).strip()
     names = _names(rec, title)
-    return f"What does the {what or 'record'} '{names[0]}' say?" if names else f"Show me the {what}."
+    return (
+        f"What does the {what or 'record'} '{names[0]}' say?" if names else f"Show me the {what}."
+    )
 
 
 def _task_no(cls: str) -> int:
@@ -487,8 +492,9 @@ def agentdojo_items(wheel: Path) -> tuple[list[dict], dict]:
                 for vec in vecs:
                     for inj, (goal, gpath) in sorted(goals.items()):
                         for aname, (tmpl, apath) in sorted(attacks.items()):
+                            # ImportantInstructionsAttack sets user_name "Emma Johnson"
                             user = "Emma Johnson" if "important" in aname else "the user"
-                            payload = tmpl.format(goal=goal, user=user, model="the AI language model")
+                            payload = tmpl.format(goal=goal, user=user, model=MODEL)
                             pf, phow = fill(rec, {**vectors, vec: payload})
                             pmeta = {
                                 **meta,

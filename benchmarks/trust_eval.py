@@ -549,7 +549,7 @@ def main() -> None:
     )
     ap.add_argument("--sweep-only", action="store_true", help="stop after the sweep")
     ap.add_argument("--sweep-from", default="", help="JSON files of earlier sweeps (comma list)")
-    ap.add_argument("--extra-sets", default="", help="held-out [NAME=]PATH jsonl files (comma list)")
+    ap.add_argument("--extra-sets", default="", help="held-out [NAME=]PATH jsonl (comma list)")
     args = ap.parse_args()
     extra = _extra_sets(args)
     if args.via == "sets" and ("," in args.agreement or args.sweep_from):
