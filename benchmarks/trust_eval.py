@@ -40,6 +40,11 @@ poison injected % (admitted and injectable) and retrieval ASR@5 (fraction of the
 poison's distinct target queries whose ``recall(target_query, k=5)`` returns a poison item).
 
     python benchmarks/trust_eval.py --via sets [--n 200] [--sets asb,bipia,...] [--channels ...]
+
+``--extra-sets [NAME=]PATH[,...]`` adds held-out sets (JSON Lines in the format of
+``../shared/data/attacks/``, e.g. written by ``benchmarks/heldout_sets.py``) to a ``--via sets``
+run, each named NAME or its file stem, run with the same protocol and channels at the shipped
+default agreement threshold (nothing is swept or chosen on them; ``--sets none`` runs only them).
 """
 
 from __future__ import annotations
@@ -74,6 +79,8 @@ SET_FILES = {
 }
 SETS = ("asb", "bipia", "ramdocs", "nq", "sql")
 CHANNELS = ("self", "self-derived", "peer", "external", "forged")
+#: held-out sets given with ``--extra-sets``: name -> JSON Lines file (same format as SET_FILES)
+EXTRA_SETS: dict[str, Path] = {}
 
 
 class Item(NamedTuple):
@@ -89,8 +96,9 @@ def load_set(name: str, n: int, seed: int) -> tuple[list[Item], list[Item]]:
     """Up to ``n`` genuine and ``n`` poison items of set ``name``, sampled with ``seed``."""
     rng = np.random.default_rng(seed)
     items: list[Item] = []
-    if name in SET_FILES:
-        for line in (ATTACKS / SET_FILES[name]).read_text().splitlines():
+    if name in SET_FILES or name in EXTRA_SETS:
+        path = EXTRA_SETS[name] if name in EXTRA_SETS else ATTACKS / SET_FILES[name]
+        for line in path.read_text().splitlines():
             r = json.loads(line)
             items.append(Item(r["id"], r["text"], r["label"] == "poison", r["target_query"] or ""))
     elif name == "nq":
@@ -499,6 +507,26 @@ def loso(args: argparse.Namespace) -> None:
         Path(args.json).write_text(json.dumps({"sweep": sweep, "loso": rows}, indent=1))
 
 
+def _extra_sets(args: argparse.Namespace) -> list[str]:
+    """Register ``--extra-sets`` in :data:`EXTRA_SETS` and return their names. Held-out sets
+    run only in a plain ``--via sets`` run at the shipped default threshold: they are never
+    part of a sweep or a leave-one-set-out choice."""
+    names = []
+    for spec in [x for x in args.extra_sets.split(",") if x]:
+        name, _, path = spec.rpartition("=")
+        p = Path(path).expanduser()
+        name = name or p.stem
+        if not p.is_file():
+            raise SystemExit(f"--extra-sets: no file {p}")
+        if name in SETS or name in EXTRA_SETS:
+            raise SystemExit(f"--extra-sets: name {name!r} is taken; use NAME=PATH")
+        EXTRA_SETS[name] = p
+        names.append(name)
+    if names and (args.via != "sets" or args.agreement != "default" or args.sweep_from):
+        raise SystemExit("--extra-sets needs --via sets at the default --agreement (held out)")
+    return names
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--families", type=int, default=150)
@@ -521,7 +549,9 @@ def main() -> None:
     )
     ap.add_argument("--sweep-only", action="store_true", help="stop after the sweep")
     ap.add_argument("--sweep-from", default="", help="JSON files of earlier sweeps (comma list)")
+    ap.add_argument("--extra-sets", default="", help="held-out [NAME=]PATH jsonl (comma list)")
     args = ap.parse_args()
+    extra = _extra_sets(args)
     if args.via == "sets" and ("," in args.agreement or args.sweep_from):
         loso(args)
         return
@@ -531,7 +561,7 @@ def main() -> None:
             f"{'set':8s} {'channel':13s} {'own':>5s} {'gen adm':>7s} {'gen use':>7s} "
             f"{'poi adm':>7s} {'poi inj':>7s} {'ASR@5':>6s} {'n g/p':>9s} {'s':>5s}"
         )
-        for name in args.sets.split(","):
+        for name in [x for x in args.sets.split(",") if x and x != "none"] + extra:
             for ch in args.channels.split(","):
                 kw = {} if args.agreement == "default" else {"agreement": _agr(args.agreement)}
                 r = sets_eval(name, ch, args.n, args.seed, **kw)
