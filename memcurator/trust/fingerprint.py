@@ -41,7 +41,8 @@ from memcurator.errors import InvalidInput
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
-#: very common English words and record labels: a shingle made only of these is phrasing
+#: very common English words, email pleasantries and record labels: a shingle made only of
+#: these is phrasing ("please let me know if you have any questions"), not content
 COMMON = frozenset(
     """a about above after again all also am an and any are as at be because been before being
     below between both but by can could did do does doing down during each few for from further
@@ -49,7 +50,11 @@ COMMON = frozenset(
     most my no nor not now of off on once only or other our ours out over own same she should so
     some such than that the their them then there these they this those through to too under
     until up very was we were what when where which while who whom why will with would you your
-    yours task action answer question note thought observation""".split()
+    yours task action answer question note thought observation let know please thank thanks
+    regards dear hi hello best kind get got make made like see use used one two new time day
+    today tomorrow yesterday may might must shall need want go going come back well good
+    many much even still yes ok okay via per etc re fw fwd subject sent questions concerns
+    feel free hesitate reach help sincerely""".split()
 )
 
 
