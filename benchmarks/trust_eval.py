@@ -34,8 +34,9 @@ interleaved in a seeded order, on the tested channel:
   note (:data:`READ_NOTE`, one own line, before the item's text);
 - ``own-after-read``: as ``self-read``, but every stream item of a target that no own-history
   item has is also read *before* the own history is written (``own-after-read-all``: every
-  stream item, and not again when it is written): the own-history columns (``own``, and ``own use`` = admitted and injectable) then
-  measure the rule's false positives on genuine own records;
+  stream item, and not again when it is written): the own-history columns (``own``, and
+  ``own use`` = admitted and injectable) then measure the rule's false positives on genuine
+  own records;
 - ``peer``: ``Memory.receive`` from a peer that signs with its real key (a compromised one
   sends the poison);
 - ``external``: ``origin="external"``;

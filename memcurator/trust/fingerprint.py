@@ -12,7 +12,11 @@ tokens (``\\w+``), every run of ``n`` consecutive tokens hashed, runs made only 
 words dropped (they are phrasing, not content). An entry *copies* read content when the words
 covered by its shingles found in the window hold one unbroken run of at least ``min_run`` words
 (default 10: a sentence), or, for an entry shorter than that, when all its words are one
-copied run. A run is measured, not a count of shared shingles, because the false positives on
+copied run. A run that lies wholly inside the entry's request line (``Task: ...``, the user's
+words a record repeats) does not count: outside content that quotes the same request (a tool
+echoing the question, a planted record aimed at the task) would otherwise taint every own
+record of that task; a copied run that goes on past it (a content word of the action) does.
+A run is measured, not a count of shared shingles, because the false positives on
 genuine records are many short shared phrases ("return the results ordered by", "the
 difference between the maximum and minimum", a record template's "Outcome: success (reward 1,
 solver expert)", a table header shared by two tables), each under 8 words.
@@ -106,6 +110,26 @@ def shingles(text: str, n: int = 5) -> list[tuple[int, int]]:
         for i in range(len(toks) - n + 1)
         if not all(t in COMMON for t in toks[i : i + n])
     ]
+
+
+def request_span(text: str) -> tuple[int, int]:
+    """The word positions ``[lo, hi)`` of ``text``'s request line (its first line that starts
+    with ``"Task: "``, as records are rendered), ``(0, 0)`` when it has none.
+
+    Examples
+    --------
+    >>> request_span("Task: count the rows of t\\nAction: SELECT COUNT(*) FROM t;")
+    (0, 6)
+    >>> request_span("no request here")
+    (0, 0)
+    """
+    off = 0
+    for line in text.splitlines(keepends=True):
+        if line.startswith("Task: "):
+            lo = len(words(text[:off]))
+            return lo, lo + len(words(line))
+        off += len(line)
+    return 0, 0
 
 
 class Match(NamedTuple):
@@ -223,13 +247,19 @@ class ReadWindow:
         if shared == 0:
             return None
         covered = sorted({i for st in hit.values() for s in st for i in range(s, s + self.n)})
-        run = best = 1
-        for a, b in zip(covered, covered[1:], strict=False):
-            run = run + 1 if b == a + 1 else 1
-            best = max(best, run)
-        if best < min(self.min_run, len(words(text))):
+        toks = words(text)
+        lo, hi = request_span(text)
+        best, start = 0, 0
+        for j in range(1, len(covered) + 1):
+            if j == len(covered) or covered[j] != covered[j - 1] + 1:  # a run ends at j - 1
+                first, last = covered[start], covered[j - 1]
+                # a run counts if it copies a content word outside the request line
+                if any(toks[i] not in COMMON for i in range(first, last + 1) if not lo <= i < hi):
+                    best = max(best, last - first + 1)
+                start = j
+        if best == 0 or best < min(self.min_run, len(toks)):
             return None
         return Match(tuple(sorted(srcs)), shared, len(covered), best)
 
 
-__all__ = ["COMMON", "Match", "ReadWindow", "shingles", "words"]
+__all__ = ["COMMON", "Match", "ReadWindow", "request_span", "shingles", "words"]
