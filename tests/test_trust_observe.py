@@ -276,6 +276,15 @@ def test_a_copy_is_one_long_run_and_a_short_entry_must_be_copied_whole() -> None
         "return the results ordered by type. Outcome: success"
     )
     assert m is None
+    # short phrases from two different reads, side by side, are not one copied run
+    w2 = ReadWindow()
+    w2.add("the schema lists orders with placed_at and amount columns", "tool_output:a")
+    w2.add("amount columns ordered by customer name descending", "tool_output:b")
+    assert w2.match("lists orders with placed_at and amount columns ordered by customer") is None
+    w2.add("the schema lists orders with placed_at and amount columns ordered by customer", "c")
+    assert (
+        w2.match("lists orders with placed_at and amount columns ordered by customer") is not None
+    )
     assert len(shingles("too short")) == 0
 
 

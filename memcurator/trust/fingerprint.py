@@ -10,7 +10,7 @@ what was read; the write path then asks it whether a new entry *copies* any of i
 The fingerprint is a set of hashed word shingles (Broder 1997): the text's lowercase word
 tokens (``\\w+``), every run of ``n`` consecutive tokens hashed, runs made only of very common
 words dropped (they are phrasing, not content). An entry *copies* read content when the words
-covered by its shingles found in the window hold one unbroken run of at least ``min_run`` words
+covered by its shingles found in one read hold one unbroken run of at least ``min_run`` words
 (default 10: a sentence), or, for an entry shorter than that, when all its words are one
 copied run. A run that lies wholly inside the entry's request line (``Task: ...``, the user's
 words a record repeats) does not count: outside content that quotes the same request (a tool
@@ -19,7 +19,9 @@ record of that task; a copied run that goes on past it (a content word of the ac
 A run is measured, not a count of shared shingles, because the false positives on
 genuine records are many short shared phrases ("return the results ordered by", "the
 difference between the maximum and minimum", a record template's "Outcome: success (reward 1,
-solver expert)", a table header shared by two tables), each under 8 words.
+solver expert)", a table header shared by two tables), each under 8 words; and a run is
+measured within one read, because on the same records such phrases from different reads sat
+side by side (a schema line from one, a task phrase from another) and added up to 10 or more.
 
 What it cannot see (documented limits, asserted in ``tests/test_trust_observe.py``):
 
@@ -142,9 +144,9 @@ class Match(NamedTuple):
     shared : int
         Distinct shingles shared with the window.
     words : int
-        Words of the entry covered by a shared shingle (the copied words).
+        Words of the entry covered by the shingles it shares with the reads it copies.
     run : int
-        The longest unbroken run of copied words.
+        The longest unbroken run of words copied from one read.
     """
 
     sources: tuple[str, ...]
@@ -200,8 +202,10 @@ class ReadWindow:
         self.n = n
         self.max_shingles = max_shingles
         self.min_run = min_run
-        # shingle hash -> {user (None: any): source}, least recently observed first
-        self._seen: OrderedDict[int, dict[str | None, str]] = OrderedDict()
+        # shingle hash -> [(read number, user (None: any), source)], the last few reads that
+        # held it; least recently observed shingle first
+        self._seen: OrderedDict[int, list[tuple[int, str | None, str]]] = OrderedDict()
+        self._reads = 0
 
     def __len__(self) -> int:
         """Distinct shingles held (at most ``max_shingles``)."""
@@ -215,11 +219,13 @@ class ReadWindow:
         int
             Shingles recorded (0 for a text of fewer than ``n`` words or only common words).
         """
+        self._reads += 1
         sh = shingles(text, self.n)
         for h, _ in sh:
-            by_user = self._seen.pop(h, None) or {}
-            by_user[user] = source
-            self._seen[h] = by_user
+            reads = self._seen.pop(h, None) or []
+            if not reads or reads[-1][0] != self._reads:
+                reads = [*reads[-(_READS_PER_SHINGLE - 1) :], (self._reads, user, source)]
+            self._seen[h] = reads
         while len(self._seen) > self.max_shingles:
             self._seen.popitem(last=False)
         return len(sh)
@@ -227,39 +233,60 @@ class ReadWindow:
     def match(self, text: str, user: str | None = None) -> Match | None:
         """What ``text`` copies from the window, or None when it copies nothing by the rule.
 
-        Content read for one user is matched against that user's writes and unscoped ones
-        (``user=None``); content read for nobody in particular against every write.
+        A copied run is measured within one read (one :meth:`add`): short phrases that happen
+        to be shared with several different reads do not add up to a copy. Content read for
+        one user is matched against that user's writes and unscoped ones (``user=None``);
+        content read for nobody in particular against every write.
         """
         if not self._seen:
             return None
         sh = shingles(text, self.n)
-        hit: dict[int, list[int]] = {}
-        srcs: set[str] = set()
+        per_read: dict[int, list[int]] = {}
+        source: dict[int, str] = {}
+        shared = 0
         for h, start in sh:
-            by_user = self._seen.get(h)
-            if by_user is None:
-                continue
-            found = [s for u, s in by_user.items() if u is None or user is None or u == user]
-            if found:
-                hit.setdefault(h, []).append(start)
-                srcs.update(found)
-        shared = len(hit)
-        if shared == 0:
+            found = [
+                (r, s)
+                for r, u, s in self._seen.get(h, ())
+                if u is None or user is None or u == user
+            ]
+            shared += bool(found)
+            for r, s in found:
+                per_read.setdefault(r, []).append(start)
+                source[r] = s
+        if not per_read:
             return None
-        covered = sorted({i for st in hit.values() for s in st for i in range(s, s + self.n)})
         toks = words(text)
         lo, hi = request_span(text)
-        best, start = 0, 0
-        for j in range(1, len(covered) + 1):
-            if j == len(covered) or covered[j] != covered[j - 1] + 1:  # a run ends at j - 1
-                first, last = covered[start], covered[j - 1]
-                # a run counts if it copies a content word outside the request line
-                if any(toks[i] not in COMMON for i in range(first, last + 1) if not lo <= i < hi):
-                    best = max(best, last - first + 1)
-                start = j
-        if best == 0 or best < min(self.min_run, len(toks)):
+        need = min(self.min_run, len(toks))
+        best, srcs, copied = 0, set(), set()
+        for r, starts in per_read.items():
+            covered = sorted({i for st in starts for i in range(st, st + self.n)})
+            run = _longest_run(covered, toks, lo, hi)
+            best = max(best, run)
+            if run >= need:
+                srcs.add(source[r])
+                copied.update(covered)
+        if not srcs:
             return None
-        return Match(tuple(sorted(srcs)), shared, len(covered), best)
+        return Match(tuple(sorted(srcs)), shared, len(copied), best)
+
+
+#: reads remembered per shingle (the most recent): a phrase many reads share keeps the last few
+_READS_PER_SHINGLE = 8
+
+
+def _longest_run(covered: list[int], toks: list[str], lo: int, hi: int) -> int:
+    """The longest unbroken run of ``covered`` word positions that copies a content word
+    outside the request line ``[lo, hi)`` (0 when none does)."""
+    best, start = 0, 0
+    for j in range(1, len(covered) + 1):
+        if j == len(covered) or covered[j] != covered[j - 1] + 1:  # a run ends at j - 1
+            first, last = covered[start], covered[j - 1]
+            if any(toks[i] not in COMMON for i in range(first, last + 1) if not lo <= i < hi):
+                best = max(best, last - first + 1)
+            start = j
+    return best
 
 
 __all__ = ["COMMON", "Match", "ReadWindow", "request_span", "shingles", "words"]
