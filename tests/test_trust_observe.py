@@ -7,6 +7,8 @@ import pytest
 
 from memcurator import Memory
 from memcurator.errors import InvalidInput
+from memcurator.policy.share import SharedEntry
+from memcurator.trust.auth import OWNER, Claim, KeyRing
 from memcurator.trust.fingerprint import ReadWindow, shingles
 from memcurator.trust.provenance import DERIVED_FROM, PROBATION, TAINT, injectable
 from memcurator.types import Step, Task, Trajectory
@@ -181,6 +183,24 @@ def test_a_declared_source_and_an_observed_one_combine() -> None:
     assert e.meta[TAINT] == "external"
     (why,) = _downgrades(mem)
     assert "derived from peer:p1" in why and "observed from document:mail/4471" in why
+
+
+def test_an_entry_received_from_a_peer_that_copies_an_observed_read_is_tainted_further() -> None:
+    ring = KeyRing()
+    for p in (OWNER, "p1"):
+        ring.add(p)
+    mem = Memory(policy="curator", namespace="agent", keyring=ring, max_bytes=None)
+    mem.observe_read(EMAIL, "web:https://mail.test/4471")
+    sig = ring.sign(Claim("agent", "peer", "p1", "insight", EMAIL), principal="p1")
+    (r,) = mem.receive([SharedEntry(EMAIL, "insight", 0, 0.5, 1.0, 0.0, "s1", signature=sig)], "p1")
+    e = mem.get(r.id)
+    assert e.meta[DERIVED_FROM] == [
+        {"kind": "peer", "id": "p1"},
+        {"kind": "web", "id": "https://mail.test/4471", "via": "observed"},
+    ]
+    assert e.meta[TAINT] == "external" and not injectable(e)
+    (why,) = _downgrades(mem)
+    assert "derived from peer:p1" in why and "observed from web:https://mail.test/4471" in why
 
 
 def test_content_read_for_one_user_taints_that_users_and_unscoped_writes_only() -> None:
