@@ -34,6 +34,7 @@ from memcurator.policy.base import Policy
 from memcurator.store.base import KEEP, REEMBED_PENDING, Store
 from memcurator.store.vectors import check_dtype, stored_vector
 from memcurator.trust.auth import OWNER, KeyRing
+from memcurator.trust.fingerprint import ReadWindow
 
 #: ``max_bytes`` not given: keep the namespace's stored budget (unbounded for a new one).
 UNSET: Any = KEEP
@@ -290,6 +291,8 @@ class Context(Scope):
         self.converting = False
         #: recall's pool comes from the store (:mod:`memcurator.lifecycle.store_recall`)
         self.recall_in_store = False
+        #: what this handle observed the agent read (:mod:`memcurator.lifecycle.reads`)
+        self.reads = ReadWindow()
         # ids are drawn from the seed and the log's length, so a reopened store (same seed)
         # never draws an id it already used, while a fresh run stays reproducible
         self.rng = random.Random(f"{seed}:{namespace}:{store.last_seq()}")

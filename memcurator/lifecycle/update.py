@@ -6,8 +6,18 @@ from memcurator.errors import BudgetExceeded, DuplicateEntry, EntryNotFound
 from memcurator.lifecycle.checks import check_text, dedup_key, embed_checked
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.keep import keep_pass
+from memcurator.lifecycle.reads import observed_reason, observed_sources
 from memcurator.lifecycle.resident import ResidentSet
 from memcurator.lifecycle.write import WriteResult
+from memcurator.trust.provenance import (
+    CHANNEL_ORDER,
+    DERIVED_FROM,
+    PROBATION,
+    TAINT,
+    least_trusted,
+    taint_of,
+)
+from memcurator.types import Entry
 
 
 def update(ctx: Context, entry_id: str, text: str | bytes, *, reason: str = "") -> WriteResult:
@@ -16,8 +26,13 @@ def update(ctx: Context, entry_id: str, text: str | bytes, *, reason: str = "") 
     The new text is validated as in :func:`memcurator.lifecycle.write.write`, embedded, sized
     and written in one transaction with an ``update`` decision (old and new bytes, ``reason``);
     the Keep pass then runs. Use, success and failure counts stay with the entry (it is the
-    same memory, corrected). If any step raises (validation, budget, the store, the Keep pass),
-    nothing changes, in the store or in the resident set.
+    same memory, corrected). Its provenance stays too (``meta`` is copied: a tainted entry
+    stays tainted), and a new text that copies outside content this handle observed
+    (:mod:`memcurator.lifecycle.reads`) taints it as on write: the source is added to
+    ``meta["_derived_from"]``, ``meta["_taint"]`` set, the entry put on probation under a
+    policy with probation, and a ``downgrade`` row logged (the entry's ``origin`` field keeps
+    its write-time value; the taint is in ``meta``). If any step raises (validation, budget,
+    the store, the Keep pass), nothing changes, in the store or in the resident set.
 
     Returns
     -------
@@ -51,6 +66,7 @@ def update(ctx: Context, entry_id: str, text: str | bytes, *, reason: str = "") 
             raise DuplicateEntry(f"entry {other.id!r} already holds this text; forget one")
         new = ResidentSet.copy_of(cur)
         new.meta["text_sha1"] = key
+        taint_why = _observed_taint(ctx, new, new_text)
         e = ctx.sizing.stored(e0)
         # what the entry counts besides its text, meta and vector (origin detail, written
         # statistics) stays counted: b(m) of the new version keeps the old one's extra bytes
@@ -66,6 +82,8 @@ def update(ctx: Context, entry_id: str, text: str | bytes, *, reason: str = "") 
             new.raw_bytes = max(cur.raw_bytes, b)
             ctx.store.update(new)
             why = f"text replaced: {cur.bytes} -> {b} bytes" + (f"; {reason}" if reason else "")
+            if taint_why:
+                ctx.log(ctx.step, "downgrade", entry_id, float("nan"), taint_why, b)
             ctx.log(ctx.step, "update", entry_id, float("nan"), why, b)
             res.replace(res.index[entry_id], new)
             g = keep_pass(ctx, ctx.step)
@@ -73,6 +91,24 @@ def update(ctx: Context, entry_id: str, text: str | bytes, *, reason: str = "") 
     if oversized is not None:
         raise oversized
     return WriteResult(entry_id, True, why, float("nan"), g.evicted, g.distilled)
+
+
+def _observed_taint(ctx: Context, new: Entry, text: str) -> str:
+    """Taint ``new`` (mutating its meta) if ``text`` copies observed reads; the log reason."""
+    observed, match = observed_sources(ctx, text, new.meta.get("_user"))
+    if match is None:
+        return ""
+    have = list(new.meta.get(DERIVED_FROM, []))
+    new.meta[DERIVED_FROM] = have + [s for s in observed if s not in have]
+    before = least_trusted([new.origin, str(new.meta.get(TAINT, "") or "")])
+    taint = least_trusted([before, taint_of(observed, {})])
+    if CHANNEL_ORDER.index(taint) <= CHANNEL_ORDER.index(before):
+        return ""
+    new.meta[TAINT] = taint
+    new.meta.setdefault("claimed_origin", new.origin)
+    if ctx.policy.probation:
+        new.meta[PROBATION] = f"origin {taint} (tainted)"
+    return f"taint: update {observed_reason(match)}; {before} entry handled as {taint}"
 
 
 __all__ = ["update"]

@@ -21,6 +21,7 @@ from memcurator.lifecycle.checks import (
 )
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.keep import keep_pass
+from memcurator.lifecycle.reads import observed_reason, observed_sources
 from memcurator.store.sizing import stats_bytes
 from memcurator.trust.auth import Claim, Signature
 from memcurator.trust.provenance import (
@@ -135,6 +136,10 @@ def write(
         A claim more trusted than its sources (``self`` for content read from a web page) is
         handled as the least trusted source (logged as ``downgrade``, ``meta["_taint"]``); an
         entry source counts as ``self`` once it is injectable.
+        Undeclared sources count too: a text that copies outside content this handle observed
+        (:meth:`memcurator.Memory.observe_read`, :mod:`memcurator.lifecycle.reads`) is handled
+        as if it had declared that source (marked ``"via": "observed"``; the ``downgrade`` row
+        says ``"copies N words observed from <source>"``).
 
     Returns
     -------
@@ -182,6 +187,8 @@ def write(
     stats = check_stats(stats)
     meta["text_sha1"] = dedup_key(text)
     sources = parse_sources(derived_from)
+    # what the text copies of the outside content this handle observed (declared or not)
+    observed, match = observed_sources(ctx, text, user)
     claimed = origin
     origin, downgrade = verify_origin(ctx, text, origin, detail, kind, signature)
     # authenticated: a key ring proved the claim (without one, nothing is proven)
@@ -195,8 +202,8 @@ def write(
         res = ctx.res
         e = ctx.sizing.stored(e)  # in the namespace's precision, read after the sync above
         taint_why = ""
-        if sources:
-            meta[DERIVED_FROM] = sources
+        if sources or observed:
+            meta[DERIVED_FROM] = sources + observed
             taints = {
                 s["id"]: entry_taint(m.meta, m.origin)
                 for s in sources
@@ -208,16 +215,20 @@ def write(
                 # counts as outside; an id never seen here is a caller's error
                 known = ctx.store.known_ids(ctx.namespace, gone)
                 taints.update({i: "external" for i in gone if i in known})
-            taint = taint_of(sources, taints)
+            taint = taint_of(sources + observed, taints)
             if taint != "self":
                 meta[TAINT] = taint
             if CHANNEL_ORDER.index(taint) > CHANNEL_ORDER.index(origin):
-                names = ", ".join(
-                    f"{s['kind']}:{s['id']}" if s["id"] else s["kind"] for s in sources
-                )
-                taint_why = (
-                    f"taint: {origin} claim for content derived from {names}; handled as {taint}"
-                )
+                why = []
+                if sources:
+                    names = ", ".join(
+                        f"{s['kind']}:{s['id']}" if s["id"] else s["kind"] for s in sources
+                    )
+                    why.append(f"{origin} claim for content derived from {names}")
+                if match is not None:
+                    why.append(observed_reason(match))
+                claim = "" if sources else f"{origin} claim "
+                taint_why = "taint: " + "; ".join(why) + f"; {claim}handled as {taint}"
                 meta.setdefault("claimed_origin", claimed)
                 origin, proven = taint, False
         existing = res.by_key(meta["text_sha1"])
