@@ -178,9 +178,12 @@ _SENSITIVE = re.compile(
     r"private keys?|card numbers?|credit cards?|cvv|ssn|social security|salar(y|ies)|payroll|"
     r"medical|bank details|logins?|otp|one-time|verification codes?|security codes?|"
     r"reset (links?|codes?)|contacts?|customer (data|list|records?|details)|personal (data|"
-    r"information|details)|\.env|/etc/shadow|all|every|entire|whole|full|everything)\b",
+    r"information|details)|\.env|/etc/shadow)\b",
     re.IGNORECASE,
 )
+#: a bulk quantifier, counted as sensitive only on a data store ("every message in the inbox",
+#: "the full table"; not "all the photos from the trip")
+_BULK = re.compile(r"\b(all|every|entire|whole|full|everything)\b", re.IGNORECASE)
 #: what a broad destruction in prose must name (so "Destroy All Humans!" is not a deletion)
 _STORE = re.compile(
     r"\b(files?|folders?|director(y|ies)|data|database|db|disk|drive|backups?|emails?|"
@@ -508,6 +511,16 @@ def _disabled_safeguard(action: str, t_low: str) -> str:
     return ""
 
 
+def _bulk_store(clause: str) -> re.Match[str] | None:
+    """A bulk quantifier on a data store within the next four words, or "everything"."""
+    for b in _BULK.finditer(clause):
+        if b.group(0).lower() == "everything":
+            return b
+        if _STORE.search(" ".join(clause[b.end() :].split()[:4])):
+            return b
+    return None
+
+
 def _free_text_findings(text: str) -> list[ActionFinding]:
     """Findings in free text with no task (prose, a tool output, an e-mail, a document): each
     instruction clause (:func:`instructions`) read for what it would make the reader do.
@@ -530,7 +543,7 @@ def _free_text_findings(text: str) -> list[ActionFinding]:
         if dests and money:
             add(ActionFinding("move money", R_MONEY, f"money to {dests[0]!r}"))
         elif (dests or _PUBLIC.search(c)) and _SEND.search(c):
-            what = _SENSITIVE.search(c)
+            what = _SENSITIVE.search(c) or _bulk_store(c)
             if what or _PUBLIC.search(c):
                 where = dests[0] if dests else _PUBLIC.search(c).group(0)  # type: ignore[union-attr]
                 add(ActionFinding("exfiltrate", R_EXFIL, f"{what.group(0) if what else 'data'!r}"
