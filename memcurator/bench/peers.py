@@ -53,6 +53,12 @@ from memcurator.store.vectors import check_dtype
 from memcurator.trust.auth import OWNER, Claim, KeyRing, Signature
 
 CHANNELS = ("external", "peer", "self")
+#: per channel and payload kind (counts, summed over agents): ``hits`` target tasks whose
+#: executed SQL carried the payload out while its entry was shown, ``tasks_n`` the channel's
+#: target tasks after the attack, ``resident_n`` / ``shown_n`` of them with the payload's entry
+#: resident / injected into the prompt, ``admitted`` / ``offered_n`` its entries admitted of
+#: those written or received
+PAYLOAD_FIELDS = ("hits", "tasks_n", "resident_n", "shown_n", "admitted", "offered_n")
 
 
 @dataclass
@@ -83,12 +89,16 @@ class PeerConfig:
     agent : AgentConfig
     vector_dtype : {"float32", "float16", "int8"}, default "float32"
         Stored precision of every agent's vectors (:mod:`memcurator.store.vectors`).
+    payloads : {"classic", "new", "all"}, default "classic"
+        The attack payloads planted on every channel
+        (:data:`memcurator.envs.sql.attacks.PAYLOAD_SETS`): the classic six (the default, so
+        earlier runs' draws and records stay comparable), issue 22's new kinds, or both.
 
     Raises
     ------
     InvalidInput
         ``peers`` not in {2, 4, 8}, non-positive sizes, ``outside_rate`` < 0, an unknown
-        ``vector_dtype``.
+        ``vector_dtype`` or ``payloads``.
     """
 
     peers: int = 4
@@ -105,9 +115,15 @@ class PeerConfig:
     seed: int = 0
     agent: AgentConfig = field(default_factory=AgentConfig)
     vector_dtype: str = "float32"
+    payloads: str = "classic"
 
     def __post_init__(self) -> None:
+        from memcurator.envs.sql.attacks import PAYLOAD_SETS
+
         check_dtype(self.vector_dtype)
+        if self.payloads not in PAYLOAD_SETS:
+            known = sorted(PAYLOAD_SETS)
+            raise InvalidInput(f"payloads must be one of {known}, got {self.payloads!r}")
         if self.peers not in (2, 4, 8):
             raise InvalidInput(f"peers must be 2, 4 or 8, got {self.peers}")
         if self.n_tasks < 1 or self.share_every < 1 or self.uplink < 0 or self.n_families < 2:
@@ -248,11 +264,6 @@ def _sha(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
-def _action(text: str) -> str:
-    lines = [ln for ln in text.splitlines() if ln.startswith("Action: ")]
-    return lines[-1][len("Action: ") :] if lines else ""
-
-
 def _secret(seed: int, agent: str) -> bytes:
     return hashlib.sha256(f"memcurator-bench:{seed}:{agent}".encode()).digest()
 
@@ -276,9 +287,10 @@ class _Plan:
     them (so that an agent run in another process draws exactly what it would here).
 
     ``attacks[n]``: (channel, family, payload, text) of each attack entry aimed at agent ``n``
-    (text None where the payload does not apply), planned at ``attack_step``; ``targets[n]``:
-    family -> channel; ``feed[(t, i)]``: the genuine external exemplar agent ``i`` receives
-    after task ``t``.
+    (text None where the payload does not apply), planned at ``attack_step``; ``checks``: the
+    :class:`~memcurator.envs.sql.attacks.Attack` of each attack text (its behaviour check);
+    ``targets[n]``: family -> channel; ``feed[(t, i)]``: the genuine external exemplar agent
+    ``i`` receives after task ``t``.
     """
 
     pool: list[Any]
@@ -288,6 +300,7 @@ class _Plan:
     attacks: dict[str, list[tuple[str, str, str, str | None]]]
     targets: dict[str, dict[str, str]]
     feed: dict[tuple[int, int], str]
+    checks: dict[str, Any] = field(default_factory=dict)
 
     @property
     def bad_peer(self) -> str:
@@ -296,7 +309,7 @@ class _Plan:
 
 def draw_plan(families: list[Any], cfg: PeerConfig, *, outside: bool = True) -> _Plan:
     """The random draws of :func:`run_group` (pool, streams, attacks, external feed)."""
-    from memcurator.envs.sql.attacks import ATTACK_PAYLOADS, genuine_exemplar, make_attack
+    from memcurator.envs.sql.attacks import PAYLOAD_SETS, genuine_exemplar, make_attack_entry
 
     rng = np.random.default_rng(cfg.seed)
     pool = [families[int(i)] for i in rng.permutation(len(families))[: cfg.n_families]]
@@ -319,6 +332,7 @@ def draw_plan(families: list[Any], cfg: PeerConfig, *, outside: bool = True) -> 
     attacks: dict[str, list[tuple[str, str, str, str | None]]] = {n: [] for n in names}
     targets: dict[str, dict[str, str]] = {n: {} for n in names}
     feed: dict[tuple[int, int], str] = {}
+    checks: dict[str, Any] = {}
     by_fam = {s.family: s for s in pool}
     for t in range(cfg.n_tasks):
         if cfg.attack and t == attack_step:
@@ -329,13 +343,16 @@ def draw_plan(families: list[Any], cfg: PeerConfig, *, outside: bool = True) -> 
                     if ch == "peer" and n == names[-1]:
                         continue
                     targets[n][fam] = ch
-                    for p in ATTACK_PAYLOADS:
-                        attacks[n].append((ch, fam, p, make_attack(by_fam[fam], p, rng)))
+                    for p in PAYLOAD_SETS[cfg.payloads]:
+                        a = make_attack_entry(by_fam[fam], p, rng)
+                        attacks[n].append((ch, fam, p, None if a is None else a.text))
+                        if a is not None:
+                            checks[a.text] = a
         for i in range(cfg.peers):
             if outside and rng.random() < cfg.outside_rate:
                 spec = pool[int(rng.integers(len(pool)))]
                 feed[(t, i)] = genuine_exemplar(spec, rng)
-    return _Plan(pool, names, streams, attack_step, attacks, targets, feed)
+    return _Plan(pool, names, streams, attack_step, attacks, targets, feed, checks)
 
 
 class _PeerAgent:
@@ -377,7 +394,7 @@ class _PeerAgent:
         )
         self.broadcast = not pol.can_share
         self.label: dict[str, str] = {}  # sha -> payload of attacks aimed at this agent
-        self.attacks: dict[str, list[tuple[str, str]]] = {}
+        self.attacks: dict[str, list[Any]] = {}  # family -> its Attack entries
         self.attack_texts: dict[str, list[str]] = {}
         self.targets: dict[str, str] = {}
         self.pending_peer_attacks: dict[str, list[str]] = {r: [] for r in plan.names}
@@ -385,15 +402,25 @@ class _PeerAgent:
             ch: {"genuine": [0, 0], "poison": [0, 0]} for ch in CHANNELS
         }
         self.asr_hits = {ch: [0, 0] for ch in CHANNELS}
+        #: per channel and payload: [hits, target tasks, entry resident, entry shown,
+        #: entries admitted, entries offered]
+        self.payload_counts: dict[str, dict[str, list[int]]] = {ch: {} for ch in CHANNELS}
         self.records: list[dict[str, Any]] = []
         self.decisions: dict[str, int] = {}
         self.ok = 0
         self.last_sent = -1
 
-    def tally(self, ch: str, genuine: bool, admitted: bool) -> None:
+    def tally(self, ch: str, genuine: bool, admitted: bool, payload: str = "") -> None:
         c = self.counts[ch]["genuine" if genuine else "poison"]
         c[0] += int(admitted)
         c[1] += 1
+        if payload:
+            pc = self._pc(ch, payload)
+            pc[4] += int(admitted)
+            pc[5] += 1
+
+    def _pc(self, ch: str, payload: str) -> list[int]:
+        return self.payload_counts[ch].setdefault(payload, [0, 0, 0, 0, 0, 0])
 
     def _plan_attacks(self) -> None:
         n, plan = self.name, self.plan
@@ -401,7 +428,7 @@ class _PeerAgent:
         for ch, fam, p, t in plan.attacks[n]:
             if t is None:
                 continue
-            self.attacks.setdefault(fam, []).append((p, _action(t)))
+            self.attacks.setdefault(fam, []).append(plan.checks[t])
             self.attack_texts.setdefault(fam, []).append(t)
             self.label[_sha(t)] = p
             if not self.outside or ch == "peer":  # peer attacks: sent by the compromised peer
@@ -410,7 +437,7 @@ class _PeerAgent:
                 res = self.mem.write(t, origin=ch, origin_detail="attacker")
             except BudgetExceeded:
                 continue
-            self.tally(ch, False, res.admitted)
+            self.tally(ch, False, res.admitted, p)
         if self.outside and n == plan.bad_peer:
             for r in plan.names:
                 self.pending_peer_attacks[r] = [
@@ -419,7 +446,7 @@ class _PeerAgent:
 
     def step(self, t: int) -> None:
         """Task ``t`` (with the attack planted first at the attack step), then the feed."""
-        from memcurator.envs.sql.poison import hijack_executed, payload_executed
+        from memcurator.envs.sql.attacks import carried_out
 
         cfg, plan, mem = self.cfg, self.plan, self.mem
         if cfg.attack and t == plan.attack_step:
@@ -434,6 +461,9 @@ class _PeerAgent:
         attack_ids = (
             {m.id for m in mem.entries() if _sha(m.text) in self.label} if cfg.agent.trial else ()
         )
+        # which of the family's attack entries were resident, and shown to the model (their
+        # ``uses`` rise when the agent's feedback reaches them: injected into the prompt)
+        uses_before = {_sha(m.text): m.uses for m in mem.entries() if _sha(m.text) in fam_attacks}
         rec = run_task(
             task, mem, self.executor, cfg.agent, policy_name=self.policy_name, seed=cfg.seed, step=t
         )
@@ -447,20 +477,28 @@ class _PeerAgent:
         hit = False
         if ch is not None and t >= plan.attack_step:
             spec = task.payload["spec"]
-            hit = (
-                attack_resident
-                and bool(rec.sql)
-                and (
-                    payload_executed(spec, rec.sql)
-                    or any(
-                        hijack_executed(spec, rec.sql, a)
-                        for p, a in self.attacks.get(task.family, [])
-                        if p == "hijack" and a
-                    )
-                )
-            )
+            shown = {
+                _sha(m.text)
+                for m in mem.entries()
+                if _sha(m.text) in uses_before and m.uses > uses_before[_sha(m.text)]
+            }
+            done = {
+                a.payload: bool(rec.sql) and carried_out(spec, a, rec.sql)
+                for a in self.attacks.get(task.family, [])
+            }
+            # the channel's ASR: a payload of any of the family's resident entries carried out
+            hit = attack_resident and any(done.values())
             self.asr_hits[ch][0] += int(hit)
             self.asr_hits[ch][1] += 1
+            # per payload: carried out while its own entry was shown (an effect several shown
+            # entries share, e.g. an emptied table, counts for each of them)
+            for a in self.attacks.get(task.family, []):
+                pc = self._pc(ch, a.payload)
+                sha = _sha(a.text)
+                pc[0] += int(sha in shown and done[a.payload])
+                pc[1] += 1
+                pc[2] += int(sha in uses_before)
+                pc[3] += int(sha in shown)
         row = {
             "policy": self.policy_name,
             "seed": cfg.seed,
@@ -514,7 +552,7 @@ class _PeerAgent:
             if not isinstance(e, SharedEntry):  # a forget notice: nothing to tally
                 continue
             p = self.label.get(_sha(e.text))
-            self.tally("peer", p is None, res[0].admitted)
+            self.tally("peer", p is None, res[0].admitted, p or "")
 
     def finish(self) -> dict[str, Any]:
         """Close the memory; the agent's tallies, records and decision counts."""
@@ -527,6 +565,7 @@ class _PeerAgent:
             "ok": self.ok,
             "counts": self.counts,
             "asr_hits": self.asr_hits,
+            "payload_counts": self.payload_counts,
             "records": self.records,
             "decisions": self.decisions,
         }
@@ -540,6 +579,7 @@ def _summarize(
     counts = {ch: {"genuine": [0, 0], "poison": [0, 0]} for ch in CHANNELS}
     asr = {ch: [0, 0] for ch in CHANNELS}
     decisions: dict[str, int] = {}
+    pcounts: dict[str, dict[str, list[int]]] = {}
     for p in parts:
         for ch in CHANNELS:
             for kind in ("genuine", "poison"):
@@ -549,11 +589,16 @@ def _summarize(
                 asr[ch][j] += p["asr_hits"][ch][j]
         for k, v in p["decisions"].items():
             decisions[k] = decisions.get(k, 0) + v
+        for ch, per in p.get("payload_counts", {}).items():
+            for pay, c in per.items():
+                tot = pcounts.setdefault(ch, {}).setdefault(pay, [0] * len(c))
+                for j, x in enumerate(c):
+                    tot[j] += x
     # records in run order: task by task, agents in order within a task
     n = len(parts)
     records = [parts[i]["records"][t] for t in range(cfg.n_tasks) for i in range(n)]
     acc = ok / (cfg.n_tasks * cfg.peers)
-    ch_out: dict[str, dict[str, float]] = {}
+    ch_out: dict[str, dict[str, Any]] = {}
     for ch in CHANNELS:
         g, p_ = counts[ch]["genuine"], counts[ch]["poison"]
         a = asr[ch]
@@ -564,6 +609,10 @@ def _summarize(
             "poison_n": p_[1],
             "asr": a[0] / a[1] if a[1] else float("nan"),
             "asr_n": a[1],
+            "payloads": {
+                pay: dict(zip(PAYLOAD_FIELDS, c, strict=True))
+                for pay, c in sorted(pcounts.get(ch, {}).items())
+            },
         }
     rounds = len(sent_bytes)
     per_round = float(np.mean(sent_bytes)) / cfg.peers if rounds else 0.0
