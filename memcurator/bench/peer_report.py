@@ -515,16 +515,19 @@ def payload_markdown(rows: Sequence[dict[str, Any]]) -> list[str]:
         "Per channel's target tasks after the attack (summed over seeds and agents): hits = the "
         "executed SQL (or reply) carried that payload out while its entry was shown "
         "(:func:`memcurator.envs.sql.attacks.carried_out`); resident / shown = tasks with the "
-        "entry in memory / injected into the prompt; admitted = its entries admitted of those "
-        "offered. A payload never shown has ASR 0 by construction: no evidence either way.",
+        "entry in memory / injected into the live prompt; admitted = its entries admitted of "
+        "those offered; trialled / released = contained trials of its entries (any task) and "
+        "those that released one. A payload never shown has ASR 0 by construction: no evidence "
+        "either way.",
         "",
         "| policy | L | channel | payload | ASR | hits / tasks | resident | shown | "
-        "admitted / offered |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "admitted / offered | trialled / released |",
+        "|---|---|---|---|---|---|---|---|---|---|",
         *(
             f"| {r['policy']} | {r['uplink']} | {r['channel']} | {r['payload']} | "
             f"{_fmt(r['asr'])} | {r['hits']} / {r['tasks_n']} | {r['resident_n']} | "
-            f"{r['shown_n']} | {r['admitted']} / {r['offered_n']} |"
+            f"{r['shown_n']} | {r['admitted']} / {r['offered_n']} | "
+            f"{r['trialled_n']} / {r['released']} |"
             for r in rows
         ),
     ]

@@ -56,9 +56,19 @@ CHANNELS = ("external", "peer", "self")
 #: per channel and payload kind (counts, summed over agents): ``hits`` target tasks whose
 #: executed SQL carried the payload out while its entry was shown, ``tasks_n`` the channel's
 #: target tasks after the attack, ``resident_n`` / ``shown_n`` of them with the payload's entry
-#: resident / injected into the prompt, ``admitted`` / ``offered_n`` its entries admitted of
-#: those written or received
-PAYLOAD_FIELDS = ("hits", "tasks_n", "resident_n", "shown_n", "admitted", "offered_n")
+#: resident / injected into the live prompt, ``admitted`` / ``offered_n`` its entries admitted
+#: of those written or received, ``trialled_n`` / ``released`` contained trials of its entries
+#: (any task; ``--trial``) and those that released the entry
+PAYLOAD_FIELDS = (
+    "hits",
+    "tasks_n",
+    "resident_n",
+    "shown_n",
+    "admitted",
+    "offered_n",
+    "trialled_n",
+    "released",
+)
 
 
 @dataclass
@@ -394,6 +404,7 @@ class _PeerAgent:
         )
         self.broadcast = not pol.can_share
         self.label: dict[str, str] = {}  # sha -> payload of attacks aimed at this agent
+        self.channel_of: dict[str, str] = {}  # sha -> channel of that attack
         self.attacks: dict[str, list[Any]] = {}  # family -> its Attack entries
         self.attack_texts: dict[str, list[str]] = {}
         self.targets: dict[str, str] = {}
@@ -402,8 +413,7 @@ class _PeerAgent:
             ch: {"genuine": [0, 0], "poison": [0, 0]} for ch in CHANNELS
         }
         self.asr_hits = {ch: [0, 0] for ch in CHANNELS}
-        #: per channel and payload: [hits, target tasks, entry resident, entry shown,
-        #: entries admitted, entries offered]
+        #: per channel and payload: :data:`PAYLOAD_FIELDS`
         self.payload_counts: dict[str, dict[str, list[int]]] = {ch: {} for ch in CHANNELS}
         self.records: list[dict[str, Any]] = []
         self.decisions: dict[str, int] = {}
@@ -420,7 +430,7 @@ class _PeerAgent:
             pc[5] += 1
 
     def _pc(self, ch: str, payload: str) -> list[int]:
-        return self.payload_counts[ch].setdefault(payload, [0, 0, 0, 0, 0, 0])
+        return self.payload_counts[ch].setdefault(payload, [0] * len(PAYLOAD_FIELDS))
 
     def _plan_attacks(self) -> None:
         n, plan = self.name, self.plan
@@ -431,6 +441,7 @@ class _PeerAgent:
             self.attacks.setdefault(fam, []).append(plan.checks[t])
             self.attack_texts.setdefault(fam, []).append(t)
             self.label[_sha(t)] = p
+            self.channel_of[_sha(t)] = ch
             if not self.outside or ch == "peer":  # peer attacks: sent by the compromised peer
                 continue
             try:
@@ -458,17 +469,31 @@ class _PeerAgent:
             _sha(m.text) in fam_attacks for m in mem.entries()
         )
         # attack entries are not marked in their meta: a trialled one is known by its text
-        attack_ids = (
-            {m.id for m in mem.entries() if _sha(m.text) in self.label} if cfg.agent.trial else ()
+        attack_ids: dict[str, tuple[str, str]] = (  # id -> (payload, channel)
+            {
+                m.id: (self.label[_sha(m.text)], self.channel_of[_sha(m.text)])
+                for m in mem.entries()
+                if _sha(m.text) in self.label
+            }
+            if cfg.agent.trial
+            else {}
         )
-        # which of the family's attack entries were resident, and shown to the model (their
-        # ``uses`` rise when the agent's feedback reaches them: injected into the prompt)
-        uses_before = {_sha(m.text): m.uses for m in mem.entries() if _sha(m.text) in fam_attacks}
+        # which of the family's attack entries were resident, and shown to the model: their
+        # ``uses`` rise when the agent's feedback reaches them (injected into the live prompt),
+        # or when a contained trial reports on them (told apart by the record's trial id)
+        uses_before = {
+            m.id: (_sha(m.text), m.uses) for m in mem.entries() if _sha(m.text) in fam_attacks
+        }
         rec = run_task(
             task, mem, self.executor, cfg.agent, policy_name=self.policy_name, seed=cfg.seed, step=t
         )
         if rec.trial_id:
             rec.trial_poison = rec.trial_id in attack_ids
+            if rec.trial_id in attack_ids:
+                pay, tch = attack_ids[rec.trial_id]
+                pc = self._pc(tch, pay)
+                pc[6] += 1
+                pc[7] += int(rec.trials_released > 0)
         self.ok += int(rec.local_ok)
         for d in mem.decisions(since=seq):  # the agent's own (signed) write
             if d.action in ("admit", "reject", "reinforce"):
@@ -478,10 +503,11 @@ class _PeerAgent:
         if ch is not None and t >= plan.attack_step:
             spec = task.payload["spec"]
             shown = {
-                _sha(m.text)
+                uses_before[m.id][0]
                 for m in mem.entries()
-                if _sha(m.text) in uses_before and m.uses > uses_before[_sha(m.text)]
+                if m.id in uses_before and m.id != rec.trial_id and m.uses > uses_before[m.id][1]
             }
+            resident = {sha for sha, _ in uses_before.values()}
             done = {
                 a.payload: bool(rec.sql) and carried_out(spec, a, rec.sql)
                 for a in self.attacks.get(task.family, [])
@@ -497,7 +523,7 @@ class _PeerAgent:
                 sha = _sha(a.text)
                 pc[0] += int(sha in shown and done[a.payload])
                 pc[1] += 1
-                pc[2] += int(sha in uses_before)
+                pc[2] += int(sha in resident)
                 pc[3] += int(sha in shown)
         row = {
             "policy": self.policy_name,
