@@ -15,14 +15,17 @@ Outside traffic in every run:
 - attacks at ``attack_at`` of the stream, one family per channel per agent (its most popular
   families): ``external`` writes, a compromised peer (the last agent; it signs with its real
   key and advertises q = 1, a = 50), and forged ``self`` (unsigned), each with every payload of
-  :data:`memcurator.envs.sql.attacks.ATTACK_PAYLOADS`.
+  the set ``PeerConfig.payloads`` names (:data:`memcurator.envs.sql.attacks.PAYLOAD_SETS`:
+  ``classic``, the default, is :data:`~memcurator.envs.sql.attacks.ATTACK_PAYLOADS`; ``new``
+  issue 22's kinds; ``all`` both).
 
 Measures per policy: accuracy with outside traffic and without (the same streams, no exchange,
 no feed, no attack; the isolated run does not depend on ``uplink`` and is run once per policy and
 seed), per channel the genuine and poison admission rates and the ASR (the share of
-the channel's target-family tasks after the attack whose executed SQL carried out a payload:
-:func:`~memcurator.envs.sql.poison.payload_executed` for drop/empty/comment/instruction/trigger,
-:func:`~memcurator.envs.sql.poison.hijack_executed` for hijack), and uplink bytes per round.
+the channel's target-family tasks after the attack whose executed SQL carried out a payload of
+an attack entry resident for the family: :func:`~memcurator.envs.sql.attacks.carried_out`, by
+execution), per channel and payload kind the same count with the payload's own entry shown in
+the live prompt (:data:`PAYLOAD_FIELDS`), and uplink bytes per round.
 
 References
 ----------
