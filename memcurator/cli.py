@@ -177,6 +177,14 @@ def bench(
     outside_rate: Annotated[
         float, typer.Option(help="Peer group: genuine external exemplars per task and agent.")
     ] = 0.1,
+    payloads: Annotated[
+        str,
+        typer.Option(
+            help="Peer group: attack payloads on every channel: classic (drop, empty, comment, "
+            "hijack, instruction, trigger), new (exfiltrate, tool-output, false-fact, "
+            "procedure: issue 22's kinds) or all."
+        ),
+    ] = "classic",
     baseline: Annotated[
         str | None,
         typer.Option(
@@ -264,6 +272,8 @@ def bench(
         fail(f"unknown --transport {transport!r}; known: ['http', 'inproc']")
     if transport != "inproc" and not peers:
         fail("--transport is for a peer group (--peers M)")
+    if payloads != "classic" and not peers:
+        fail("--payloads is for a peer group (--peers M); single agents take --payload")
     if ray is not None and peers:
         fail("--ray is for single-agent benches (a peer group is one coupled run)")
     budgets = parse_budgets(max_bytes)
@@ -295,6 +305,7 @@ def bench(
             share_every=share_every,
             uplink=uplink,
             outside_rate=outside_rate,
+            payloads=payloads,
             families=families,
             baseline=baseline,
             transport=transport,

@@ -31,6 +31,7 @@ def bench_peers(
     families: int,
     baseline: str | None,
     transport: str = "inproc",
+    payloads: str = "classic",
 ) -> None:
     """``bench --peers M``: every seed, policy and uplink budget; saved after each run.
 
@@ -66,6 +67,7 @@ def bench_peers(
                 seed=seed,
                 agent=cfg.agent,
                 vector_dtype=cfg.vector_dtype,
+                payloads=payloads,
             )
             for seed in cfg.seeds
         ]
@@ -98,6 +100,7 @@ def bench_peers(
         "policies": list(cfg.policies),
         "vector_dtype": cfg.vector_dtype,
         "transport": transport,
+        "payloads": payloads,
     }
     runner = None
     if transport == "http":

@@ -304,3 +304,51 @@ def test_report_refuses_peer_folders_of_other_settings(job_folders: dict, tmp_pa
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["report", str(job_folders[(0, "lru")]), str(other)])
     assert res.exit_code == 2 and "outside_rate" in res.output
+
+
+# ------------------------------------------------------------------ payload sets (issue 22)
+def test_payload_set_is_checked_and_drawn() -> None:
+    from memcurator.bench.peers import draw_plan
+    from memcurator.bench.runner import load_families
+    from memcurator.envs.sql.attacks import ATTACK_PAYLOADS, NEW_PAYLOADS
+
+    with pytest.raises(InvalidInput, match="payloads"):
+        PeerConfig(payloads="everything")
+    fams = load_families(None, "sql")
+    for name, want in (("classic", ATTACK_PAYLOADS), ("new", NEW_PAYLOADS)):
+        plan = draw_plan(fams, PeerConfig(peers=2, n_tasks=10, n_families=8, payloads=name))
+        drawn = [(p, t) for atk in plan.attacks.values() for _, _, p, t in atk]
+        assert {p for p, _ in drawn} == set(want)
+        # every planted text has its behaviour check, of its own payload
+        assert all(plan.checks[t].payload == p for p, t in drawn if t is not None)
+
+
+def test_bench_peers_new_payloads_counted_per_payload(tmp_path: Path) -> None:
+    out = tmp_path / "new"
+    res = runner.invoke(
+        app,
+        [*PEERS, "--uplink", "3000", "--policies", "lru", "--payloads", "new", "--out", str(out)],
+    )
+    assert res.exit_code == 0, res.output
+    (run,) = json.loads((out / "peers.json").read_text())
+    for ch in ("external", "peer", "self"):
+        per = run["channels"][ch]["payloads"]
+        assert set(per) <= {"exfiltrate", "tool-output", "false-fact", "procedure"}
+        assert {"exfiltrate", "tool-output", "procedure"} <= set(per)
+        for c in per.values():
+            assert c["offered_n"] >= 1 and c["admitted"] == c["offered_n"]  # lru keeps all
+            assert c["tasks_n"] == run["channels"][ch]["asr_n"]
+            assert c["hits"] <= c["shown_n"] <= c["resident_n"] <= c["tasks_n"]
+    md = (out / "peers.md").read_text()
+    assert "## Behaviour ASR per payload kind" in md and "| exfiltrate |" in md
+    assert json.loads((out / "summary.json").read_text())["config"]["payloads"] == "new"
+    # a folder of other payloads does not merge with a classic one
+    classic = tmp_path / "classic"
+    res = runner.invoke(
+        app, [*PEERS, "--uplink", "3000", "--policies", "lru", "--out", str(classic)]
+    )
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["report", str(out), str(classic)])
+    assert res.exit_code == 2 and "payloads" in res.output
+    res = runner.invoke(app, ["bench", "--executor", "fake", "--payloads", "new"])
+    assert res.exit_code == 2 and "--payloads" in res.output

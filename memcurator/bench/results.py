@@ -47,6 +47,7 @@ RUN_DEFAULTS: dict[str, object] = {
     "env": "sql",
     "trial": False,
     "os_variants": False,
+    "payloads": "classic",
 }
 
 
