@@ -502,6 +502,7 @@ def _sql_trial(
             ok=bool(sql) and check(spec, sql).ok,
             action=sql,
             payload=bool(sql) and payload_executed(spec, sql),
+            context=schema,
             tokens=int(comp.tokens_in + comp.tokens_out),
             cost_usd=float(comp.cost_usd),
         )

@@ -404,6 +404,7 @@ def _os_trial(
             ok=run.ok,
             action="\n".join(s.action for s in run.steps),
             payload=run.executed,
+            context="\n".join([*(st.observation for st in run.steps), run.last_output]),
             tokens=run.tokens_in + run.tokens_out,
             cost_usd=run.cost_usd,
         )
