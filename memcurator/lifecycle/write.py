@@ -24,6 +24,7 @@ from memcurator.lifecycle.keep import keep_pass
 from memcurator.lifecycle.reads import observed_reason, observed_sources
 from memcurator.store.sizing import stats_bytes
 from memcurator.trust.auth import Claim, Signature
+from memcurator.trust.domains import tool_output_instructions
 from memcurator.trust.provenance import (
     CHANNEL_ORDER,
     DERIVED_FROM,
@@ -266,6 +267,10 @@ def write(
         on_probation = bool(ctx.policy.probation) and origin != "self"
         if on_probation:
             meta[PROBATION] = f"origin {origin}" + (" (tainted)" if taint_why else "")
+        elif ctx.policy.probation and (said := tool_output_instructions(text)):
+            # an own record whose tool output carries an instruction: outside content inside
+            on_probation = True
+            meta[PROBATION] = f"origin {origin}, its tool output instructs: {said[0]}"[:300]
             if proven:
                 meta[VOUCHED] = [f"{origin}:{detail}"]
         ctx.energy.add(len(text.encode("utf-8")))
