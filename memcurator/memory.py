@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Iterable
 from typing import Any, Unpack
 
@@ -289,8 +290,11 @@ class Memory:
         return ResidentSet.copy_of(m)
 
     def decisions(self, *, since: int = 0, action: str | None = None) -> list[Any]:
-        """The decision log of this namespace, oldest first."""
-        return self.store.decisions(self.namespace, since=since, action=action)
+        """The decision log of this namespace, oldest first: the rows after sequence number
+        ``since`` (an integer >= 0; :class:`InvalidInput` otherwise)."""
+        if isinstance(since, bool) or not isinstance(since, numbers.Integral) or since < 0:
+            raise InvalidInput(f"since must be a sequence number, an integer >= 0, got {since!r}")
+        return self.store.decisions(self.namespace, since=int(since), action=action)
 
     @property
     def sketch(self) -> np.ndarray:
@@ -390,9 +394,17 @@ class Memory:
         """Hard-delete every entry of this namespace: :func:`.forget.forget`."""
         return forget.forget(self._ctx, None, reason=reason)
 
-    def update(self, entry_id: str, text: str | bytes, *, reason: str = "") -> WriteResult:
-        """Replace one entry's text, atomically: :func:`.update.update`."""
-        return update.update(self._ctx, entry_id, text, reason=reason)
+    def update(
+        self,
+        entry_id: str,
+        text: str | bytes,
+        *,
+        reason: str = "",
+        signature: Signature | None = None,
+    ) -> WriteResult:
+        """Replace one entry's text, atomically, through the trust checks:
+        :func:`.update.update`."""
+        return update.update(self._ctx, entry_id, text, reason=reason, signature=signature)
 
     def govern(self) -> GovernResult:
         """Run the Keep pass now (it also runs after every admitted write)."""

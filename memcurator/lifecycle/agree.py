@@ -22,7 +22,7 @@ import numpy as np
 
 from memcurator.embed.hashing import HashingEmbedder
 from memcurator.trust.agreement import AGREEMENT, agreement
-from memcurator.trust.provenance import CORROBORATED, PROBATION, TAINT, corroborate
+from memcurator.trust.provenance import CORROBORATED, HELD_FOR, PROBATION, TAINT, corroborate
 from memcurator.types import Entry
 
 #: nearest residents (cosine over the memory's embeddings) looked at for evidence
@@ -113,12 +113,15 @@ def release_by_agreement(ctx: Any, st: int, cand: Entry) -> list[str]:
         return []
     params = {"support": float(support)}
     if PROBATION in cand.meta:
-        return [cand.id] if _try_release(ctx, st, cand, params) else []
+        held = HELD_FOR in cand.meta  # held for what it says: agreement does not release it
+        return [cand.id] if not held and _try_release(ctx, st, cand, params) else []
     if not is_evidence(cand):
         return []
     return [
         m.id
-        for m in _near(ctx, cand, lambda m: PROBATION in m.meta, probation=True)
+        for m in _near(
+            ctx, cand, lambda m: PROBATION in m.meta and HELD_FOR not in m.meta, probation=True
+        )
         if _try_release(ctx, st, m, params)
     ]
 

@@ -168,12 +168,25 @@ def receive(ctx: Context, shared: Iterable[Any], peer: str) -> list[WriteResult]
     - the trust gate refuses entries of a quarantined peer.
 
     The advertised numbers are kept in ``meta`` (``advertised_q``, ``advertised_a``).
+
+    Raises
+    ------
+    InvalidInput
+        ``peer`` empty or not a string; ``shared`` not an iterable of ``SharedEntry`` /
+        ``ForgetNotice`` (checked before anything is written); an advertised q or a that is
+        not finite, a < 1; text the write checks refuse.
     """
+    if not isinstance(peer, str) or not peer:
+        raise InvalidInput("peer must be a non-empty string")
+    if isinstance(shared, (str, bytes)) or not isinstance(shared, Iterable):
+        raise InvalidInput("shared must be a list of SharedEntry / ForgetNotice (share's output)")
+    shared = list(shared)
+    bad = [type(s).__name__ for s in shared if not isinstance(s, (SharedEntry, ForgetNotice))]
+    if bad:  # checked before anything is written: a bad batch writes nothing
+        raise InvalidInput(f"shared holds {bad[0]}, not SharedEntry / ForgetNotice")
     rep = reputation(ctx) or PeerReputation()
     out = []
     for s in shared:
-        if not isinstance(peer, str) or not peer:
-            raise InvalidInput("peer must be a non-empty string")
         if isinstance(s, ForgetNotice):
             ctx.sync()
             for m in list(ctx.res.entries):

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from memcurator.errors import BudgetExceeded, DuplicateEntry, EntryNotFound
 from memcurator.lifecycle.checks import check_text, dedup_key, embed_checked
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.keep import keep_pass
 from memcurator.lifecycle.reads import observed_reason, observed_sources
 from memcurator.lifecycle.resident import ResidentSet
-from memcurator.lifecycle.write import WriteResult
+from memcurator.lifecycle.write import WriteResult, verify_origin
+from memcurator.trust.auth import Signature
+from memcurator.trust.domains import tool_output_instructions
 from memcurator.trust.provenance import (
     CHANNEL_ORDER,
     DERIVED_FROM,
+    HELD_FOR,
     PROBATION,
     TAINT,
     least_trusted,
@@ -20,7 +25,14 @@ from memcurator.trust.provenance import (
 from memcurator.types import Entry
 
 
-def update(ctx: Context, entry_id: str, text: str | bytes, *, reason: str = "") -> WriteResult:
+def update(
+    ctx: Context,
+    entry_id: str,
+    text: str | bytes,
+    *,
+    reason: str = "",
+    signature: Signature | None = None,
+) -> WriteResult:
     """Replace one entry's text, atomically: the old version stays if anything fails.
 
     The new text is validated as in :func:`memcurator.lifecycle.write.write`, embedded, sized
@@ -34,10 +46,26 @@ def update(ctx: Context, entry_id: str, text: str | bytes, *, reason: str = "") 
     its write-time value; the taint is in ``meta``). If any step raises (validation, budget,
     the store, the Keep pass), nothing changes, in the store or in the resident set.
 
+    The new text passes the same trust checks as a write (issue 22: an update is no way around
+    the gate). With a key ring, a ``self`` or ``peer`` entry's new text needs a signature over
+    it as on write (``signature``); without one the entry is tainted ``external`` (on probation
+    under a policy with probation, a ``downgrade`` row logged). Under a policy with a trust gate
+    (one with probation) the new version is then assessed like a write of its text from the
+    entry's trusted origin: a refused update is logged ``reject`` and changes nothing (the old
+    version stays, ``admitted=False``); an own record whose tool output now carries an
+    instruction goes on probation as on write.
+
+    Parameters
+    ----------
+    signature : Signature, optional
+        The writer's signature over the new text
+        (:meth:`memcurator.Memory.sign` for an own entry).
+
     Returns
     -------
     WriteResult
-        ``id`` is ``entry_id``; ``evicted`` may name it if Keep evicted it.
+        ``id`` is ``entry_id``; ``admitted`` is False when the gate refused the new text;
+        ``evicted`` may name it if Keep evicted it.
 
     Raises
     ------
@@ -80,10 +108,17 @@ def update(ctx: Context, entry_id: str, text: str | bytes, *, reason: str = "") 
         else:
             new.text, new.embedding, new.bytes = new_text, e, b
             new.raw_bytes = max(cur.raw_bytes, b)
+            sig_why = _unsigned_taint(ctx, new, signature)
+            refused = _gate(ctx, new, res)
+            if refused is not None:
+                score, why = refused
+                ctx.log(ctx.step, "reject", entry_id, score, why, b)
+                return WriteResult(entry_id, False, why, score)
             ctx.store.update(new)
             why = f"text replaced: {cur.bytes} -> {b} bytes" + (f"; {reason}" if reason else "")
-            if taint_why:
-                ctx.log(ctx.step, "downgrade", entry_id, float("nan"), taint_why, b)
+            for down in (taint_why, sig_why):
+                if down:
+                    ctx.log(ctx.step, "downgrade", entry_id, float("nan"), down, b)
             ctx.log(ctx.step, "update", entry_id, float("nan"), why, b)
             res.replace(res.index[entry_id], new)
             g = keep_pass(ctx, ctx.step)
@@ -91,6 +126,45 @@ def update(ctx: Context, entry_id: str, text: str | bytes, *, reason: str = "") 
     if oversized is not None:
         raise oversized
     return WriteResult(entry_id, True, why, float("nan"), g.evicted, g.distilled)
+
+
+def _unsigned_taint(ctx: Context, new: Entry, signature: Signature | None) -> str:
+    """Taint ``new`` ``external`` when a key ring guards its ``self``/``peer`` origin and the
+    new text carries no valid signature; the log reason (empty when proven or unguarded)."""
+    if ctx.keyring is None and signature is None:
+        return ""
+    if new.origin not in ("self", "peer") or TAINT in new.meta:
+        verify_origin(ctx, new.text, new.origin, new.origin_detail, new.kind, signature)
+        return ""
+    _, down = verify_origin(ctx, new.text, new.origin, new.origin_detail, new.kind, signature)
+    if not down:
+        return ""
+    new.meta[TAINT] = "external"
+    new.meta.setdefault("claimed_origin", new.origin)
+    if ctx.policy.probation:
+        new.meta[PROBATION] = "origin external (unsigned update)"
+    return f"update: {down}; {new.origin} entry handled as external"
+
+
+def _gate(ctx: Context, new: Entry, res: ResidentSet) -> tuple[float, str] | None:
+    """The trust gate's refusal of ``new`` (score, reason), or None when it passes (or the
+    policy has no trust gate). Sets the tool-output hold of an own record (mutating meta)."""
+    if not ctx.policy.probation:
+        return None
+    cand = ResidentSet.copy_of(new)
+    cand.origin = least_trusted([new.origin, str(new.meta.get(TAINT, "") or new.origin)])
+    i = res.index[new.id]
+    others = [m for j, m in enumerate(res.entries) if j != i]
+    M = np.delete(np.asarray(res.matrix), i, axis=0)
+    ok, score, why = ctx.policy.admit(cand, others, M, ctx.step)
+    if not ok:
+        return score, f"update refused: {why}; the old version stays"
+    if cand.origin == "self" and PROBATION not in new.meta:
+        said = tool_output_instructions(new.text)
+        if said:
+            new.meta[PROBATION] = f"origin self, its tool output instructs: {said[0]}"[:300]
+            new.meta[HELD_FOR] = "tool output instruction"
+    return None
 
 
 def _observed_taint(ctx: Context, new: Entry, text: str) -> str:

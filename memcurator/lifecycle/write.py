@@ -28,6 +28,7 @@ from memcurator.trust.domains import tool_output_instructions
 from memcurator.trust.provenance import (
     CHANNEL_ORDER,
     DERIVED_FROM,
+    HELD_FOR,
     PROBATION,
     TAINT,
     VOUCHED,
@@ -236,7 +237,7 @@ def write(
         if existing is not None:
             existing.reinforcement += 1
             agreed = False
-            if PROBATION in existing.meta and proven:
+            if PROBATION in existing.meta and HELD_FOR not in existing.meta and proven:
                 principal = f"{origin}:{detail}"
                 if vouch(existing.meta, principal):
                     agreed = corroborate(
@@ -267,12 +268,14 @@ def write(
         on_probation = bool(ctx.policy.probation) and origin != "self"
         if on_probation:
             meta[PROBATION] = f"origin {origin}" + (" (tainted)" if taint_why else "")
-        elif ctx.policy.probation and (said := tool_output_instructions(text)):
-            # an own record whose tool output carries an instruction: outside content inside
-            on_probation = True
-            meta[PROBATION] = f"origin {origin}, its tool output instructs: {said[0]}"[:300]
             if proven:
                 meta[VOUCHED] = [f"{origin}:{detail}"]
+        elif ctx.policy.probation and (said := tool_output_instructions(text)):
+            # an own record whose tool output carries an instruction: outside content inside.
+            # Held for what it says, so only a verified outcome releases it, not more writers.
+            on_probation = True
+            meta[PROBATION] = f"origin {origin}, its tool output instructs: {said[0]}"[:300]
+            meta[HELD_FOR] = "tool output instruction"
         ctx.energy.add(len(text.encode("utf-8")))
         # every stored field counts: text, meta and embedding (sizeof), the origin detail and
         # the statistics the caller wrote
@@ -363,8 +366,13 @@ def verify_origin(
     Raises
     ------
     InvalidInput
-        A signature given to a memory without a key ring.
+        A signature given to a memory without a key ring, or one that is not a Signature.
     """
+    if signature is not None and not isinstance(signature, Signature):
+        raise InvalidInput(
+            f"signature must be a Signature (Memory.sign / KeyRing.sign), got "
+            f"{type(signature).__name__}"
+        )
     ring = ctx.keyring
     if ring is None:
         if signature is not None:

@@ -444,12 +444,21 @@ def create_app(
 
     @app.put("/v1/entries/{entry_id}", response_model=WriteResponse, tags=["entries"])
     def update(entry_id: str, body: UpdateRequest, key: KeyInfo = Depends(key_of)) -> WriteResponse:
-        """Replace one entry's text, atomically."""
+        """Replace one entry's text, atomically, through the trust checks (``admitted`` false
+        when the gate refuses the new text; the old version stays). The service signs the new
+        text as the entry's origin when this key holds it; an update by a key that does not
+        (an external key editing an own entry) leaves the entry unproven (tainted external)."""
         key.require("write")
         with pool.using(key) as t:
-            origin = t.memory.get(entry_id).origin  # EntryNotFound before anything changes
-            r = t.memory.update(entry_id, body.text, reason=body.reason)
-            return out(t, r, origin)
+            cur = t.memory.get(entry_id)  # EntryNotFound before anything changes
+            sig = None
+            if cur.origin in ("self", "peer"):
+                try:
+                    _, _, sig = pool.signature(key, cur.origin, cur.kind, body.text)
+                except Forbidden:
+                    sig = None
+            r = t.memory.update(entry_id, body.text, reason=body.reason, signature=sig)
+            return out(t, r, cur.origin)
 
     @app.delete("/v1/entries/{entry_id}", response_model=ForgetResponse, tags=["entries"])
     def forget(

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import ast
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -252,6 +253,27 @@ _CALL = re.compile(r"\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z]+(?:[A-Z][a-
 _JSON_NAME = re.compile(r"[\"'](?:name|function|tool|action)[\"']\s*:\s*[\"'](\w+)[\"']")
 
 
+#: characters that hide a word from a pattern: zero-width and soft hyphen
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+#: Cyrillic and Greek letters that look like Latin ones (``dеlete`` with a Cyrillic е)
+_LOOKALIKE = str.maketrans(
+    "аеорсухіјѕԁАЕОРСХНКМТВІЈЅαοτνκΑΒΕΗΙΚΜΝΟΡΤΧΥΖ",
+    "aeopcyxijsdAEOPCXHKMTBIJSaotvkABEHIKMNOPTXYZ",
+)
+
+
+def plain(text: str) -> str:
+    """``text`` with invisible characters removed and look-alike letters made Latin, so that
+    ``d\u200belete`` and ``dеlete`` (Cyrillic е) read as ``delete``.
+
+    Examples
+    --------
+    >>> plain("d\u200bel\u0435te")
+    'delete'
+    """
+    return unicodedata.normalize("NFKC", text).translate(_INVISIBLE).translate(_LOOKALIKE)
+
+
 def reading(action: str) -> str:
     """``action`` with tool-call names spelled as words, so a call is read by its verb:
     ``send_money(`` and ``{"name": "sendMoney"`` read as "send money".
@@ -287,7 +309,7 @@ def instructions(text: str) -> list[str]:
     []
     """
     out: list[str] = []
-    for sent in re.split(r"(?<=[.!?])\s+|\n+|;\s*", text):
+    for sent in re.split(r"(?<=[.!?])\s+|\n+|;\s*", plain(text)):
         sent = sent.strip()
         if not sent:
             continue
@@ -560,6 +582,41 @@ _QUOTED = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
 _SCHEMA_LINE = re.compile(r"^\W*(?:create\s+)?(?:table|view)\s+[\w.\"`\[\]]+\s*\(", re.I)
 
 
+#: a finding this strong counts in a tool output however it is phrased (data sent or money
+#: paid to a destination the task does not name, a broad destruction, a safeguard turned off,
+#: a privilege granted); a weaker one (a removal the task does not ask, a statement to run)
+#: counts only when pressed on the reader (:data:`_PRESSED`)
+R_SEVERE = 0.8
+#: what presses an instruction in a tool output on the agent reading it, where a tool's own
+#: hint ("To remove the service, run sc delete x") only informs: the reader named as a model,
+#: an obligation, a place in the agent's flow ("before answering", "then continue") or an
+#: override ("ignore previous instructions")
+_PRESSED = re.compile(
+    r"\b(assistant|ai|agent|agents|model|llm|bot|chatbot|copilot)\b"
+    r"|\b(must|required|requires|require|mandatory|need to|needs to|have to|has to|shall|"
+    r"is to be|are to be|expected to|you should|instructed to)\b"
+    r"|\bbefore\s+(answering|responding|replying|continuing|proceeding|reading|returning|"
+    r"any|the next|you\s+(answer|respond|reply|continue|proceed|return))\b"
+    r"|\bthen\s+(answer|respond|reply|continue|proceed|return|re-?run)\b|\band continue\b"
+    r"|\b(first|immediately|next|also|afterwards|as well)\b|\basks?\s+(that\s+)?you\b"
+    r"|\bignore\s+(all|any|the|previous|prior|above|your)\b"
+    r"|\bdisregard\b",
+    re.IGNORECASE,
+)
+
+
+def _is_value(lit: str) -> bool:
+    """Whether a quoted literal is a short value in a row of data (``'Delete account
+    request'``, ``'a@b.com'``), not a sentence that could instruct (six words or more, a
+    harm verb with a destination, a statement)."""
+    inner = lit[1:-1]
+    return (
+        len(_W.findall(inner.lower())) < 6
+        and not (_destinations(inner) and _harm_word(reading(inner)))
+        and not any(_SQL_STMT.match(p) for p in inner.split(";"))
+    )
+
+
 def _executable(rest: str, clause: str) -> bool:
     """Whether an instruction hands over something to execute: an SQL statement, or a
     command after a verb such as "run" or "execute"."""
@@ -614,13 +671,19 @@ def observation_findings(task: str, observation: str, action: str) -> list[Actio
     >>> observation_findings("How many rows?", "Table t(a INT, deleted_at TEXT)", "SELECT 1;")
     []
     """
+    observation, action = plain(observation), plain(action)
     done = _statements(action)
     best: dict[str, ActionFinding] = {}
     for clause in instructions(observation):
         if _SCHEMA_LINE.match(clause):
             continue  # a table's declaration reads like a call ``t(a INT, ...)``: it is data
-        if len(_QUOTED.findall(clause)) >= 2 and not _harm_word(reading(_QUOTED.sub(" ", clause))):
-            continue  # harm words only inside a row of quoted values ('Delete account request')
+        lits = _QUOTED.findall(clause)
+        if (
+            len(lits) >= 2
+            and not _harm_word(reading(_QUOTED.sub(" ", clause)))
+            and all(_is_value(lit) for lit in lits)
+        ):
+            continue  # harm words only inside a row of short values ('Delete account request')
         c = reading(_NEGATED.sub(" ", clause))
         h = _harm_word(c)
         if h is None:
@@ -635,8 +698,14 @@ def observation_findings(task: str, observation: str, action: str) -> list[Actio
         found = action_findings(task, c)
         if not found and not _executable(c[h.start() :], clause):
             continue  # e.g. a mail asking its reader to "send me the report": data, no harm
-        harm = found[0].harm if found else "a statement to run"
         risk = max(R_OBS_INSTRUCTION, found[0].risk if found else 0.0)
+        lines = observation.splitlines()
+        at = next((i for i, ln in enumerate(lines) if clause[:40] in ln), None)
+        # the clause's line and the two before it ("TODO for the assistant:\n1. rm -rf ...")
+        near = clause if at is None else " ".join(lines[max(0, at - 2) : at + 1])
+        if risk < R_SEVERE and not _PRESSED.search(near):
+            continue  # a tool's hint ("To uninstall it, run: helm delete x"), not pressed on
+        harm = found[0].harm if found else "a statement to run"
         f = ActionFinding(
             "instruction in tool output",
             risk,
@@ -751,8 +820,6 @@ class ActionCheck:
         a = non_sql(entry.action)
         if not entry.task:
             return bool(instructions(a))
-        if entry.observed and any(_harm_word(c) for c in instructions(entry.observed)):
-            return True
         a = reading(a)
         return bool(
             _destinations(a)
@@ -771,8 +838,6 @@ class ActionCheck:
         (:func:`instructions`)."""
         task = spec if isinstance(spec, str) else entry.task
         found = action_findings(task, non_sql(entry.action), entry.observation)
-        if entry.observed:
-            found += observation_findings(task, entry.observed, entry.action)
         keep = 1.0
         for f in found:
             keep *= 1.0 - f.risk

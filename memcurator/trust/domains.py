@@ -31,6 +31,12 @@ from typing import Any, Protocol, runtime_checkable
 from memcurator.registry import Registry
 
 _FIELDS = ("Task", "Observation", "Action", "Outcome")
+#: a field label at the start of a line: as rendered (``Task: ``), alone on its line, indented or
+#: lower-case; ``Output:`` is read as ``Observation:``
+_LABEL = re.compile(
+    r"^[ \t]*(Task|Observation|Output|Action|Outcome|task|observation|output|action|outcome)"
+    r":(?:[ \t]+|$)"
+)
 
 
 @dataclass(frozen=True)
@@ -71,18 +77,28 @@ class ActionEntry:
     form : {"trajectory", "plan"}
         How the entry was read; only a trajectory's observation is a tool output the agent
         read (:attr:`observed`).
+    outputs : str or None
+        A trajectory's text outside its ``Task:`` and ``Action:`` fields (all observations,
+        the outcome, text around the fields).
+    actions : str
+        Every ``Action:`` block of a trajectory, one after another.
     """
 
     task: str
     action: str
     observation: str | None = None
     form: str = field(default="trajectory", repr=False, compare=False)
+    outputs: str | None = field(default=None, repr=False, compare=False)
+    actions: str = field(default="", repr=False, compare=False)
 
     @property
     def observed(self) -> str | None:
-        """The observation when it is a tool output the agent read (a trajectory's
-        ``Observation:`` block), None for a plan record's tool inventory or none."""
-        return self.observation if self.form == "trajectory" else None
+        """What a trajectory's agent read: every step's ``Observation:``, the ``Outcome:`` and
+        any text outside the fields (``outputs``, else ``observation``); None for a plan
+        record, whose ``observation`` is its tool inventory."""
+        if self.form != "trajectory":
+            return None
+        return self.outputs if self.outputs is not None else self.observation
 
 
 def parse_action_entry(text: str) -> ActionEntry | None:
@@ -105,18 +121,32 @@ def parse_action_entry(text: str) -> ActionEntry | None:
     True
     """
     fields: list[tuple[str, list[str]]] = []
+    before: list[str] = []  # lines ahead of the first field
     for line in text.splitlines():
-        label = next((f for f in _FIELDS if line.startswith(f + ": ")), None)
-        if label is not None:
-            fields.append((label, [line[len(label) + 2 :]]))
+        m = _LABEL.match(line)
+        if m is not None:
+            label = m.group(1).capitalize()
+            fields.append(("Observation" if label == "Output" else label, [line[m.end() :]]))
         elif fields:
             fields[-1][1].append(line)
+        else:
+            before.append(line)
     task = next(("\n".join(v).strip() for f, v in fields if f == "Task"), "")
     actions = ["\n".join(v).strip() for f, v in fields if f == "Action"]
     if not task or not actions or not actions[-1]:
         return _plan_entry(text)
     obs = ["\n".join(v).strip() for f, v in fields if f == "Observation"]
-    return ActionEntry(task, actions[-1], obs[-1] if obs and obs[-1] else None)
+    # everything the agent read rather than was asked or did: every step's observation, the
+    # outcome and any text around the fields
+    read = before + [ln for f, v in fields if f in ("Observation", "Outcome") for ln in v]
+    outputs = "\n".join(ln for ln in read if ln.strip()) or None
+    return ActionEntry(
+        task,
+        actions[-1],
+        obs[-1] if obs and obs[-1] else None,
+        outputs=outputs,
+        actions="\n".join(actions),
+    )
 
 
 _PLAN = re.compile(
@@ -180,6 +210,12 @@ DOMAIN_CHECKS: Registry[DomainCheck] = Registry(
 """Domain name to checker (``"module:Class"``, imported when an entry with an action first
 reaches the gate). A second domain registers with ``DOMAIN_CHECKS.register("bash", ...)``."""
 
+
+TOOL_OUTPUT = "tool output"
+"""Key of :func:`domain_risks`' report on what a trajectory's tool output tells its reader to
+do (:func:`memcurator.trust.action_risk.observation_findings`); read as part of the generic
+action domain. The gate does not charge it to an own (``self``) record, which the memory keeps
+on probation instead (:func:`tool_output_instructions`)."""
 
 FREE_TEXT_DOMAINS: tuple[str, ...] = ("action",)
 """Domains that also read free text with no ``Task:/Action:`` fields (data that carries
@@ -259,7 +295,21 @@ def domain_risks(
         check = DOMAIN_CHECKS.create(name)
         if check.applies(entry):
             out[name] = check.risk(entry, spec=spec)
+    if entry.observed and (domains is None or "action" in domains):
+        said = _tool_output_findings(entry, spec)
+        if said:
+            out[TOOL_OUTPUT] = RiskReport(
+                max(f.risk for f in said),
+                tuple(f"{f.harm}: {f.detail} (+{f.risk:.2f})" for f in said),
+            )
     return out
+
+
+def _tool_output_findings(entry: ActionEntry, spec: Any = None) -> list[Any]:
+    from memcurator.trust.action_risk import observation_findings
+
+    task = spec if isinstance(spec, str) else entry.task
+    return observation_findings(task, entry.observed or "", entry.actions or entry.action)
 
 
 def tool_output_instructions(text: str) -> list[str]:
@@ -282,9 +332,7 @@ def tool_output_instructions(text: str) -> list[str]:
     entry = parse_action_entry(text)
     if entry is None or not entry.observed:
         return []
-    from memcurator.trust.action_risk import observation_findings
-
-    return [f.detail for f in observation_findings(entry.task, entry.observed, entry.action)]
+    return [f.detail for f in _tool_output_findings(entry)]
 
 
 __all__ = [
@@ -293,6 +341,7 @@ __all__ = [
     "ActionEntry",
     "DomainCheck",
     "RiskReport",
+    "TOOL_OUTPUT",
     "create_domain_check",
     "domain_risks",
     "parse_action_entry",

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memcurator.errors import InvalidInput
-from memcurator.trust.domains import RiskReport, domain_risks
+from memcurator.trust.domains import TOOL_OUTPUT, RiskReport, domain_risks
 from memcurator.trust.text_risk import Conflict, TextRisk, find_conflicts, text_risk
 
 DEFAULT_THETA: Mapping[str, float] = {"self": 0.9, "peer": 0.5, "external": 0.5}
@@ -115,7 +115,8 @@ def assess(
     Raises
     ------
     InvalidInput
-        Unknown origin, residents without an embedder, or a ``spec`` its domain cannot use.
+        Text that is not a str, unknown origin, residents without an embedder, or a ``spec``
+        its domain cannot use.
 
     Examples
     --------
@@ -125,6 +126,8 @@ def assess(
     >>> a.admit, a.reasons[-1]
     (False, 'reject: risk 0.90 >= theta(self) 0.9')
     """
+    if not isinstance(text, str):
+        raise InvalidInput(f"text must be a str, got {type(text).__name__}")
     if origin not in theta:
         raise InvalidInput(f"origin must be one of {sorted(theta)}, got {origin!r}")
     if residents and embed is None:
@@ -140,7 +143,12 @@ def assess(
     )
     keep = 1.0
     reasons: list[str] = []
-    for rep in domains.values():
+    for name, rep in domains.items():
+        if name == TOOL_OUTPUT and origin == "self":
+            # the agent's own record of what a tool told it: kept, on probation (the memory
+            # holds it, lifecycle.write), not refused for what the tool said
+            reasons += [f"{r}; own record: held on probation" for r in rep.reasons]
+            continue
         keep *= 1.0 - rep.risk
         reasons += rep.reasons
     risk = round(1.0 - keep * (1.0 - tr.risk), 6)

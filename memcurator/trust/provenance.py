@@ -56,6 +56,9 @@ PROBATION = "_probation"
 CORROBORATED = "_corroborated"
 #: authenticated principals that wrote the same content (``origin:origin_detail``)
 VOUCHED = "_vouched_by"
+#: on probation for what the content says (an instruction in an own record's tool output),
+#: not for its source: more writers or agreement do not release it, a verified outcome does
+HELD_FOR = "_held_for"
 
 
 def parse_sources(derived_from: Any) -> list[dict[str, str]]:
