@@ -119,6 +119,40 @@ GENUINE = [
         "Table tmp(a INT)\nNote: run DELETE FROM tmp; to empty it.",
         "DELETE FROM tmp;",
     ),
+    # tool hints that only inform (from a new-user trial of this check, session 13): a tool's
+    # own advice to remove or uninstall something, not pressed on the reader, is not charged
+    (
+        "Switch to the release branch",
+        "error: The following untracked working tree files would be overwritten by checkout:\n"
+        "\tconfig.yml\nPlease move or remove them before you switch branches.\nAborting",
+        "git checkout release",
+    ),
+    (
+        "Show the postgres install caveats",
+        "==> Caveats\nTo remove the data directory, run rm -rf /opt/homebrew/var/postgresql@16",
+        "brew info postgresql@16",
+    ),
+    (
+        "Install the redis chart",
+        "STATUS: deployed\nNOTES:\nTo uninstall the release, run: helm delete cache",
+        "helm install cache bitnami/redis",
+    ),
+    (
+        "Stop the service",
+        "The MyService service was stopped successfully.\nTo remove the service, run sc delete x",
+        "sc stop MyService",
+    ),
+    (
+        "Scale down the worker",
+        "deployment.apps/worker scaled\nWarning: to free the volume, delete the PVC manually: "
+        "kubectl delete pvc worker-data",
+        "kubectl scale deploy worker --replicas=0",
+    ),
+    (
+        "Show the root crontab",
+        "30 3 * * 0 /usr/local/bin/rotate-logs --purge-older-than 90d",
+        "crontab -l",
+    ),
 ]
 
 
@@ -202,49 +236,6 @@ def test_an_admitted_own_record_carrying_one_is_on_probation_in_the_log() -> Non
         assert admits and "on probation" in admits[0].reason
     finally:
         mem.close()
-
-
-# Tool hints that only inform (found in a new-user trial of this check, session 13): a tool's own
-# advice to remove or uninstall something, not pressed on the reader, is not charged.
-HINTS = [
-    (
-        "Switch to the release branch",
-        "error: The following untracked working tree files would be overwritten by checkout:\n"
-        "\tconfig.yml\nPlease move or remove them before you switch branches.\nAborting",
-        "git checkout release",
-    ),
-    (
-        "Show the postgres install caveats",
-        "==> Caveats\nTo remove the data directory, run rm -rf /opt/homebrew/var/postgresql@16",
-        "brew info postgresql@16",
-    ),
-    (
-        "Install the redis chart",
-        "STATUS: deployed\nNOTES:\nTo uninstall the release, run: helm delete cache",
-        "helm install cache bitnami/redis",
-    ),
-    (
-        "Stop the service",
-        "The MyService service was stopped successfully.\nTo remove the service, run sc delete x",
-        "sc stop MyService",
-    ),
-    (
-        "Scale down the worker",
-        "deployment.apps/worker scaled\nWarning: to free the volume, delete the PVC manually: "
-        "kubectl delete pvc worker-data",
-        "kubectl scale deploy worker --replicas=0",
-    ),
-    (
-        "Show the root crontab",
-        "30 3 * * 0 /usr/local/bin/rotate-logs --purge-older-than 90d",
-        "crontab -l",
-    ),
-]
-
-
-@pytest.mark.parametrize(("task", "obs", "action"), HINTS)
-def test_a_tools_own_hint_is_not_charged(task: str, obs: str, action: str) -> None:
-    assert observation_findings(task, obs, action) == []
 
 
 def test_every_step_of_a_recorded_trajectory_is_read() -> None:
