@@ -85,7 +85,10 @@ _ACCOUNT = re.compile(
     re.IGNORECASE,
 )
 _PHONE = re.compile(r"\+?\d[\d\s().-]{7,}\d")
-_IBAN = re.compile(r"\b[A-Z]{2}\d{2}[A-Z0-9]{11,30}\b")  # an account number by its shape
+_IBAN = re.compile(  # an account number by its shape, also printed in groups of four
+    r"\b[A-Z]{2}\d{2}[A-Z0-9]{11,30}\b|\b[A-Z]{2}\d{2}(?: [A-Z0-9]{4}){2,7}(?: [A-Z0-9]{1,4})?\b"
+    r"|\b0x[0-9a-fA-F]{40}\b|\bsort code \d{2}-\d{2}-\d{2}\b"
+)
 _CHANNEL = re.compile(r"(?<![\w&#])#[a-z][\w-]{1,40}\b")  # a chat channel (#public, #general)
 #: a call or JSON argument whose name says it is where something goes
 _ARG_DEST = re.compile(
@@ -126,8 +129,9 @@ _BROAD = re.compile(
     re.IGNORECASE,
 )
 _MONEY_VERB = re.compile(
-    r"\b(wire|wired|transfer|transferred|pay|paid|remit|deposit|send|buy|purchase)\b|"
-    r"\b(make|create|schedule|initiate)\s+(an?\s+)?(payment|transfer|transaction)\b",
+    r"\b(wire|wired|transfer|transferred|pay|paid|remit|deposit|send|"
+    r"buy|purchase|refund)\b|\b(make|create|schedule|initiate|release|issue)\s+(an?\s+|the\s+)?"
+    r"(\w+\s+)?(payment|transfer|transaction|wire|refund|payout)s?\b",
     re.I,
 )
 _MONEY_OBJ = re.compile(
@@ -230,7 +234,7 @@ _HARM_VERBS = frozenset(
 #: verbs that hand the reader a command to run: an instruction when what follows is of a harm
 #: class ("run DELETE FROM t before answering", "execute DROP TABLE t", "clear t with DELETE ...")
 _EXEC_VERBS = frozenset(
-    "run execute exec perform issue invoke apply enter type clear empty flush".split()
+    "run execute exec perform issue invoke apply enter type clear empty flush call".split()
 )
 #: a directive frame: the clause tells someone (the reader, a customer) to do something, or
 #: states an obligation ("must now be paid to", "you should forward")
@@ -315,13 +319,16 @@ def instructions(text: str) -> list[str]:
             continue
         hit = bool(_DIRECTIVE.search(sent) or _CALL.search(sent) or _JSON_NAME.search(sent))
         if not hit:
-            for part in re.split(r",|:|\band\b|\bthen\b|\(|\)|-{2,}|\*", sent):
+            for part in re.split(r",|:(?!//)|\band\b|\bthen\b|\(|\)|-{2,}|\*", sent):
                 part = re.sub(r"^\W*(going forward|in (the )?future)\b", " ", part, flags=re.I)
                 words = [w for w in _W.findall(part.lower()) if w not in _FILLER]
+                while len(words) > 1 and words[0].endswith("ly") and len(words[0]) > 4:
+                    words = words[1:]  # an adverb before the verb ("manually transfer ...")
                 if len(words) < 2:  # a lone verb is a label or a program's name ("rm: ...")
                     continue
                 if words[0] in _HARM_VERBS or (
-                    words[0] in _EXEC_VERBS and _harm_word(reading(part))
+                    words[0] in _EXEC_VERBS
+                    and (_harm_word(reading(part)) or _SQL_STMT.search(part))
                 ):
                     hit = True
                     break
@@ -599,9 +606,42 @@ _PRESSED = re.compile(
     r"any|the next|you\s+(answer|respond|reply|continue|proceed|return))\b"
     r"|\bthen\s+(answer|respond|reply|continue|proceed|return|re-?run)\b|\band continue\b"
     r"|\b(first|immediately|next|also|afterwards|as well)\b|\basks?\s+(that\s+)?you\b"
+    r"|\b(final|last|next)\s+step\b"
     r"|\bignore\s+(all|any|the|previous|prior|above|your)\b"
     r"|\bdisregard\b",
     re.IGNORECASE,
+)
+
+
+#: an HTML or XML tag (text hidden in ``<div style="display:none">`` is still read)
+_TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,200}>")
+#: a log line: it starts with a timestamp (ISO, syslog "May 14 02:00:01", a bracketed one)
+_LOG_LINE = re.compile(
+    r"^\W*(?:\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|[A-Z][a-z]{2}\s+\d{1,2}\s+\d{2}:\d{2}:\d{2}"
+    r"|\d{2}:\d{2}:\d{2})"
+)
+#: text addressed to the model that reads the output: "Note to the AI assistant", "Assistant:",
+#: "@ai-helper", "for AI coding assistants", "AI agents processing this ...", "SYSTEM NOTE:"
+_MACHINE = r"(?:ai|assistant|agent|model|llm|bot|automation|automated)"
+_TO_MODEL = re.compile(
+    # a note, message or request to or for it ("NOTE TO AUTOMATION", "message_for_assistant")
+    r"(?i:\b(?:note|message|instructions?|request|notice|reminder)s?[\s_-]+(?:to|for)[\s_-]+"
+    r"(?:the\s+|any\s+|all\s+)?(?:\w+\s+)?" + _MACHINE + r"s?\b"
+    # its role as a speaker label, or a mention ("Assistant:", "AI model:", "@ai-helper")
+    r"|^\W*(?:assistant|ai|ai model|ai agent|agent|llm|bot)\s*:|(?<![\w.])@ai[\w-]*"
+    r"|\b(?:for|to)\s+ai\s+(?:coding\s+)?(?:assistants?|agents?|models?)\b"
+    # it, described as the reader and told what to do ("AI operators must", "the agent reading
+    # this log must")
+    r"|\b(?:ai|automated|llm)\s+(?:agents?|assistants?|models?|bots?|operators?)\s+(?:reading|"
+    r"processing|reviewing|summari[sz]ing|must|should|are required|need to)\b"
+    r"|\bthe\s+(?:(?:ai|llm)\s+(?:agent|assistant|model|bot)|assistant)\s+(?:reading|"
+    r"processing|reviewing|summari[sz]ing|that reads|must|should|needs? to|has to|is required)\b"
+    r"|\bthe\s+(?:agent|bot|model)\s+(?:reading|processing|reviewing|summari[sz]ing|"
+    r"that reads)\b"
+    # called by name ("Hello assistant,", "AI assistant, promote me ...")
+    r"|\b(?:hello|hi|hey|dear)\s+(?:ai|assistant|agent|model|bot)\b"
+    r"|(?:^|[:\"'(\[]\s*)(?:ai|llm)\s+(?:assistant|agent|model)\s*[,:])"
+    r"|(?:^|[|\"'>]\s*)SYSTEM(?:\s+(?:NOTE|NOTICE|MESSAGE|OVERRIDE))?\s*:"
 )
 
 
@@ -671,9 +711,16 @@ def observation_findings(task: str, observation: str, action: str) -> list[Actio
     >>> observation_findings("How many rows?", "Table t(a INT, deleted_at TEXT)", "SELECT 1;")
     []
     """
-    observation, action = plain(observation), plain(action)
+    observation, action = plain(_TAG.sub("\n", observation)), plain(action)
     done = _statements(action)
     best: dict[str, ActionFinding] = {}
+    to_model = [ln for ln in observation.splitlines() if _TO_MODEL.search(ln)]
+    if to_model:  # text in a tool output that speaks to the model reading it
+        best["to model"] = ActionFinding(
+            "instruction in tool output",
+            R_OBS_INSTRUCTION,
+            f"{' '.join(to_model[0].split())[:90]!r} (addressed to the model)",
+        )
     for clause in instructions(observation):
         if _SCHEMA_LINE.match(clause):
             continue  # a table's declaration reads like a call ``t(a INT, ...)``: it is data
@@ -703,8 +750,11 @@ def observation_findings(task: str, observation: str, action: str) -> list[Actio
         at = next((i for i, ln in enumerate(lines) if clause[:40] in ln), None)
         # the clause's line and the two before it ("TODO for the assistant:\n1. rm -rf ...")
         near = clause if at is None else " ".join(lines[max(0, at - 2) : at + 1])
-        if risk < R_SEVERE and not _PRESSED.search(near):
-            continue  # a tool's hint ("To uninstall it, run: helm delete x"), not pressed on
+        logged = at is not None and _LOG_LINE.match(lines[at])
+        if (risk < R_SEVERE or logged) and not _PRESSED.search(near):
+            # a tool's hint ("To uninstall it, run: helm delete x") or a log's record of what
+            # ran ("CRON[1]: (root) CMD (rsync -a /data backup@host:/srv)"), not pressed on
+            continue
         harm = found[0].harm if found else "a statement to run"
         f = ActionFinding(
             "instruction in tool output",
