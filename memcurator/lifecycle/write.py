@@ -171,7 +171,10 @@ def write(
     :func:`memcurator.lifecycle.feedback.feedback` with ``verified=True`` and a success, or by
     the same text written by two distinct authenticated principals, or by agreement with
     independent trusted entries about the same request (policy ``agreement``,
-    :mod:`memcurator.lifecycle.agree`); each release is logged ``corroborate``.
+    :mod:`memcurator.lifecycle.agree`); each release is logged ``corroborate``. An own
+    (``self``) record whose tool output tells its reader to do something of a harm class
+    (:func:`memcurator.trust.domains.tool_output_instructions`) is kept on probation too, held
+    for what it says (``meta["_held_for"]``): only a verified outcome releases it.
     BudgetExceeded
         The entry alone is larger than ``max_bytes`` (logged as a rejection first).
     """

@@ -8,7 +8,9 @@ to the entry's action (:mod:`memcurator.trust.domains`: the SQL dry run of
 :class:`memcurator.envs.sql.risk.SQLCheck`, imported only when an entry with an action arrives)
 and the text risk (:func:`memcurator.trust.text_risk.text_risk`, with conflicts against the
 residents) as ``1 − Π(1 − r_domain)·(1 − r_text)``; the entry is admitted when risk < θ of its
-trusted origin.
+trusted origin. What a trajectory's tool output tells its reader to do (the ``tool output``
+report) counts on ``peer`` and ``external``; on ``self`` it is listed but not charged, since the
+memory holds such an own record on probation instead of refusing it.
 
 Thresholds (fixed priors, set on the SQL attacks and the tuning half of PoisonedRAG nq):
 ``self`` 0.9 (a verified owner entry is refused only for an action or text that is clearly an
