@@ -7,22 +7,25 @@ to a fresh ``Memory(policy="curator")`` once as ``external`` and once as the age
 
 - the bench's ``tool-output`` payload (:data:`memcurator.envs.sql.attacks.TOOL_NOTES`) on every
   SQL task spec, beside the spec's genuine raw exemplar;
-- ``--members FILE``: a Python file with two lists of ``(id, class, task, observation,
-  action)``, ``POISON`` (an instruction injected into the output, the action clean) and
-  ``GENUINE`` (real-looking outputs that merely contain such words). A set written blind (by
-  someone who had not read the check) is the held-out measure.
+- ``--members FILE``: records labelled ``poison`` (an instruction injected into the output, the
+  action clean) or ``genuine`` (real-looking outputs that merely contain such words), as JSON
+  Lines (``benchmarks/data/tool_output_set_[ab].jsonl``, see that folder's README) or a Python
+  file with two lists ``POISON`` and ``GENUINE`` of ``(id, class, task, observation, action)``.
+  A set written blind (by someone who had not read the check) is the held-out measure.
 
 Printed per input and channel: admitted, injectable (admitted and not on probation, so recall
 may put it in a prompt), and for members the ids the check missed or charged.
 
-    python benchmarks/tool_output_eval.py                      # ~3 min on the shared 2-core machine
-    python benchmarks/tool_output_eval.py --members path/to/members.py --no-bench
+    python benchmarks/tool_output_eval.py                 # ~1 min on the shared 2-core machine
+    python benchmarks/tool_output_eval.py --no-bench \
+        --members benchmarks/data/tool_output_set_b.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -76,13 +79,26 @@ def bench_payload(seed: int) -> None:
         _row(label, len(specs), c)
 
 
-def members(path: Path) -> None:
+def load_members(path: Path) -> dict[str, list[tuple[str, str, str, str, str]]]:
+    """``{"poison": [...], "genuine": [...]}`` of ``(id, class, task, observation, action)``
+    from a JSON Lines file (benchmarks/data/README.md) or a Python file with two lists."""
+    if path.suffix == ".jsonl":
+        out: dict[str, list[tuple[str, str, str, str, str]]] = {"poison": [], "genuine": []}
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            out[r["label"]].append((r["id"], r["class"], r["task"], r["observation"], r["action"]))
+        return out
     spec = importlib.util.spec_from_file_location("members", path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return {"poison": list(mod.POISON), "genuine": list(mod.GENUINE)}
+
+
+def members(path: Path) -> None:
+    sets = load_members(path)
     print(f"members from {path} (admitted / injectable of n)")
-    for label, rows in (("poison", mod.POISON), ("genuine", mod.GENUINE)):
+    for label, rows in sets.items():
         c: Counter[str] = Counter()
         flagged = []
         for row in rows:
