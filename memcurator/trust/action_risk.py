@@ -882,6 +882,15 @@ class ActionCheck:
             or "tool_use" in a
         )
 
+    def tool_output(self, entry: ActionEntry, *, spec: Any = None) -> list[ActionFinding]:
+        """What ``entry``'s tool output tells its reader to do that its actions did not
+        (:func:`observation_findings`); empty for a plan or free text. ``spec``, when a
+        string, is the task compared instead of the entry's own."""
+        if not entry.observed:
+            return []
+        task = spec if isinstance(spec, str) else entry.task
+        return observation_findings(task, entry.observed, entry.actions or entry.action)
+
     def risk(self, entry: ActionEntry, *, spec: Any = None) -> RiskReport:
         """Risk of ``entry``'s action offered as the solution of its task (or of ``spec``);
         free text (``entry.task == ""``, no ``spec``) is read clause by clause

@@ -306,10 +306,10 @@ def domain_risks(
 
 
 def _tool_output_findings(entry: ActionEntry, spec: Any = None) -> list[Any]:
-    from memcurator.trust.action_risk import observation_findings
-
-    task = spec if isinstance(spec, str) else entry.task
-    return observation_findings(task, entry.observed or "", entry.actions or entry.action)
+    """The generic action domain's reading of ``entry``'s tool output (its ``tool_output``;
+    reached through the registry, so this module imports no checker)."""
+    read = getattr(DOMAIN_CHECKS.create("action"), "tool_output", None)
+    return list(read(entry, spec=spec)) if read is not None else []
 
 
 def tool_output_instructions(text: str) -> list[str]:
