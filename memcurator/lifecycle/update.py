@@ -10,13 +10,11 @@ from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.keep import keep_pass
 from memcurator.lifecycle.reads import observed_reason, observed_sources
 from memcurator.lifecycle.resident import ResidentSet
-from memcurator.lifecycle.write import WriteResult, verify_origin
+from memcurator.lifecycle.write import WriteResult, hold_tool_output, verify_origin
 from memcurator.trust.auth import Signature
-from memcurator.trust.domains import tool_output_instructions
 from memcurator.trust.provenance import (
     CHANNEL_ORDER,
     DERIVED_FROM,
-    HELD_FOR,
     PROBATION,
     TAINT,
     least_trusted,
@@ -133,11 +131,9 @@ def _unsigned_taint(ctx: Context, new: Entry, signature: Signature | None) -> st
     new text carries no valid signature; the log reason (empty when proven or unguarded)."""
     if ctx.keyring is None and signature is None:
         return ""
-    if new.origin not in ("self", "peer") or TAINT in new.meta:
-        verify_origin(ctx, new.text, new.origin, new.origin_detail, new.kind, signature)
-        return ""
+    # raises for a signature that is not one, or one given to a memory without a key ring
     _, down = verify_origin(ctx, new.text, new.origin, new.origin_detail, new.kind, signature)
-    if not down:
+    if not down or new.origin not in ("self", "peer") or TAINT in new.meta:
         return ""
     new.meta[TAINT] = "external"
     new.meta.setdefault("claimed_origin", new.origin)
@@ -160,10 +156,7 @@ def _gate(ctx: Context, new: Entry, res: ResidentSet) -> tuple[float, str] | Non
     if not ok:
         return score, f"update refused: {why}; the old version stays"
     if cand.origin == "self" and PROBATION not in new.meta:
-        said = tool_output_instructions(new.text)
-        if said:
-            new.meta[PROBATION] = f"origin self, its tool output instructs: {said[0]}"[:300]
-            new.meta[HELD_FOR] = "tool output instruction"
+        hold_tool_output(new.meta, "self", new.text)
     return None
 
 

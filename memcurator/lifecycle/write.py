@@ -273,12 +273,8 @@ def write(
             meta[PROBATION] = f"origin {origin}" + (" (tainted)" if taint_why else "")
             if proven:
                 meta[VOUCHED] = [f"{origin}:{detail}"]
-        elif ctx.policy.probation and (said := tool_output_instructions(text)):
-            # an own record whose tool output carries an instruction: outside content inside.
-            # Held for what it says, so only a verified outcome releases it, not more writers.
-            on_probation = True
-            meta[PROBATION] = f"origin {origin}, its tool output instructs: {said[0]}"[:300]
-            meta[HELD_FOR] = "tool output instruction"
+        elif ctx.policy.probation:
+            on_probation = hold_tool_output(meta, origin, text)
         ctx.energy.add(len(text.encode("utf-8")))
         # every stored field counts: text, meta and embedding (sizeof), the origin detail and
         # the statistics the caller wrote
@@ -342,6 +338,17 @@ def write(
     return WriteResult(eid, True, reason, score, g.evicted, g.distilled)
 
 
+def hold_tool_output(meta: dict[str, Any], origin: str, text: str) -> bool:
+    """Put an own record whose tool output carries an instruction on probation (mutating
+    ``meta``); whether it did. Outside content inside the record, held for what it says
+    (``meta["_held_for"]``), so only a verified outcome releases it, not more writers."""
+    said = tool_output_instructions(text)
+    if said:
+        meta[PROBATION] = f"origin {origin}, its tool output instructs: {said[0]}"[:300]
+        meta[HELD_FOR] = "tool output instruction"
+    return bool(said)
+
+
 def sign(ctx: Context, text: str, *, kind: str = "insight", origin_detail: str = "") -> Signature:
     """The owner's :class:`~memcurator.trust.auth.Signature` for writing ``text`` with
     ``origin="self"`` in ``ctx``'s namespace.
@@ -396,6 +403,7 @@ __all__ = [
     "check_text",
     "dedup_key",
     "embed_checked",
+    "hold_tool_output",
     "sha1",
     "sign",
     "verify_origin",
