@@ -589,6 +589,10 @@ def create_app(
             if r >= min_round and (want is None or p in want)
         }
 
+    # ------------------------------------------------------------------ /ui, offline /docs
+    from memcurator.service.inspector import mount_inspector
+
+    mount_inspector(app, key_of)
     return app
 
 

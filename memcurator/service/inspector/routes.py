@@ -1,0 +1,212 @@
+"""The inspector's routes under ``/ui/api`` (:func:`inspector_router`).
+
+Each route takes the service's key dependency and checks the same scope the matching ``/v1``
+route checks; an entry id is looked up only in the key's namespace, and another namespace's
+id is answered exactly as one that never existed (404 ``no such entry``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from memcurator.errors import Forbidden
+from memcurator.service.filters import compile_where
+from memcurator.service.inspector import views
+from memcurator.service.keys import KeyInfo
+from memcurator.service.models import Condition
+
+Json = dict[str, Any]
+
+
+class RecallProbe(BaseModel):
+    """A recall for the playground; it changes nothing (``observe`` is always off)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=10_000)
+    k: int = Field(5, ge=1, le=100)
+    where: list[Condition] = Field(default_factory=list, max_length=16)
+    user: str | None = Field(None, max_length=256)
+    min_score: float | None = Field(None, ge=-1.0, le=1.0)
+
+
+class Action(BaseModel):
+    """Why a person releases or forgets an entry on probation (kept in the decision log)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reason: str = Field(min_length=1, max_length=1000)
+
+
+def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
+    """The ``/ui/api`` routes, authenticated by ``key_of`` (the service's dependency).
+
+    Parameters
+    ----------
+    key_of : callable
+        A FastAPI dependency returning the request's :class:`KeyInfo`.
+
+    Returns
+    -------
+    APIRouter
+    """
+    r = APIRouter(prefix="/ui/api", tags=["inspector"])
+
+    def pool(request: Request) -> Any:
+        return request.app.state.pool
+
+    @r.get("/whoami")
+    def whoami(key: KeyInfo = Depends(key_of)) -> Json:
+        """The key's holder, namespace, origin and scopes (what the page may offer)."""
+        return {
+            "name": key.name,
+            "namespace": key.namespace,
+            "origin": key.origin,
+            "scopes": list(key.scopes),
+        }
+
+    @r.get("/overview")
+    def overview(request: Request, key: KeyInfo = Depends(key_of)) -> Json:
+        """The key's namespace: budget, policy, entries by state, kind and origin (read)."""
+        key.require("read")
+        with pool(request).using(key) as t:
+            return views.overview(t.memory)
+
+    @r.get("/usage")
+    def usage(request: Request, key: KeyInfo = Depends(key_of)) -> Json:
+        """Bytes used over the decision log, replayed, and the budget (read)."""
+        key.require("read")
+        with pool(request).using(key) as t:
+            return views.usage(t.memory)
+
+    @r.get("/entries")
+    def entries(
+        request: Request,
+        key: KeyInfo = Depends(key_of),
+        q: Annotated[str | None, Query(max_length=256)] = None,
+        state: Annotated[str | None, Query(max_length=16)] = None,
+        kind: Annotated[str | None, Query(max_length=16)] = None,
+        origin: Annotated[str | None, Query(max_length=16)] = None,
+        meta_key: Annotated[str | None, Query(max_length=128)] = None,
+        meta_value: Annotated[str | None, Query(max_length=256)] = None,
+        order: Annotated[str, Query(pattern="^(newest|oldest)$")] = "newest",
+        offset: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    ) -> Json:
+        """One page of resident entries by text search and filters (read)."""
+        key.require("read")
+        with pool(request).using(key) as t:
+            return views.list_entries(
+                t.memory,
+                q=q,
+                state=state,
+                kind=kind,
+                origin=origin,
+                meta_key=meta_key,
+                meta_value=meta_value,
+                newest_first=order == "newest",
+                offset=offset,
+                limit=limit,
+            )
+
+    @r.get("/entries/{entry_id}")
+    def entry(request: Request, entry_id: str, key: KeyInfo = Depends(key_of)) -> Json:
+        """One entry of the key's namespace, resident or only in the log (read)."""
+        key.require("read")
+        with pool(request).using(key) as t:
+            return views.entry_detail(t.memory, entry_id)
+
+    @r.get("/decisions")
+    def decisions(
+        request: Request,
+        key: KeyInfo = Depends(key_of),
+        action: Annotated[str | None, Query(max_length=16)] = None,
+        reason: Annotated[str | None, Query(max_length=256)] = None,
+        origin: Annotated[str | None, Query(max_length=16)] = None,
+        entry_id: Annotated[str | None, Query(max_length=256)] = None,
+        before: Annotated[int | None, Query(ge=0)] = None,
+        limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    ) -> Json:
+        """The decision log newest first, filtered by action, reason, origin, entry (read)."""
+        key.require("read")
+        with pool(request).using(key) as t:
+            return views.decisions_page(
+                t.memory,
+                action=action,
+                reason=reason,
+                origin=origin,
+                entry_id=entry_id,
+                before=before,
+                limit=limit,
+            )
+
+    @r.post("/recall")
+    def recall(request: Request, body: RecallProbe, key: KeyInfo = Depends(key_of)) -> Json:
+        """A recall with each candidate's scores and what each filter left out (read); it
+        neither observes the query nor logs anything."""
+        key.require("read")
+        where = compile_where(body.where)
+        with pool(request).using(key) as t:
+            return views.recall_explained(
+                t.memory,
+                body.query,
+                body.k,
+                where=where,
+                user=body.user,
+                min_score=body.min_score,
+            )
+
+    @r.get("/probation")
+    def probation(
+        request: Request,
+        key: KeyInfo = Depends(key_of),
+        offset: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    ) -> Json:
+        """Entries on trust probation with their evidence (read)."""
+        key.require("read")
+        with pool(request).using(key) as t:
+            return views.probation_queue(t.memory, offset=offset, limit=limit)
+
+    @r.post("/probation/{entry_id}/release")
+    def release(
+        request: Request, entry_id: str, body: Action, key: KeyInfo = Depends(key_of)
+    ) -> Json:
+        """Release an entry from probation (admin scope), logged with the key's name."""
+        key.require("admin")
+        with pool(request).using(key) as t:
+            return views.release(t.memory, entry_id, key.name, body.reason)
+
+    @r.post("/probation/{entry_id}/forget")
+    def forget(
+        request: Request, entry_id: str, body: Action, key: KeyInfo = Depends(key_of)
+    ) -> Json:
+        """Forget an entry on probation (admin scope), logged with the key's name."""
+        key.require("admin")
+        with pool(request).using(key) as t:
+            return views.forget_held(t.memory, entry_id, key.name, body.reason)
+
+    @r.get("/peers")
+    def peers(request: Request, key: KeyInfo = Depends(key_of)) -> Json:
+        """Hub traffic per peer of the key's group and what this namespace kept of it (peer
+        or admin scope, as the hub's routes)."""
+        if "peer" not in key.scopes and "admin" not in key.scopes:
+            raise Forbidden("the hub's traffic needs the 'peer' or 'admin' scope")
+        with pool(request).using(key) as t:
+            return views.peer_traffic(t.memory, request.app.state.hub, key.namespace)
+
+    @r.get("/glossary")
+    def glossary(key: KeyInfo = Depends(key_of)) -> list[Json]:
+        """The terms of ``memcurator explain`` (any key)."""
+        from memcurator.glossary import GLOSSARY
+
+        return [{"name": g.name, "text": g.text, "aliases": list(g.aliases)} for g in GLOSSARY]
+
+    return r
+
+
+__all__ = ["Action", "RecallProbe", "inspector_router"]

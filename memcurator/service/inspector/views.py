@@ -1,0 +1,559 @@
+"""What the inspector shows, read from one tenant's :class:`~memcurator.Memory`.
+
+Each function takes a memory the caller holds under its tenant lock and returns plain,
+JSON-ready data; none changes anything except :func:`release` and :func:`forget_held`, the two
+actions of the probation queue. They read the resident set in place (``memory._ctx.res``)
+instead of :meth:`~memcurator.Memory.entries`, which copies every entry and its embedding:
+at 10^5 entries a page of 50 rows must not cost a copy of the whole namespace.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from memcurator.errors import EntryNotFound, InvalidInput, MemcuratorError
+from memcurator.memory import Memory
+from memcurator.trust.provenance import (
+    CORROBORATED,
+    DERIVED_FROM,
+    HELD_FOR,
+    PROBATION,
+    TAINT,
+    VOUCHED,
+    corroborate,
+)
+from memcurator.types import Decision, Entry
+
+#: the longest text preview of a row in a listing, characters
+PREVIEW_CHARS = 160
+#: the most points of the bytes-over-time plot
+PLOT_POINTS = 240
+#: what an entry's state is called in the page
+STATES = ("injectable", "probation", "distilled")
+#: the glossary term each decision action is explained by (``memcurator explain``)
+ACTION_TERMS = {
+    "admit": "trust gate",
+    "reject": "trust gate",
+    "downgrade": "trust gate",
+    "evict": "evictions",
+    "distill": "bytes per entry",
+    "corroborate": "contained trial",
+    "trial": "contained trial",
+    "quarantine": "peer group",
+    "release": "peer group",
+    "share": "peer group",
+    "receive": "peer group",
+}
+#: one sentence per action: what the row means
+ACTION_WORDS = {
+    "admit": "admitted into the memory",
+    "reject": "refused at the door (never stored)",
+    "evict": "removed to keep the byte budget or by a keep rule",
+    "distill": "shortened (distilled) before it would have fallen out",
+    "forget": "hard-deleted on request (a tombstone)",
+    "share": "sent to a peer",
+    "receive": "offered by a peer",
+    "replace": "replaced by a newer version of the same request",
+    "reinforce": "written again: its reinforcement count grew",
+    "downgrade": "its origin claim was not proven by a signature; treated as external",
+    "quarantine": "a peer whose entries keep failing is refused",
+    "release": "a peer's quarantine was lifted",
+    "update": "its text was replaced through the trust checks",
+    "notice": "a forget notice was sent to or taken from a peer",
+    "compact": "old rows of the decision log were dropped by retention",
+    "corroborate": "released from trust probation",
+    "trial": "a contained, checked trial of an entry on probation",
+}
+
+
+def _res(memory: Memory) -> Any:
+    ctx = memory._ctx  # the resident set, read in place (see the module notes)
+    ctx.sync()
+    return ctx.res
+
+
+def _num(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def distilled_ids(memory: Memory) -> set[str]:
+    """Ids the decision log says were distilled (the ``distill`` rows only)."""
+    return {d.entry_id for d in memory.store.decisions(memory.namespace, action="distill")}
+
+
+def state_of(e: Entry, distilled: set[str]) -> str:
+    """``probation`` (kept, not injected), ``distilled`` or ``injectable``."""
+    if PROBATION in e.meta:
+        return "probation"
+    return "distilled" if e.id in distilled else "injectable"
+
+
+def row(e: Entry, distilled: set[str]) -> dict[str, Any]:
+    """One listing row: no embedding, the text cut to :data:`PREVIEW_CHARS`."""
+    text = e.text if len(e.text) <= PREVIEW_CHARS else e.text[: PREVIEW_CHARS - 1] + "…"
+    return {
+        "id": e.id,
+        "kind": e.kind,
+        "origin": e.origin,
+        "origin_detail": e.origin_detail,
+        "bytes": e.bytes,
+        "state": state_of(e, distilled),
+        "created_step": e.created_step,
+        "uses": e.uses,
+        "user": e.meta.get("_user"),
+        "preview": text,
+    }
+
+
+def overview(memory: Memory) -> dict[str, Any]:
+    """The namespace at a glance: budget, policy, and entries by state, kind and origin."""
+    res = _res(memory)
+    distilled = distilled_ids(memory)
+    states: Counter[str] = Counter({s: 0 for s in STATES})
+    kinds: Counter[str] = Counter()
+    origins: Counter[str] = Counter()
+    for e in res.entries:
+        states[state_of(e, distilled)] += 1
+        kinds[e.kind] += 1
+        origins[e.origin] += 1
+    return {
+        "name": memory.namespace,
+        "policy": memory.policy.name,
+        "max_bytes": memory.max_bytes,
+        "used_bytes": int(res.used),
+        "entries": len(res.entries),
+        "decisions": memory.store.decision_count(memory.namespace),
+        "step": memory.step,
+        "states": dict(states),
+        "kinds": dict(kinds),
+        "origins": dict(origins),
+    }
+
+
+def usage(memory: Memory, points: int = PLOT_POINTS) -> dict[str, Any]:
+    """Bytes used over the decision log, replayed, at most ``points`` points.
+
+    Each entry's bytes are set by admit/distill/replace/update rows and dropped by evict and
+    forget rows; a log shortened by retention starts from what it still holds. The last point
+    is the resident bytes now (the replay is a picture, the store is the account).
+    """
+    sizes: dict[str, int] = {}
+    used = 0
+    series: list[tuple[int, float, int]] = []
+    for d in memory.decisions():
+        if d.action in ("admit", "distill", "replace", "update"):
+            used += d.bytes - sizes.get(d.entry_id, 0)
+            sizes[d.entry_id] = d.bytes
+        elif d.action in ("evict", "forget"):
+            used -= sizes.pop(d.entry_id, 0)
+        else:
+            continue
+        series.append((d.seq, d.at, max(used, 0)))
+    if len(series) > points:
+        idx = np.linspace(0, len(series) - 1, points).round().astype(int)
+        series = [series[i] for i in sorted(set(idx.tolist()))]
+    now = {"seq": memory.store.last_seq(), "used_bytes": memory.used_bytes}
+    return {
+        "max_bytes": memory.max_bytes,
+        "points": [{"seq": s, "at": a, "used_bytes": u} for s, a, u in series],
+        "now": now,
+    }
+
+
+def list_entries(
+    memory: Memory,
+    *,
+    q: str | None = None,
+    state: str | None = None,
+    kind: str | None = None,
+    origin: str | None = None,
+    meta_key: str | None = None,
+    meta_value: str | None = None,
+    newest_first: bool = True,
+    offset: int = 0,
+    limit: int = 50,
+) -> dict[str, Any]:
+    """One page of resident entries matching every filter given.
+
+    ``q`` matches a case-insensitive substring of the text, the id or the origin detail;
+    ``meta_key`` (with ``meta_value``, compared as text) one metadata key.
+
+    Raises
+    ------
+    InvalidInput
+        An unknown ``state``.
+    """
+    if state is not None and state not in STATES:
+        raise InvalidInput(f"state must be one of {', '.join(STATES)}, got {state!r}")
+    res = _res(memory)
+    distilled = distilled_ids(memory) if state is not None and state != "probation" else set()
+    needle = q.casefold() if q else None
+    tests: list[Callable[[Entry], bool]] = []
+    if kind:
+        tests.append(lambda e: e.kind == kind)
+    if origin:
+        tests.append(lambda e: e.origin == origin)
+    if state is not None:
+        tests.append(lambda e: state_of(e, distilled) == state)
+    if meta_key:
+        if meta_value is None or meta_value == "":
+            tests.append(lambda e: meta_key in e.meta)
+        else:
+            tests.append(lambda e: str(e.meta.get(meta_key, "\0")) == meta_value)
+    if needle:
+        tests.append(
+            lambda e: (
+                needle in e.text.casefold()
+                or needle in e.id
+                or needle in e.origin_detail.casefold()
+            )
+        )
+    ents: Iterable[Entry] = res.entries
+    if newest_first:
+        ents = reversed(res.entries)
+    sel = [e for e in ents if all(t(e) for t in tests)] if tests else list(ents)
+    page = sel[offset : offset + limit]
+    if state is None and page:
+        distilled = distilled_ids(memory)
+    return {
+        "total": len(sel),
+        "offset": offset,
+        "next_offset": offset + limit if offset + limit < len(sel) else None,
+        "rows": [row(e, distilled) for e in page],
+    }
+
+
+def trust_of(e: Entry) -> dict[str, Any]:
+    """An entry's trust marks in words: probation, its evidence and what it still lacks."""
+    m = e.meta
+    on = PROBATION in m
+    lacks: list[str] = []
+    if on:
+        lacks.append("a verified outcome (a passed contained trial or verified feedback)")
+        if HELD_FOR not in m:
+            lacks.append("a second authenticated writer of the same content (agreement)")
+    return {
+        "state": "probation" if on else "released" if CORROBORATED in m else "trusted",
+        "probation": m.get(PROBATION),
+        "held_for": m.get(HELD_FOR),
+        "taint": m.get(TAINT),
+        "corroborated": list(m.get(CORROBORATED, [])),
+        "vouched_by": list(m.get(VOUCHED, [])),
+        "derived_from": m.get(DERIVED_FROM),
+        "claimed_origin": m.get("claimed_origin"),
+        "signed": e.origin in ("self", "peer"),
+        "lacks": lacks,
+    }
+
+
+def value_terms(memory: Memory, entry_id: str) -> dict[str, Any]:
+    """CURATOR's ρ and its parts, and TokenWorth's worth, for one resident entry, where the
+    namespace's policy has them (empty ``terms`` otherwise, with the reason in ``note``)."""
+    res = _res(memory)
+    i = res.index.get(entry_id)
+    out: dict[str, Any] = {"policy": memory.policy.name, "terms": {}, "note": ""}
+    if i is None:
+        out["note"] = "not resident"
+        return out
+    ents = list(res.entries)
+    pol: Any = memory.policy
+    notes = []
+    try:
+        t = pol.estimator("rho").terms(ents, res.matrix)
+        out["terms"].update({k: _num(float(np.asarray(v)[i])) for k, v in t._asdict().items()})
+    except (AttributeError, MemcuratorError, KeyError) as e:
+        notes.append(f"no ρ under this policy ({type(e).__name__})")
+    try:
+        w = pol.estimator("worth").q(ents)
+        out["terms"]["worth"] = _num(float(np.asarray(w)[i]))
+    except (AttributeError, MemcuratorError, KeyError):
+        notes.append("no learned worth under this policy")
+    out["note"] = "; ".join(notes)
+    return out
+
+
+def decision_out(d: Decision) -> dict[str, Any]:
+    """One decision row, with the action in words and the glossary term that explains it."""
+    return {
+        "seq": d.seq,
+        "step": d.step,
+        "action": d.action,
+        "entry_id": d.entry_id,
+        "score": _num(d.score),
+        "reason": d.reason,
+        "policy": d.policy,
+        "bytes": d.bytes,
+        "at": d.at,
+        "words": ACTION_WORDS.get(d.action, d.action),
+        "term": ACTION_TERMS.get(d.action),
+    }
+
+
+def entry_detail(memory: Memory, entry_id: str) -> dict[str, Any]:
+    """One entry: text, provenance, trust, value terms and every decision that touched it.
+
+    An entry no longer resident (evicted, forgotten) is shown by its decisions alone.
+
+    Raises
+    ------
+    EntryNotFound
+        Neither resident nor in this namespace's decision log (another namespace's id too).
+    """
+    res = _res(memory)
+    rows = [decision_out(d) for d in memory.decisions() if d.entry_id == entry_id]
+    e = res.get(entry_id)
+    if e is None and not rows:
+        raise EntryNotFound("no such entry")
+    out: dict[str, Any] = {"id": entry_id, "resident": e is not None, "decisions": rows}
+    if e is not None:
+        distilled = {entry_id} if any(r["action"] == "distill" for r in rows) else set()
+        out["entry"] = {
+            **row(e, distilled),
+            "text": e.text,
+            "raw_bytes": e.raw_bytes,
+            "reinforcement": e.reinforcement,
+            "successes": e.successes,
+            "failures": e.failures,
+            "last_used_step": e.last_used_step,
+            "meta": {k: v for k, v in e.meta.items() if not k.startswith("_")},
+        }
+        out["trust"] = trust_of(e)
+        out["value"] = value_terms(memory, entry_id)
+    return out
+
+
+def entry_origins(memory: Memory) -> dict[str, str]:
+    """``id -> origin`` of the resident entries (the log's rows carry no origin)."""
+    return {e.id: e.origin for e in _res(memory).entries}
+
+
+def decisions_page(
+    memory: Memory,
+    *,
+    action: str | None = None,
+    reason: str | None = None,
+    origin: str | None = None,
+    entry_id: str | None = None,
+    before: int | None = None,
+    limit: int = 100,
+) -> dict[str, Any]:
+    """The decision log newest first, filtered; ``before`` is the seq to page back from.
+
+    ``reason`` is a case-insensitive substring; ``origin`` matches the entry's origin where the
+    entry is resident, else the origin the row's reason names (``origin peer``, ...).
+    """
+    rows = memory.store.decisions(memory.namespace, since=0, action=action or None)
+    needle = reason.casefold() if reason else None
+    origins = entry_origins(memory) if origin else {}
+    out: list[dict[str, Any]] = []
+    nxt = None
+    for d in reversed(rows):
+        if before is not None and d.seq >= before:
+            continue
+        if entry_id and d.entry_id != entry_id:
+            continue
+        if needle and needle not in d.reason.casefold():
+            continue
+        if origin:
+            o = origins.get(d.entry_id)
+            if o is None and f"origin {origin}" not in d.reason:
+                continue
+            if o is not None and o != origin:
+                continue
+        if len(out) == limit:
+            nxt = out[-1]["seq"]
+            break
+        out.append(decision_out(d))
+    counts = Counter(d.action for d in rows) if action is None else None
+    return {"decisions": out, "next_before": nxt, "actions": dict(counts or {})}
+
+
+def recall_explained(
+    memory: Memory,
+    query: str,
+    k: int,
+    *,
+    where: Callable[[Entry], bool] | None = None,
+    user: str | None = None,
+    min_score: float | None = None,
+) -> dict[str, Any]:
+    """A recall that changes nothing (``observe=False``), with each candidate's dense
+    (cosine) and lexical (BM25 over the best) scores beside the policy's ranked score, and
+    what each filter left out of the resident set."""
+    from memcurator.lifecycle.query import query_vector
+    from memcurator.lifecycle.recall import other_users_rows
+
+    r = memory.recall(query, k=k, where=where, user=user, min_score=min_score, observe=False)
+    res = _res(memory)
+    _, e_q = query_vector(memory.embedder, query)
+    cols = res.entries.columns
+    n = len(res.entries)
+    probation = int((cols.column("on_probation") > 0).sum()) if n else 0
+    content_free = int((cols.column("content_free") > 0).sum()) if n else 0
+    other_user = int(other_users_rows(res, user).sum()) if n else 0
+    removed_where = None
+    if where is not None:
+        removed_where = sum(1 for e in res.entries if PROBATION not in e.meta and not where(e))
+    bm = res.bm25.scores(query) if n else None
+    top = float(np.max(bm)) if bm is not None and len(bm) and np.max(bm) > 0 else 0.0
+    cands = []
+    for rank, (eid, score) in enumerate(zip(r.ids, r.scores, strict=True), 1):
+        i = res.index.get(eid)
+        e = res.entries[i]
+        dense = float(res.matrix[i] @ e_q)
+        lex = float(bm[i]) / top if bm is not None and top > 0 else 0.0
+        cands.append(
+            {
+                "rank": rank,
+                **row(e, set()),
+                "score": _num(float(score)),
+                "dense": _num(dense),
+                "lexical": _num(lex),
+            }
+        )
+    return {
+        "query": query,
+        "k": k,
+        "resident": n,
+        "removed": {
+            "on probation": probation,
+            "content-free": content_free,
+            "another user's": other_user,
+            "where filter": removed_where,
+        },
+        "candidates": cands,
+    }
+
+
+def probation_queue(memory: Memory, *, offset: int = 0, limit: int = 50) -> dict[str, Any]:
+    """Resident entries on trust probation, newest first, each with its evidence."""
+    res = _res(memory)
+    held = [e for e in reversed(res.entries) if PROBATION in e.meta]
+    page = held[offset : offset + limit]
+    return {
+        "total": len(held),
+        "offset": offset,
+        "next_offset": offset + limit if offset + limit < len(held) else None,
+        "rows": [
+            {
+                **row(e, set()),
+                "successes": e.successes,
+                "failures": e.failures,
+                "trust": trust_of(e),
+            }
+            for e in page
+        ],
+    }
+
+
+def _held(memory: Memory, entry_id: str) -> Entry:
+    e = _res(memory).get(entry_id)
+    if e is None:
+        raise EntryNotFound("no such entry")
+    if PROBATION not in e.meta:
+        raise InvalidInput(f"entry {entry_id!r} is not on probation")
+    return e
+
+
+def release(memory: Memory, entry_id: str, by: str, reason: str) -> dict[str, Any]:
+    """Release one entry from probation by a person's decision, logged ``corroborate`` with
+    the key's name and ``reason``; recall may inject it from then on.
+
+    Raises
+    ------
+    EntryNotFound
+        Not resident in this namespace.
+    InvalidInput
+        Not on probation, or an empty reason.
+    """
+    if not reason.strip():
+        raise InvalidInput("a release needs a reason in words")
+    ctx = memory._ctx
+    with ctx.transaction():
+        m = ctx.res.get(entry_id)
+        if m is None:
+            raise EntryNotFound("no such entry")
+        if PROBATION not in m.meta:
+            raise InvalidInput(f"entry {entry_id!r} is not on probation")
+        held = str(m.meta[PROBATION])
+        corroborate(m.meta, f"released by admin key {by!r} at step {ctx.step}: {reason.strip()}")
+        ctx.log(
+            ctx.step,
+            "corroborate",
+            m.id,
+            float("nan"),
+            f"off probation: released by admin key {by!r} in the inspector ({reason.strip()}); "
+            f"was held for: {held}",
+            m.bytes,
+        )
+        ctx.store.update(m)
+        ctx.res.touch([m.id])
+    return {"id": entry_id, "released": True, "by": by}
+
+
+def forget_held(memory: Memory, entry_id: str, by: str, reason: str) -> dict[str, Any]:
+    """Forget one entry on probation, the key's name and ``reason`` in the tombstone.
+
+    Raises
+    ------
+    EntryNotFound
+        Not resident in this namespace.
+    InvalidInput
+        Not on probation, or an empty reason.
+    """
+    if not reason.strip():
+        raise InvalidInput("a forget needs a reason in words")
+    _held(memory, entry_id)
+    f = memory.forget(
+        entry_id, reason=f"forgotten by admin key {by!r} from the probation queue: {reason}"
+    )
+    return {"id": entry_id, "forgotten": list(f.ids), "freed": f.freed}
+
+
+def peer_traffic(memory: Memory, hub: Any, group: str) -> dict[str, Any]:
+    """Per peer: what it pushed through the hub (messages, entries, bytes on the wire,
+    notices), and what this namespace admitted, held on probation or refused from it."""
+    peers: dict[str, dict[str, Any]] = {}
+
+    def of(p: str) -> dict[str, Any]:
+        return peers.setdefault(
+            p,
+            {
+                "peer": p,
+                "messages": 0,
+                "entries": 0,
+                "wire_bytes": 0,
+                "notices": 0,
+                "resident": 0,
+                "probation": 0,
+                "refused": 0,
+            },
+        )
+
+    with hub._lock:  # the hub's own lock: a consistent copy of the group's log
+        g = hub._groups.get(group)
+        msgs = list(g.messages) if g is not None else []
+    for msg in msgs:
+        p = of(msg.sender)
+        p["messages"] += 1
+        p["entries"] += len(msg.entries)
+        p["notices"] += len(msg.notices)
+        p["wire_bytes"] += sum(
+            len(str(x.get("text", "")).encode()) + len(str(x.get("raw_text") or "").encode())
+            for x in msg.entries
+        )
+    for e in _res(memory).entries:
+        if e.origin == "peer" and e.origin_detail:
+            p = of(e.origin_detail)
+            p["resident"] += 1
+            p["probation"] += int(PROBATION in e.meta)
+    for d in memory.store.decisions(memory.namespace, action="reject"):
+        for p in peers.values():
+            if f"peer {p['peer']}" in d.reason or f"peer:{p['peer']}" in d.reason:
+                p["refused"] += 1
+    return {"peers": sorted(peers.values(), key=lambda p: p["peer"])}
