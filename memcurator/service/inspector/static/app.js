@@ -387,12 +387,15 @@ async function viewPeers() {
     return;
   }
   const p = await api("/ui/api/peers");
+  const cols = ["messages", "entries", "wire_bytes", "notices", "resident", "probation", "refused"];
+  const heads = ["peer", "messages", "entries pushed", "bytes on the wire", "notices", "resident here", "on probation", "refused"];
+  const body = p.peers.map((r) => el("tr", {}, el("td", {}, r.peer),
+    ...cols.map((k) => el("td", { class: "num" }, fmt(r[k])))));
+  const table = el("div", { class: "tablewrap" }, el("table", { id: "peers" },
+    el("thead", {}, el("tr", {}, ...heads.map((h) => el("th", {}, h)))),
+    el("tbody", {}, ...body)));
   show(el("h2", {}, "Peers: hub traffic"),
-    p.peers.length ? el("div", { class: "tablewrap" }, el("table", { id: "peers" },
-      el("thead", {}, el("tr", {}, ...["peer", "messages", "entries pushed", "bytes on the wire", "notices", "resident here", "on probation", "refused"].map((h) => el("th", {}, h)))),
-      el("tbody", {}, ...p.peers.map((r) => el("tr", {}, el("td", {}, r.peer),
-        ...["messages", "entries", "wire_bytes", "notices", "resident", "probation", "refused"].map((k) => el("td", { class: "num" }, fmt(r[k])))))))))
-      : el("p", { class: "note" }, "No peer has pushed through this server's hub, and no resident entry came from a peer."),
+    p.peers.length ? table : el("p", { class: "note" }, "No peer has pushed through this server's hub, and no resident entry came from a peer."),
     el("p", { class: "note" }, "The hub keeps its queue in the server's memory: counts start at the server's start."));
 }
 
