@@ -432,6 +432,7 @@ async function route() {
     if (e.status === 401) { sessionStorage.removeItem(KEY); state.who = null; renderHeader(); }
   }
   document.body.dataset.ready = page || "overview";
+  performance.mark("ready:" + (page || "overview"));  // read by benchmarks/inspector_render.py
 }
 
 document.addEventListener("DOMContentLoaded", () => {
