@@ -1,0 +1,289 @@
+"""The inspector's read routes and probation actions (``/ui/api``), without a browser.
+
+Same key, same scopes as ``/v1``; another namespace's id is answered as a missing one; the
+actions are logged with the key's name; the listings filter and page on the server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _service_util import SQL_A, SQL_B, make_keys
+from fastapi.testclient import TestClient
+
+
+@pytest.fixture()
+def env(tmp_path: Path) -> Any:
+    from memcurator.service.app import create_app
+
+    k = make_keys()
+    _, k.tokens["a_write"] = k.table.create("a", name="writer", scopes=("write",))
+    app = create_app(str(tmp_path / "s.db"), keys=k.table)
+    with TestClient(app) as c:
+        yield c, k
+    app.state.pool.close()
+
+
+def _w(c: TestClient, k: Any, who: str, text: str, **kw: Any) -> dict[str, Any]:
+    r = c.post("/v1/write", json={"text": text, **kw}, headers=k.h(who))
+    assert r.status_code == 200, r.text
+    return dict(r.json())
+
+
+def _texts(n: int) -> list[str]:
+    return [
+        f"Task: count the rows of table t{i} where col{i % 3} is set\n"
+        f"Action: SELECT COUNT(*) FROM t{i} WHERE col{i % 3} IS NOT NULL;"
+        for i in range(n)
+    ]
+
+
+READS = [
+    ("GET", "/ui/api/overview"),
+    ("GET", "/ui/api/usage"),
+    ("GET", "/ui/api/entries"),
+    ("GET", "/ui/api/decisions"),
+    ("GET", "/ui/api/probation"),
+    ("POST", "/ui/api/recall"),
+]
+
+
+@pytest.mark.parametrize(("method", "path"), READS)
+def test_every_route_needs_a_key_and_the_read_scope(env: Any, method: str, path: str) -> None:
+    c, k = env
+    body = {"query": "count rows"} if method == "POST" else None
+    assert c.request(method, path, json=body).status_code == 401
+    bad = {"Authorization": "Bearer mck_000000000000_" + "x" * 43}
+    assert c.request(method, path, json=body, headers=bad).status_code == 401
+    r = c.request(method, path, json=body, headers=k.h("a_write"))
+    assert r.status_code == 403 and "'read' scope" in r.json()["detail"]
+    assert c.request(method, path, json=body, headers=k.h("a_read")).status_code == 200
+
+
+def test_whoami_and_glossary_need_only_a_key(env: Any) -> None:
+    c, k = env
+    assert c.get("/ui/api/whoami").status_code == 401
+    me = c.get("/ui/api/whoami", headers=k.h("a_read")).json()
+    assert me == {"name": "reader", "namespace": "a", "origin": "self", "scopes": ["read"]}
+    terms = c.get("/ui/api/glossary", headers=k.h("a_write")).json()
+    assert {"ρ", "trust gate", "evictions"} <= {t["name"] for t in terms}
+
+
+def test_entries_search_filter_and_page_on_the_server(env: Any) -> None:
+    c, k = env
+    ids = [_w(c, k, "a", t, meta={"family": f"f{i % 2}"})["id"] for i, t in enumerate(_texts(7))]
+    ext = _w(c, k, "a_ext", SQL_B)["id"]
+
+    def page(**q: Any) -> dict[str, Any]:
+        r = c.get("/ui/api/entries", params=q, headers=k.h("a_read"))
+        assert r.status_code == 200, r.text
+        return dict(r.json())
+
+    everything = page()
+    assert everything["total"] == 8 and everything["rows"][0]["id"] == ext  # newest first
+    assert [r["id"] for r in page(order="oldest", limit=3)["rows"]] == ids[:3]
+    p2 = page(order="oldest", limit=3, offset=3)
+    assert [r["id"] for r in p2["rows"]] == ids[3:6] and p2["next_offset"] == 6
+    assert page(order="oldest", limit=3, offset=6)["next_offset"] is None
+    assert [r["id"] for r in page(q="TABLE T4 ")["rows"]] == [ids[4]]  # case-insensitive
+    assert [r["id"] for r in page(q=ids[2][:10])["rows"]] == [ids[2]]  # by id
+    assert [r["id"] for r in page(state="probation")["rows"]] == [ext]
+    assert page(state="injectable")["total"] == 7
+    assert [r["id"] for r in page(origin="external")["rows"]] == [ext]
+    assert page(meta_key="family", meta_value="f1", order="oldest")["total"] == 3
+    assert page(meta_key="family")["total"] == 7
+    assert page(q="paris", origin="self")["total"] == 0
+    r = c.get("/ui/api/entries", params={"state": "bogus"}, headers=k.h("a_read"))
+    assert r.status_code == 422 and "state must be one of" in r.json()["detail"]
+    long = "Task: " + "x" * 400 + "\nAction: SELECT 1;"
+    _w(c, k, "a", long)
+    assert page(q="xxxx")["rows"][0]["preview"].endswith("…")
+
+
+def test_overview_usage_and_an_entry_with_its_decisions(env: Any) -> None:
+    c, k = env
+    own = _w(c, k, "a", SQL_A)
+    ext = _w(c, k, "a_ext", SQL_B)
+    o = c.get("/ui/api/overview", headers=k.h("a_read")).json()
+    assert o["states"] == {"injectable": 1, "probation": 1, "distilled": 0}
+    assert o["origins"] == {"self": 1, "external": 1} and o["entries"] == 2
+    u = c.get("/ui/api/usage", headers=k.h("a_read")).json()
+    assert u["points"][-1]["used_bytes"] == u["now"]["used_bytes"] == o["used_bytes"]
+    d = c.get(f"/ui/api/entries/{own['id']}", headers=k.h("a_read")).json()
+    assert d["resident"] and d["entry"]["text"] == SQL_A and d["trust"]["state"] == "trusted"
+    assert d["entry"]["origin_detail"] == "alice" and d["trust"]["signed"]
+    assert [x["action"] for x in d["decisions"]] == ["admit"]
+    assert d["value"]["policy"] == "curator" and d["value"]["terms"]["b"] == own_bytes(c, k, own)
+    e = c.get(f"/ui/api/entries/{ext['id']}", headers=k.h("a_read")).json()
+    assert e["trust"]["state"] == "probation" and e["trust"]["probation"] == "origin external"
+    assert not e["trust"]["signed"] and e["trust"]["lacks"]
+    # forgotten: still shown, by its decisions
+    c.delete(f"/v1/entries/{own['id']}", headers=k.h("a"))
+    gone = c.get(f"/ui/api/entries/{own['id']}", headers=k.h("a_read")).json()
+    assert not gone["resident"] and [x["action"] for x in gone["decisions"]] == ["admit", "forget"]
+    u2 = c.get("/ui/api/usage", headers=k.h("a_read")).json()
+    assert (
+        u2["points"][-1]["used_bytes"] == u2["now"]["used_bytes"] == ext["used_bytes"] - own_b(own)
+    )
+
+
+def own_b(w: dict[str, Any]) -> int:
+    return int(w["used_bytes"])
+
+
+def own_bytes(c: TestClient, k: Any, w: dict[str, Any]) -> float:
+    return float(c.get(f"/v1/entries/{w['id']}", headers=k.h("a")).json()["bytes"])
+
+
+def test_decision_timeline_filters_and_pages(env: Any) -> None:
+    c, k = env
+    for t in _texts(5):
+        _w(c, k, "a", t)
+    _w(c, k, "a_ext", SQL_B)
+    c.patch("/v1/namespaces/a", json={"max_bytes": 6000}, headers=k.h("a"))
+
+    def page(**q: Any) -> dict[str, Any]:
+        return dict(c.get("/ui/api/decisions", params=q, headers=k.h("a_read")).json())
+
+    allrows = page()["decisions"]
+    seqs = [d["seq"] for d in allrows]
+    assert seqs == sorted(seqs, reverse=True)  # newest first
+    ev = page(action="evict")["decisions"]
+    assert ev and all(d["action"] == "evict" and d["term"] == "evictions" for d in ev)
+    assert all("byte budget" in d["reason"] and d["words"] for d in ev)
+    assert page(reason="BYTE BUDGET")["decisions"] == ev  # reason, case-insensitive
+    first = page(limit=2)
+    older = page(limit=2, before=first["next_before"])
+    assert [d["seq"] for d in first["decisions"] + older["decisions"]] == seqs[:4]
+    ext_rows = page(origin="external")["decisions"]
+    assert ext_rows and all("origin external" in d["reason"] for d in ext_rows)
+    assert page()["actions"]["admit"] == 6
+
+
+def test_recall_playground_changes_nothing(env: Any) -> None:
+    c, k = env
+    for t in _texts(6):
+        _w(c, k, "a", t)
+    _w(c, k, "a_ext", SQL_B)
+    before = c.get("/v1/namespaces/a", headers=k.h("a")).json()
+    body = {"query": "count the rows of table t3", "k": 3}
+    r = c.post("/ui/api/recall", json=body, headers=k.h("a_read")).json()
+    api = c.post("/v1/recall", json={**body, "observe": False}, headers=k.h("a_read")).json()
+    assert [x["id"] for x in r["candidates"]] == api["ids"]
+    assert [x["score"] for x in r["candidates"]] == pytest.approx(api["scores"])
+    top = r["candidates"][0]
+    assert "t3 " in top["preview"] and 0 < top["dense"] <= 1 and top["lexical"] == 1.0
+    assert r["removed"]["on probation"] == 1 and r["removed"]["where filter"] is None
+    w = {**body, "where": [{"field": "meta.family", "op": "exists", "value": True}]}
+    r2 = c.post("/ui/api/recall", json=w, headers=k.h("a_read")).json()
+    assert r2["candidates"] == [] and r2["removed"]["where filter"] == 6
+    assert c.get("/v1/namespaces/a", headers=k.h("a")).json() == before  # no log row, no step
+    bad = c.post("/ui/api/recall", json={"query": "x", "code": "1"}, headers=k.h("a_read"))
+    assert bad.status_code == 422
+
+
+def test_release_and_forget_need_admin_and_are_logged_with_the_key(env: Any) -> None:
+    c, k = env
+    held = [_w(c, k, "a_ext", t)["id"] for t in _texts(2)]
+    own = _w(c, k, "a", SQL_A)["id"]
+    q = c.get("/ui/api/probation", headers=k.h("a_read")).json()
+    assert q["total"] == 2 and {r["id"] for r in q["rows"]} == set(held)
+    for who in ("a_read", "a_ext"):  # no admin scope: refused, nothing changed
+        for what in ("release", "forget"):
+            r = c.post(
+                f"/ui/api/probation/{held[0]}/{what}", json={"reason": "x"}, headers=k.h(who)
+            )
+            assert r.status_code == 403, r.text
+    assert c.get("/ui/api/probation", headers=k.h("a_read")).json()["total"] == 2
+    r = c.post(f"/ui/api/probation/{own}/release", json={"reason": "x"}, headers=k.h("a"))
+    assert r.status_code == 422 and "not on probation" in r.json()["detail"]
+    r = c.post(f"/ui/api/probation/{held[0]}/release", json={"reason": " "}, headers=k.h("a"))
+    assert r.status_code == 422
+    r = c.post(f"/ui/api/probation/{held[0]}/release", json={"reason": "checked"}, headers=k.h("a"))
+    assert r.status_code == 200 and r.json()["by"] == "alice"
+    r = c.post(f"/ui/api/probation/{held[1]}/forget", json={"reason": "spam"}, headers=k.h("a"))
+    assert r.status_code == 200 and r.json()["forgotten"] == [held[1]]
+    log = c.get("/v1/decisions", headers=k.h("a")).json()["decisions"]
+    corr = [d for d in log if d["action"] == "corroborate"]
+    assert [d["entry_id"] for d in corr] == [held[0]] and "admin key 'alice'" in corr[0]["reason"]
+    fg = [d for d in log if d["action"] == "forget"]
+    assert [d["entry_id"] for d in fg] == [held[1]] and "admin key 'alice'" in fg[0]["reason"]
+    assert c.get("/ui/api/probation", headers=k.h("a_read")).json()["total"] == 0
+    rec = c.post("/v1/recall", json={"query": _texts(1)[0], "k": 1}, headers=k.h("a_read"))
+    assert rec.json()["ids"] == [held[0]]  # released: recall injects it now
+
+
+def test_another_namespace_id_is_answered_as_a_missing_one(env: Any) -> None:
+    c, k = env
+    b_id = _w(c, k, "b", SQL_A)["id"]
+    b_held = c.post("/v1/write", json={"text": SQL_B, "origin": "external"}, headers=k.h("b"))
+    b_held_id = b_held.json()["id"]
+    probes = [
+        ("GET", "/ui/api/entries/{}", None),
+        ("POST", "/ui/api/probation/{}/release", {"reason": "x"}),
+        ("POST", "/ui/api/probation/{}/forget", {"reason": "x"}),
+    ]
+    for method, path, body in probes:
+        for bid in (b_id, b_held_id):
+            theirs = c.request(method, path.format(bid), json=body, headers=k.h("a"))
+            missing = c.request(method, path.format("0" * 18), json=body, headers=k.h("a"))
+            assert theirs.status_code == missing.status_code == 404
+            assert theirs.content == missing.content
+    for path in ("/ui/api/entries", "/ui/api/decisions", "/ui/api/probation", "/ui/api/usage"):
+        assert b_id not in c.get(path, headers=k.h("a")).text
+    b = c.get(f"/ui/api/entries/{b_held_id}", headers=k.h("b")).json()
+    assert b["trust"]["state"] == "probation"  # untouched by a's probes
+
+
+def test_peers_traffic_needs_peer_or_admin(env: Any) -> None:
+    c, k = env
+    assert c.get("/ui/api/peers", headers=k.h("a_read")).status_code == 403
+    entry = {
+        "text": SQL_A,
+        "kind": "insight",
+        "bytes": 100,
+        "q": 0.5,
+        "a": 1.0,
+        "rho_s": 0.1,
+        "source_id": "s1",
+    }
+    r = c.post("/v1/hub/push", json={"entries": [entry], "notices": ["s0"]}, headers=k.h("a"))
+    assert r.status_code == 200, r.text
+    p = c.get("/ui/api/peers", headers=k.h("a")).json()["peers"]
+    assert p == [
+        {
+            "peer": "alice",
+            "messages": 1,
+            "entries": 1,
+            "wire_bytes": len(SQL_A.encode()),
+            "notices": 1,
+            "resident": 0,
+            "probation": 0,
+            "refused": 0,
+        }
+    ]
+    assert c.get("/ui/api/peers", headers=k.h("b")).json()["peers"] == []  # another group
+
+
+def test_page_static_files_and_docs_stay_on_this_server(env: Any) -> None:
+    c, _ = env
+    page = c.get("/ui")
+    assert (
+        page.status_code == 200 and "default-src 'self'" in page.headers["content-security-policy"]
+    )
+    assert c.get("/ui/").status_code == 200
+    for f in ("app.js", "app.css", "favicon.svg"):
+        r = c.get(f"/ui/static/{f}")
+        text = r.text.replace("http://www.w3.org/2000/svg", "")  # a name, never fetched
+        assert r.status_code == 200 and "http://" not in text and "https://" not in text
+    assert "innerHTML" not in c.get("/ui/static/app.js").text  # server text is put in as text
+    assert "http" not in page.text.replace("http-equiv", "")
+    docs = c.get("/docs")
+    assert docs.status_code == 200 and "/ui/swagger/swagger-ui-bundle.js" in docs.text
+    assert "cdn" not in docs.text.lower() and "https://" not in docs.text
+    assert c.get("/ui/swagger/swagger-ui-bundle.js").status_code == 200
+    assert c.get("/ui/swagger/swagger-ui.css").status_code == 200
+    assert c.get("/redoc").status_code == 404
+    assert c.get("/ui/static/nope.js").status_code == 404
