@@ -115,7 +115,9 @@ def test_overview_usage_and_an_entry_with_its_decisions(env: Any) -> None:
     assert d["resident"] and d["entry"]["text"] == SQL_A and d["trust"]["state"] == "trusted"
     assert d["entry"]["origin_detail"] == "alice" and d["trust"]["signed"]
     assert [x["action"] for x in d["decisions"]] == ["admit"]
-    assert d["value"]["policy"] == "curator" and d["value"]["terms"]["b"] == own_bytes(c, k, own)
+    v = c.get(f"/ui/api/entries/{own['id']}/value", headers=k.h("a_read")).json()
+    assert v["policy"] == "curator" and v["terms"]["b"] == own_bytes(c, k, own)
+    assert set(v["terms"]) >= {"rho", "V", "H", "p", "q", "a", "b"}
     e = c.get(f"/ui/api/entries/{ext['id']}", headers=k.h("a_read")).json()
     assert e["trust"]["state"] == "probation" and e["trust"]["probation"] == "origin external"
     assert not e["trust"]["signed"] and e["trust"]["lacks"]
@@ -159,7 +161,8 @@ def test_decision_timeline_filters_and_pages(env: Any) -> None:
     assert [d["seq"] for d in first["decisions"] + older["decisions"]] == seqs[:4]
     ext_rows = page(origin="external")["decisions"]
     assert ext_rows and all("origin external" in d["reason"] for d in ext_rows)
-    assert page()["actions"]["admit"] == 6
+    assert len(page(action="admit")["decisions"]) == 6
+    assert [d["seq"] for d in page(action="admit", before=seqs[0])["decisions"]][:1] != [seqs[0]]
 
 
 def test_recall_playground_changes_nothing(env: Any) -> None:
@@ -222,6 +225,7 @@ def test_another_namespace_id_is_answered_as_a_missing_one(env: Any) -> None:
     b_held_id = b_held.json()["id"]
     probes = [
         ("GET", "/ui/api/entries/{}", None),
+        ("GET", "/ui/api/entries/{}/value", None),
         ("POST", "/ui/api/probation/{}/release", {"reason": "x"}),
         ("POST", "/ui/api/probation/{}/forget", {"reason": "x"}),
     ]
@@ -287,3 +291,21 @@ def test_page_static_files_and_docs_stay_on_this_server(env: Any) -> None:
     assert c.get("/ui/swagger/swagger-ui.css").status_code == 200
     assert c.get("/redoc").status_code == 404
     assert c.get("/ui/static/nope.js").status_code == 404
+
+
+@pytest.mark.parametrize("window", [1, 3, 512])
+def test_newest_first_reads_the_whole_log_back_in_windows(tmp_path: Path, window: int) -> None:
+    from memcurator import Memory
+    from memcurator.service.inspector.views import newest_first
+
+    path = str(tmp_path / "w.db")
+    with Memory(path, namespace="x", max_bytes=5000) as x, Memory(path, namespace="y") as y:
+        for i, t in enumerate(_texts(9)):
+            (x if i % 3 else y).write(t)  # the two namespaces interleave in the store's seqs
+        want = [d.seq for d in reversed(x.decisions())]
+        assert len(want) > 6 and any(d.action == "evict" for d in x.decisions())
+        assert [d.seq for d in newest_first(x, window=window)] == want
+        assert [d.seq for d in newest_first(x, before=want[2], window=window)] == want[3:]
+        assert [d.seq for d in newest_first(y, window=window)] == [
+            d.seq for d in reversed(y.decisions())
+        ]

@@ -55,6 +55,7 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
     APIRouter
     """
     r = APIRouter(prefix="/ui/api", tags=["inspector"])
+    replays: dict[str, views.UsageReplay] = {}  # per namespace; advanced under its tenant lock
 
     def pool(request: Request) -> Any:
         return request.app.state.pool
@@ -81,7 +82,8 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
         """Bytes used over the decision log, replayed, and the budget (read)."""
         key.require("read")
         with pool(request).using(key) as t:
-            return views.usage(t.memory)
+            replay = replays.setdefault(key.namespace, views.UsageReplay())
+            return views.usage(t.memory, replay)
 
     @r.get("/entries")
     def entries(
@@ -119,6 +121,13 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
         key.require("read")
         with pool(request).using(key) as t:
             return views.entry_detail(t.memory, entry_id)
+
+    @r.get("/entries/{entry_id}/value")
+    def entry_value(request: Request, entry_id: str, key: KeyInfo = Depends(key_of)) -> Json:
+        """A resident entry's value terms under the namespace's policy (read)."""
+        key.require("read")
+        with pool(request).using(key) as t:
+            return views.value_terms(t.memory, entry_id)
 
     @r.get("/decisions")
     def decisions(

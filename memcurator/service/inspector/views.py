@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,9 @@ from memcurator.types import Decision, Entry
 
 #: the longest text preview of a row in a listing, characters
 PREVIEW_CHARS = 160
+Json = dict[str, Any]
+#: the actions that begin an entry's story in the log (reading back stops there)
+FIRST_ACTIONS = ("admit", "reject")
 #: the most points of the bytes-over-time plot
 PLOT_POINTS = 240
 #: what an entry's state is called in the page
@@ -113,54 +116,86 @@ def row(e: Entry, distilled: set[str]) -> dict[str, Any]:
 def overview(memory: Memory) -> dict[str, Any]:
     """The namespace at a glance: budget, policy, and entries by state, kind and origin."""
     res = _res(memory)
-    distilled = distilled_ids(memory)
-    states: Counter[str] = Counter({s: 0 for s in STATES})
-    kinds: Counter[str] = Counter()
-    origins: Counter[str] = Counter()
-    for e in res.entries:
-        states[state_of(e, distilled)] += 1
-        kinds[e.kind] += 1
-        origins[e.origin] += 1
+    ents = res.entries
+    n = len(ents)
+    held = int((ents.columns.column("on_probation") > 0).sum()) if n else 0
+    distilled = sum(
+        1
+        for i in distilled_ids(memory)
+        if (e := res.get(i)) is not None and PROBATION not in e.meta
+    )
     return {
         "name": memory.namespace,
         "policy": memory.policy.name,
         "max_bytes": memory.max_bytes,
         "used_bytes": int(res.used),
-        "entries": len(res.entries),
+        "entries": n,
         "decisions": memory.store.decision_count(memory.namespace),
         "step": memory.step,
-        "states": dict(states),
-        "kinds": dict(kinds),
-        "origins": dict(origins),
+        "states": {"injectable": n - held - distilled, "probation": held, "distilled": distilled},
+        "kinds": dict(Counter(e.kind for e in ents)),
+        "origins": dict(Counter(e.origin for e in ents)),
     }
 
 
-def usage(memory: Memory, points: int = PLOT_POINTS) -> dict[str, Any]:
-    """Bytes used over the decision log, replayed, at most ``points`` points.
+def newest_first(
+    memory: Memory, before: int | None = None, window: int = 512
+) -> Iterator[Decision]:
+    """The namespace's decisions newest first (``seq < before``), read from the end of the log
+    in windows of ``window`` seqs growing 4x: a first page costs a few hundred rows, not the
+    whole log (seqs are the store's, shared by its namespaces)."""
+    hi = memory.store.last_seq() if before is None else before - 1
+    while hi > 0:
+        lo = max(0, hi - window)
+        rows = memory.store.decisions(memory.namespace, since=lo)
+        for d in reversed(rows):
+            if d.seq <= hi:
+                yield d
+        hi = lo
+        window *= 4
+
+
+class UsageReplay:
+    """Bytes used over the decision log, replayed once and then only from where it stopped.
 
     Each entry's bytes are set by admit/distill/replace/update rows and dropped by evict and
-    forget rows; a log shortened by retention starts from what it still holds. The last point
-    is the resident bytes now (the replay is a picture, the store is the account).
+    forget rows; a log shortened by retention starts from what it still held when first read.
     """
-    sizes: dict[str, int] = {}
-    used = 0
-    series: list[tuple[int, float, int]] = []
-    for d in memory.decisions():
-        if d.action in ("admit", "distill", "replace", "update"):
-            used += d.bytes - sizes.get(d.entry_id, 0)
-            sizes[d.entry_id] = d.bytes
-        elif d.action in ("evict", "forget"):
-            used -= sizes.pop(d.entry_id, 0)
-        else:
-            continue
-        series.append((d.seq, d.at, max(used, 0)))
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.used = 0
+        self.sizes: dict[str, int] = {}
+        self.series: list[tuple[int, float, int]] = []
+
+    def advance(self, memory: Memory) -> None:
+        """Fold in the rows after the last one seen."""
+        for d in memory.store.decisions(memory.namespace, since=self.seq):
+            self.seq = d.seq
+            if d.action in ("admit", "distill", "replace", "update"):
+                self.used += d.bytes - self.sizes.get(d.entry_id, 0)
+                self.sizes[d.entry_id] = d.bytes
+            elif d.action in ("evict", "forget"):
+                self.used -= self.sizes.pop(d.entry_id, 0)
+            else:
+                continue
+            self.series.append((d.seq, d.at, max(self.used, 0)))
+
+
+def usage(memory: Memory, replay: UsageReplay | None = None, points: int = PLOT_POINTS) -> Json:
+    """Bytes used over the decision log (``replay``, advanced to now), at most ``points``
+    points; the last point is the resident bytes now (the replay is a picture, the store is
+    the account)."""
+    replay = replay or UsageReplay()
+    replay.advance(memory)
+    series = replay.series
     if len(series) > points:
         idx = np.linspace(0, len(series) - 1, points).round().astype(int)
         series = [series[i] for i in sorted(set(idx.tolist()))]
-    now = {"seq": memory.store.last_seq(), "used_bytes": memory.used_bytes}
+    now = {"seq": memory.store.last_seq(), "used_bytes": int(_res(memory).used)}
     return {
         "max_bytes": memory.max_bytes,
-        "points": [{"seq": s, "at": a, "used_bytes": u} for s, a, u in series],
+        "points": [{"seq": q, "at": a, "used_bytes": u} for q, a, u in series],
         "now": now,
     }
 
@@ -253,13 +288,21 @@ def trust_of(e: Entry) -> dict[str, Any]:
 
 def value_terms(memory: Memory, entry_id: str) -> dict[str, Any]:
     """CURATOR's ρ and its parts, and TokenWorth's worth, for one resident entry, where the
-    namespace's policy has them (empty ``terms`` otherwise, with the reason in ``note``)."""
+    namespace's policy has them (empty ``terms`` otherwise, with the reason in ``note``).
+
+    The terms are computed over the whole resident set (ρ's redundancy and propensity read
+    every entry): about a second at 10^5 entries, so the page asks for them apart.
+
+    Raises
+    ------
+    EntryNotFound
+        Not resident in this namespace.
+    """
     res = _res(memory)
     i = res.index.get(entry_id)
-    out: dict[str, Any] = {"policy": memory.policy.name, "terms": {}, "note": ""}
     if i is None:
-        out["note"] = "not resident"
-        return out
+        raise EntryNotFound("no such entry")
+    out: dict[str, Any] = {"policy": memory.policy.name, "terms": {}, "note": ""}
     ents = list(res.entries)
     pol: Any = memory.policy
     notes = []
@@ -295,7 +338,8 @@ def decision_out(d: Decision) -> dict[str, Any]:
 
 
 def entry_detail(memory: Memory, entry_id: str) -> dict[str, Any]:
-    """One entry: text, provenance, trust, value terms and every decision that touched it.
+    """One entry: text, provenance, trust and every decision that touched it (its value terms
+    are :func:`value_terms`). The log is read back from its end to the row that made the entry.
 
     An entry no longer resident (evicted, forgotten) is shown by its decisions alone.
 
@@ -305,7 +349,13 @@ def entry_detail(memory: Memory, entry_id: str) -> dict[str, Any]:
         Neither resident nor in this namespace's decision log (another namespace's id too).
     """
     res = _res(memory)
-    rows = [decision_out(d) for d in memory.decisions() if d.entry_id == entry_id]
+    rows = []
+    for d in newest_first(memory):  # back to the row that made the entry (or the log's start)
+        if d.entry_id == entry_id:
+            rows.append(decision_out(d))
+            if d.action in FIRST_ACTIONS:
+                break
+    rows.reverse()
     e = res.get(entry_id)
     if e is None and not rows:
         raise EntryNotFound("no such entry")
@@ -323,7 +373,6 @@ def entry_detail(memory: Memory, entry_id: str) -> dict[str, Any]:
             "meta": {k: v for k, v in e.meta.items() if not k.startswith("_")},
         }
         out["trust"] = trust_of(e)
-        out["value"] = value_terms(memory, entry_id)
     return out
 
 
@@ -347,14 +396,18 @@ def decisions_page(
     ``reason`` is a case-insensitive substring; ``origin`` matches the entry's origin where the
     entry is resident, else the origin the row's reason names (``origin peer``, ...).
     """
-    rows = memory.store.decisions(memory.namespace, since=0, action=action or None)
     needle = reason.casefold() if reason else None
     origins = entry_origins(memory) if origin else {}
     out: list[dict[str, Any]] = []
     nxt = None
-    for d in reversed(rows):
-        if before is not None and d.seq >= before:
-            continue
+    rows: Iterable[Decision]
+    if action:  # the store filters by action itself: read only those rows
+        rows = reversed(memory.store.decisions(memory.namespace, since=0, action=action))
+        if before is not None:
+            rows = (d for d in rows if d.seq < before)
+    else:
+        rows = newest_first(memory, before)
+    for d in rows:
         if entry_id and d.entry_id != entry_id:
             continue
         if needle and needle not in d.reason.casefold():
@@ -369,8 +422,7 @@ def decisions_page(
             nxt = out[-1]["seq"]
             break
         out.append(decision_out(d))
-    counts = Counter(d.action for d in rows) if action is None else None
-    return {"decisions": out, "next_before": nxt, "actions": dict(counts or {})}
+    return {"decisions": out, "next_before": nxt}
 
 
 def recall_explained(

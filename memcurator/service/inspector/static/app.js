@@ -270,7 +270,8 @@ async function viewEntry(id) {
   const parts = [el("h2", {}, "Entry ", el("span", { class: "mono" }, d.id), " ",
     d.resident ? badge(d.entry.state) : badge("gone"))];
   if (d.resident) {
-    const e = d.entry, t = d.trust, v = d.value;
+    const e = d.entry, t = d.trust;
+    const valueBox = el("div", { id: "valuebox" }, el("p", { class: "note" }, "computing the value terms…"));
     parts.push(el("pre", { class: "text", id: "entrytext" }, e.text));
     parts.push(el("div", { class: "two" },
       el("div", {}, el("h3", {}, "Provenance"), kv({
@@ -284,11 +285,15 @@ async function viewEntry(id) {
         state: badge(t.state), "on probation for": t.probation, "held for what it says": t.held_for,
         taint: t.taint, "corroborated by": t.corroborated.join("; "), "vouched by": t.vouched_by.join(", "),
         "still lacks": t.lacks.join("; ") }, "trust"),
-      el("h3", {}, "Value terms (", v.policy, ")"),
+      el("h3", {}, "Value terms"), valueBox)));
+    api("/ui/api/entries/" + encodeURIComponent(id) + "/value").then((v) => valueBox.replaceChildren(
+      el("p", { class: "note" }, "policy ", v.policy),
       Object.keys(v.terms).length
         ? kv(Object.fromEntries(Object.entries(v.terms).map(([k, x]) => [k, num(x, 4)])), "value")
         : el("p", { class: "note", id: "value" }, v.note || "no value terms under this policy"),
-      Object.keys(v.terms).length ? el("p", { class: "note" }, el("a", { href: "#/glossary/ρ" }, "explain: ρ"), " — ρ = V·H… per byte; V value, H helpfulness, p propensity, q helpfulness estimate, a abstraction gain, η, π, b bytes.", v.note ? " " + v.note : "") : null)));
+      Object.keys(v.terms).length ? el("p", { class: "note" }, el("a", { href: "#/glossary/ρ" }, "explain: ρ"),
+        " — rho: net value per byte; V value, H helpfulness, p propensity, q helpfulness estimate, a abstraction gain, b bytes.",
+        v.note ? " " + v.note : "") : null)).catch((e) => valueBox.replaceChildren(errorBox(e)));
   } else {
     parts.push(el("p", { class: "note", id: "gone" }, "Not resident any more: what happened to it is in its decisions below."));
   }
