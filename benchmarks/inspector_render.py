@@ -12,7 +12,8 @@ marks ``ready:<view>`` (``performance.mark``) once a view is on screen; the benc
 - **entries, search, decisions, trust**: from the hash change to the view on screen (one
   server-side page of 50 rows, a text search over all N, the newest 100 log rows, the
   probation queue);
-- the server's time for each route alone (httpx, same key).
+- **bytes plot**: the overview's plot (its own request), the first one replaying the log;
+- the server's time for each route alone (httpx, same key), an entry page's two routes too.
 
 Reports the median and max of ``--repeat`` runs in ms. A benchmark, not a test: it asserts
 nothing. Target of issue 34: first render of a 10^5-entry namespace <= 1 s.
@@ -131,12 +132,17 @@ def main() -> None:
             drv.refresh()
             _ready(drv, "overview")
             rows.append(("cold overview (opens the tenant)", [_mark_ms(drv, "overview")]))
-            warm = []
+            _ready(drv, "plot")
+            rows.append(("cold bytes plot (first log replay)", [_mark_ms(drv, "plot")]))
+            warm, plot = [], []
             for _ in range(a.repeat):
                 drv.refresh()
                 _ready(drv, "overview")
+                _ready(drv, "plot")
                 warm.append(_mark_ms(drv, "overview"))
+                plot.append(_mark_ms(drv, "plot"))
             rows.append(("overview (full page load)", warm))
+            rows.append(("bytes plot drawn (full page load)", plot))
             views = [
                 ("entries page 1 of 50", "#/entries", "entries"),
                 ("entries search 'p41 column'", "#/entries?q=p41%20column", "entries"),
@@ -165,6 +171,8 @@ def main() -> None:
             "/ui/api/decisions?limit=100",
             "/ui/api/probation?limit=50",
             "/ui/api/usage",
+            "/ui/api/entries/e99990",
+            "/ui/api/entries/e99990/value",
         ):
             xs = []
             for _ in range(a.repeat):

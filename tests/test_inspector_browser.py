@@ -296,6 +296,9 @@ def test_every_view_renders_at_laptop_and_phone_width(
     With ``MEMCURATOR_INSPECTOR_SHOTS=DIR`` they are also kept there (docs/inspector/)."""
     from PIL import Image
 
+    api(server, "admin", "PATCH", "/v1/namespaces/a", json={"max_bytes": 60_000})
+    for t in TEXTS:  # (again, when run alone: a rewrite only reinforces)
+        api(server, "admin", "POST", "/v1/write", json={"text": t})
     write(server, "crawler", "Task: list the suppliers in Lyon\nAction: SELECT * FROM suppliers;")
     keep = os.environ.get("MEMCURATOR_INSPECTOR_SHOTS")
     login(drv, server, "admin")

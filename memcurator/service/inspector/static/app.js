@@ -55,7 +55,7 @@ function qs(params) {
   return s ? "?" + s : "";
 }
 
-function show(...nodes) { const m = $("#main"); m.replaceChildren(...nodes); }
+function show(...nodes) { $("#main").replaceChildren(...nodes.filter((n) => n !== null && n !== undefined && n !== false)); }
 function errorBox(e) { return el("p", { class: "err", role: "alert" }, e.status ? `${e.status}: ${e.message}` : String(e.message || e)); }
 function can(scope) { return !!(state.who && state.who.scopes.includes(scope)); }
 
@@ -119,7 +119,7 @@ function drawUsage(box, u) {
   const pts = u.points.map((p) => [p.seq, p.used_bytes]);
   pts.push([u.now.seq, u.now.used_bytes]);
   const NS = "http://www.w3.org/2000/svg";
-  const W = 600, H = 180, P = 34;
+  const W = 800, H = 200, P = 34;
   const x0 = pts[0][0], x1 = Math.max(pts[pts.length - 1][0], x0 + 1);
   const ymax = Math.max(1, u.max_bytes || 0, ...pts.map((p) => p[1])) * 1.05;
   const X = (x) => P + ((x - x0) / (x1 - x0)) * (W - P - 6);
@@ -145,6 +145,7 @@ function drawUsage(box, u) {
   add("text", { x: 2, y: 12, "font-size": 10, fill: "#5a6677" }, fmt(Math.round(ymax)) + " B");
   add("text", { x: P, y: H - 4, "font-size": 10, fill: "#5a6677" }, "seq " + x0);
   add("text", { x: W - 6, y: H - 4, "font-size": 10, fill: "#5a6677", "text-anchor": "end" }, "seq " + x1);
+  performance.mark("ready:plot");
   box.replaceChildren(svg, el("p", { class: "note" }, "Replayed from the decision log (admit, distill, replace and update set an entry's bytes; evict and forget free them); the last point is the store's count now."));
 }
 
@@ -193,7 +194,7 @@ async function viewEntries() {
     page.offset > 0 ? el("button", { onclick: () => go(Math.max(0, page.offset - f.limit)) }, "‹ previous") : null,
     page.next_offset !== null ? el("button", { id: "nextpage", onclick: () => go(page.next_offset) }, "next ›") : null);
   show(el("h2", {}, "Entries"), form, pager,
-    el("div", { class: "tablewrap" }, el("table", { id: "entries" },
+    el("div", { class: "tablewrap" }, el("table", { id: "entries", class: "rows" },
       el("thead", {}, el("tr", {}, el("th", {}, "id"), el("th", {}, "text"), el("th", {}, "state"),
         el("th", { class: "wide" }, "kind"), el("th", {}, "origin"), el("th", { class: "num wide" }, "bytes"), el("th", { class: "num wide" }, "step"))),
       el("tbody", {}, ...rows))));
@@ -337,7 +338,7 @@ function recallResult(r) {
   return el("div", {},
     el("p", {}, `${fmt(r.resident)} resident entries; left out before ranking:`),
     el("ul", { id: "removed" }, ...removed),
-    r.candidates.length ? el("div", { class: "tablewrap" }, el("table", { id: "candidates" },
+    r.candidates.length ? el("div", { class: "tablewrap" }, el("table", { id: "candidates", class: "rows" },
       el("thead", {}, el("tr", {}, el("th", {}, "#"), el("th", {}, "id"), el("th", {}, "text"),
         el("th", { class: "num" }, "ranked score"), el("th", { class: "num" }, "dense"), el("th", { class: "num" }, "lexical"))),
       el("tbody", {}, ...r.candidates.map((c) => el("tr", {},
@@ -377,7 +378,7 @@ async function viewTrust() {
     el("p", { class: "note" }, "Entries from unproven sources are kept and counted but never injected until a verified outcome or agreement corroborates them. ",
       admin ? "Your key has the admin scope: a release or forget is logged with its name." : el("span", { id: "readonly" }, "Your key has no admin scope: this queue is read-only here (and the API refuses the actions).")),
     el("p", { id: "probcount" }, `${fmt(q.total)} on probation`),
-    el("div", { class: "tablewrap" }, el("table", { id: "probation" },
+    el("div", { class: "tablewrap" }, el("table", { id: "probation", class: "rows" },
       el("thead", {}, el("tr", {}, el("th", {}, "entry"), el("th", {}, "text"), el("th", {}, "evidence"), admin ? el("th", {}, "action") : null)),
       el("tbody", {}, ...rows))),
     el("div", { class: "pager" },
