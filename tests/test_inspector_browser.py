@@ -150,7 +150,7 @@ def test_probation_queue_release_by_admin_only(drv: Any, server: dict[str, Any])
     # ... and the API refuses it anyway
     for what in ("release", "forget"):
         refused = api(
-            server, "reader", "POST", f"/ui/api/probation/{eid}/{what}", json={"reason": "x"}
+            server, "reader", "POST", f"/ui/api/probation/{eid}/{what}", params={"reason": "x"}
         )
         assert refused.status_code == 403, refused.text
     still = api(server, "admin", "GET", f"/ui/api/entries/{eid}").json()
@@ -275,7 +275,7 @@ def test_docs_render_offline(drv: Any, server: dict[str, Any]) -> None:
         lambda d: d.find_elements(By.CSS_SELECTOR, ".swagger-ui .opblock-tag")
     )
     assert "memcurator" in drv.find_element(By.CSS_SELECTOR, ".swagger-ui .info").text
-    assert drv.find_elements(By.CSS_SELECTOR, "#operations-tag-inspector")
+    assert drv.find_elements(By.CSS_SELECTOR, "#operations-tag-memory")
     assert api(server, "admin", "GET", "/redoc").status_code == 404
 
 

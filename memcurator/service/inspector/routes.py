@@ -34,14 +34,6 @@ class RecallProbe(BaseModel):
     min_score: float | None = Field(None, ge=-1.0, le=1.0)
 
 
-class Action(BaseModel):
-    """Why a person releases or forgets an entry on probation (kept in the decision log)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    reason: str = Field(min_length=1, max_length=1000)
-
-
 def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
     """The ``/ui/api`` routes, authenticated by ``key_of`` (the service's dependency).
 
@@ -54,7 +46,10 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
     -------
     APIRouter
     """
-    r = APIRouter(prefix="/ui/api", tags=["inspector"])
+    # the page's own routes, not the API's contract: kept out of /openapi.json (and so out of
+    # /docs and the OpenAPI-driven probes of tests/test_service*.py, which cover /v1);
+    # tests/test_inspector_api.py probes these for keys, scopes and isolation
+    r = APIRouter(prefix="/ui/api", tags=["inspector"], include_in_schema=False)
     replays: dict[str, views.UsageReplay] = {}  # per namespace; advanced under its tenant lock
 
     def pool(request: Request) -> Any:
@@ -183,21 +178,27 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
 
     @r.post("/probation/{entry_id}/release")
     def release(
-        request: Request, entry_id: str, body: Action, key: KeyInfo = Depends(key_of)
+        request: Request,
+        entry_id: str,
+        reason: Annotated[str, Query(min_length=1, max_length=1000, description="Logged")],
+        key: KeyInfo = Depends(key_of),
     ) -> Json:
         """Release an entry from probation (admin scope), logged with the key's name."""
         key.require("admin")
         with pool(request).using(key) as t:
-            return views.release(t.memory, entry_id, key.name, body.reason)
+            return views.release(t.memory, entry_id, key.name, reason)
 
     @r.post("/probation/{entry_id}/forget")
     def forget(
-        request: Request, entry_id: str, body: Action, key: KeyInfo = Depends(key_of)
+        request: Request,
+        entry_id: str,
+        reason: Annotated[str, Query(min_length=1, max_length=1000, description="Logged")],
+        key: KeyInfo = Depends(key_of),
     ) -> Json:
         """Forget an entry on probation (admin scope), logged with the key's name."""
         key.require("admin")
         with pool(request).using(key) as t:
-            return views.forget_held(t.memory, entry_id, key.name, body.reason)
+            return views.forget_held(t.memory, entry_id, key.name, reason)
 
     @r.get("/peers")
     def peers(request: Request, key: KeyInfo = Depends(key_of)) -> Json:
@@ -218,4 +219,4 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
     return r
 
 
-__all__ = ["Action", "RecallProbe", "inspector_router"]
+__all__ = ["RecallProbe", "inspector_router"]

@@ -358,7 +358,7 @@ async function viewTrust() {
     const reason = el("input", { placeholder: "reason (logged)", value: "checked by a person", "aria-label": "reason" });
     const act = async (what) => {
       try {
-        await api(`/ui/api/probation/${encodeURIComponent(r.id)}/${what}`, { method: "POST", body: { reason: reason.value } });
+        await api(`/ui/api/probation/${encodeURIComponent(r.id)}/${what}` + qs({ reason: reason.value }), { method: "POST" });
         route();
       } catch (e) { tr.after(el("tr", {}, el("td", { colspan: 4 }, errorBox(e)))); }
     };
