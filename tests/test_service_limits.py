@@ -31,6 +31,11 @@ def nested(depth: int, leaf: Any = 1, as_list: bool = False) -> dict[str, Any]:
     return {"k": node}
 
 
+def W(field: str, op: str, value: Any) -> dict[str, Any]:
+    """One ``where`` condition."""
+    return {"field": field, "op": op, "value": value}
+
+
 class Fake:
     """A clock the test moves."""
 
@@ -139,6 +144,9 @@ def test_oversized_meta_and_huge_integers_are_refused(svc: Any, meta: Any, word:
         ("put", "/v1/hub/sketch", {"json": {"round": 2**70, "sketch": [0.1]}}),
         ("get", "/v1/hub/pull", {"params": {"since": 2**63}}),
         ("get", "/v1/hub/sketches", {"params": {"min_round": 2**63}}),
+        ("post", "/v1/recall", {"json": {"query": "rows", "where": [W("meta.n", "eq", 2**64)]}}),
+        ("post", "/v1/recall", {"json": {"query": "rows", "where": [W("uses", "gt", 10**400)]}}),
+        ("post", "/v1/recall", {"json": {"query": "q", "where": [W("uses", "in", [1, 2**63])]}}),
     ],
 )
 def test_integers_outside_64_bits_get_422_not_500(
@@ -397,6 +405,8 @@ def test_mcp_tools_refuse_the_same_inputs(tmp_path: Path) -> None:
         ("write", {"text": SQL_B, "meta": nested(40, as_list=True)}, "MAX_META_DEPTH"),
         ("write", {"text": SQL_B, "meta": {"n": 2**63}}, "64-bit"),
         ("write", {"text": SQL_B, "meta": {"b": "x" * 70_000}}, "MAX_META_BYTES"),
+        ("recall", {"query": "rows", "where": [W("meta.n", "eq", 2**63)]}, "InvalidInput"),
+        ("recall", {"query": "rows", "where": [W("uses", "ge", -(2**70))]}, "64 bits"),
     ]
 
     async def main() -> None:
