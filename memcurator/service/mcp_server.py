@@ -71,6 +71,24 @@ class KeyVerifier:
         return AccessToken(token=token, client_id=k.key_id, scopes=list(k.scopes), subject=k.name)
 
 
+def _server(pool: TenantPool, base_url: str | None) -> MCPServer:
+    """The bare server; over HTTP, with the key table as its bearer-token verifier."""
+    kw: dict[str, Any] = {}
+    if base_url is not None:
+        kw["token_verifier"] = KeyVerifier(pool.keys)
+        kw["auth"] = AuthSettings(
+            issuer_url=AnyHttpUrl(base_url),
+            resource_server_url=AnyHttpUrl(f"{base_url}/mcp"),
+            validate_token_resource=False,
+        )
+    return MCPServer(
+        "memcurator",
+        instructions="A governed experience memory: recall before a task, write what worked, "
+        "give feedback on what was recalled, forget on request; every decision is logged.",
+        **kw,
+    )
+
+
 def create_mcp(
     pool: TenantPool,
     *,
@@ -95,20 +113,7 @@ def create_mcp(
     """
     if (key is None) == (base_url is None):
         raise ValueError("give key (stdio) or base_url (HTTP), exactly one")
-    kw: dict[str, Any] = {}
-    if base_url is not None:
-        kw["token_verifier"] = KeyVerifier(pool.keys)
-        kw["auth"] = AuthSettings(
-            issuer_url=AnyHttpUrl(base_url),
-            resource_server_url=AnyHttpUrl(f"{base_url}/mcp"),
-            validate_token_resource=False,
-        )
-    server = MCPServer(
-        "memcurator",
-        instructions="A governed experience memory: recall before a task, write what worked, "
-        "give feedback on what was recalled, forget on request; every decision is logged.",
-        **kw,
-    )
+    server = _server(pool, base_url)
 
     def caller() -> KeyInfo:
         if key is not None:
