@@ -24,6 +24,11 @@ _EMBEDDER_HELP = (
     "openai:base_url=http://127.0.0.1:8080/v1,model=M; its key from $MEMCURATOR_EMBED_API_KEY). "
     "A namespace embedded otherwise is refused."
 )
+_SCOPES_HELP = (
+    "Comma-separated, any of: read (recall, entries, decisions, namespace), write (write, "
+    "feedback, record, update, forget), admin (forget-all, budget, metrics), peer (the hub: "
+    "push, pull, sketches of the namespace's peer group)."
+)
 _IN_STORE_HELP = (
     "Recall inside PostgreSQL (pgvector HNSW + full-text, fused) instead of scanning each "
     "tenant's resident set: only for a postgresql:// store and namespaces Memory allows "
@@ -96,9 +101,7 @@ def keys_create(
     name: Annotated[
         str, typer.Option(help="The holder's identity: origin_detail of its writes; peer id.")
     ],
-    scopes: Annotated[str, typer.Option(help="Comma-separated: read, write, admin.")] = (
-        "read,write"
-    ),
+    scopes: Annotated[str, typer.Option(help=_SCOPES_HELP)] = "read,write",
     origin: Annotated[
         str, typer.Option(help="What its writes are: self (the namespace's agent), peer, external.")
     ] = "self",
@@ -168,6 +171,21 @@ def keys_revoke(
     console.print(f"key {key_id} revoked")
 
 
+def _warn_without_keys(table, kpath: str, store: str) -> None:
+    """Say loudly, on stderr, when no live key exists: every request would get 401."""
+    import sys
+
+    if any(not k.revoked for k in table.list()):
+        return
+    print(
+        f"WARNING: no live API key in {kpath}: every request to this server will get 401.\n"
+        f"  Make one: memcurator keys create {store} --namespace NS --name NAME "
+        "--scopes read,write",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def serve(
     store: Annotated[str, typer.Argument(help="The store to serve (path or URL).")],
     host: Annotated[str, typer.Option(help="Address to listen on (loopback by default).")] = (
@@ -194,6 +212,7 @@ def serve(
     app = create_app(store, keys=kpath, ring_path=ring_path_for(kpath), memory_options=opts)
     if recall_in_store:
         _open_configured(app.state.pool)
+    _warn_without_keys(app.state.keys, kpath, store)
     console.print(f"serving {store} on http://{host}:{port} (keys: {kpath})")
     try:
         uvicorn.run(app, host=host, port=port, log_level=log_level)
@@ -226,6 +245,7 @@ def mcp(
     from memcurator.service.tenants import TenantPool, ring_path_for
 
     require_extra()
+    from memcurator.service.guard import MAX_BODY_BYTES
     from memcurator.service.mcp_server import create_mcp
 
     kpath = keys if keys is not None else default_keys_path(store)
@@ -234,13 +254,21 @@ def mcp(
     try:
         if recall_in_store:
             _open_configured(pool)
+        if transport == "http":
+            _warn_without_keys(pool.keys, kpath, store)
         if transport == "stdio":
             key = pool.keys.authenticate(os.environ.get(key_env))
             create_mcp(pool, key=key).run("stdio")
         elif transport == "http":
             server = create_mcp(pool, base_url=f"http://{host}:{port}")
             console.print(f"MCP on http://{host}:{port}/mcp (stateless; keys: {kpath})")
-            server.run("streamable-http", host=host, port=port, stateless_http=True)
+            server.run(
+                "streamable-http",
+                host=host,
+                port=port,
+                stateless_http=True,
+                max_request_body_size=MAX_BODY_BYTES,  # the REST API's limit, streamed too
+            )
         else:
             raise InvalidInput(f"--transport must be stdio or http, got {transport!r}")
     finally:

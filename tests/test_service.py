@@ -105,18 +105,27 @@ def test_record_then_forget_all(client: TestClient, keys: Keys) -> None:
 @pytest.mark.parametrize(
     "auth",
     [
-        None,
-        "Bearer",
         "Bearer nonsense",
-        "Basic dXNlcjpwdw==",
         "Bearer mck_000000000000_" + "A" * 43,
+        "Bearer mck_000000000000_" + "A" * 42,
     ],
 )
-def test_every_bad_key_gets_the_same_401(client: TestClient, auth: str | None) -> None:
+def test_every_bad_key_gets_the_same_401(client: TestClient, auth: str) -> None:
+    r = client.post("/v1/recall", json={"query": "rows"}, headers={"Authorization": auth})
+    doc = _problem(r, 401, "Unauthorized")
+    assert doc["detail"] == "invalid or revoked API key"
+    assert r.headers["www-authenticate"] == "Bearer"
+
+
+@pytest.mark.parametrize("auth", [None, "Bearer", "Bearer ", "Basic dXNlcjpwdw=="])
+def test_no_key_gets_a_401_that_says_how_to_send_one(client: TestClient, auth: str | None) -> None:
+    # a newcomer who forgot the header (or sent another scheme) is told what to send; a
+    # wrong key's answer stays the one sentence that says nothing about which part was wrong
     headers = {} if auth is None else {"Authorization": auth}
     r = client.post("/v1/recall", json={"query": "rows"}, headers=headers)
     doc = _problem(r, 401, "Unauthorized")
-    assert doc["detail"] == "invalid or revoked API key"
+    assert doc["detail"] != "invalid or revoked API key"
+    assert "no API key" in doc["detail"] and "Authorization: Bearer" in doc["detail"]
     assert r.headers["www-authenticate"] == "Bearer"
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from memcurator import limits
 from memcurator.embed.text import has_content, normalize
 from memcurator.errors import InvalidInput
 from memcurator.retrieve.hybrid import recall_text
@@ -113,7 +114,10 @@ def check_meta(
 ) -> dict[str, Any]:
     """A deep copy of ``meta`` with the scope keys set, as the store gives it back (JSON types:
     a tuple comes back a list), or :class:`InvalidInput` for metadata that is not
-    JSON-serialisable, larger than ``max_text_bytes`` as JSON, or a bad ``user``.
+    JSON-serialisable, nested deeper than :data:`memcurator.limits.MAX_META_DEPTH`, holding an
+    integer outside the 64-bit range, larger than ``max_text_bytes`` or
+    :data:`memcurator.limits.MAX_META_BYTES` as JSON, or a bad ``user``
+    (:func:`memcurator.limits.check_user`).
 
     Deep, so that a caller's later edit of a list or dict inside ``meta`` cannot reach the
     resident entry (the next write-back would store it while ``b(m)`` still counts the
@@ -132,22 +136,13 @@ def check_meta(
         # JSON keys are strings: {1: 2} would come back from the store as {"1": 2}
         raise InvalidInput(f"meta keys must be strings, got {bad[0]!r}")
     if user is not None:
-        if not isinstance(user, str) or not user.strip():
-            raise InvalidInput(f"user must be a non-empty string, got {user!r}")
-        meta["_user"] = user
+        meta["_user"] = limits.check_user(user)
     if personal:
         if "_user" not in meta:
             raise InvalidInput("personal=True needs the user the data belongs to (user=...)")
         meta["_personal"] = True
-    try:
-        js = json.dumps(meta, allow_nan=False, sort_keys=True)
-    except (TypeError, ValueError) as err:
-        raise InvalidInput(f"meta must be JSON-serialisable (finite numbers): {err}") from None
-    if len(js.encode("utf-8")) > max_text_bytes:
-        raise InvalidInput(
-            f"meta is {len(js.encode('utf-8'))} bytes as JSON, over max_text_bytes="
-            f"{max_text_bytes}; store large data elsewhere and keep a reference"
-        )
+    # depth, 64-bit integers, finite numbers, JSON types and size: memcurator.limits
+    js = limits.meta_json(meta, max_text_bytes)
     return dict(json.loads(js))
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from memcurator import limits
 from memcurator.curate.distill import ExtractiveDistiller
 from memcurator.embed import Embedder, HashingEmbedder
 from memcurator.errors import DimensionMismatch, InvalidInput
@@ -386,10 +387,13 @@ def check_options(
             or not isinstance(max_bytes, int | float)
             or not math.isfinite(max_bytes)
             or int(max_bytes) != max_bytes
-            or max_bytes <= 0
+            or not 0 < max_bytes <= limits.MAX_INT
         )
     ):
-        raise InvalidInput(f"max_bytes must be a positive integer or None, got {max_bytes!r}")
+        raise InvalidInput(
+            f"max_bytes must be a positive integer of at most {limits.MAX_INT} (MAX_INT) or "
+            f"None, got {max_bytes!r}"
+        )
     if vector_dtype is not None:
         check_dtype(vector_dtype)
     if keyring is not None and OWNER not in keyring.principals():

@@ -7,6 +7,7 @@ import math
 import numbers
 from collections.abc import Iterable
 
+from memcurator import limits
 from memcurator.errors import EntryNotFound, InvalidInput
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.exchange import log_reputation
@@ -61,7 +62,8 @@ def feedback(
     Raises
     ------
     InvalidInput
-        NaN, infinite, non-numeric or out-of-range reward, or ``used`` given as one string.
+        NaN, infinite, non-numeric or out-of-range reward, ``used`` given as one string, or
+        naming more than :data:`memcurator.limits.MAX_IDS` distinct ids.
     EntryNotFound
         An id that was never an entry of the namespace (a typo, another namespace's id).
         Nothing is updated in either case.
@@ -74,7 +76,7 @@ def feedback(
     r = check_reward(reward)
     if not isinstance(verified, bool):
         raise InvalidInput(f"verified must be True or False, got {verified!r}")
-    ids = list(dict.fromkeys(used))  # one outcome per entry, in first-seen order
+    ids = limits.check_ids(list(dict.fromkeys(used)))  # one outcome per entry, first-seen order
     ctx.sync()
     gone = [i for i in ids if i not in ctx.res.index]
     if gone:  # checked before the transaction: a rollback would reload the policy's state

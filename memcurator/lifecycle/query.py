@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from memcurator import limits
 from memcurator.embed import Embedder
 from memcurator.embed.text import has_content
 from memcurator.errors import InvalidInput
@@ -37,14 +38,14 @@ def query_vector(embedder: Embedder, query: str) -> tuple[str, np.ndarray]:
 
 
 def check_recall_args(k: Any, min_score: Any, meta: Any = None) -> None:
-    """Validate :func:`recall_for`'s ``k``, ``min_score`` and ``meta``.
+    """Validate :func:`recall_for`'s ``k`` (at most :data:`memcurator.limits.MAX_RECALL_K`),
+    ``min_score`` and ``meta`` (values: finite numbers, 64-bit integers).
 
     Raises
     ------
     InvalidInput
     """
-    if not isinstance(k, int | np.integer) or isinstance(k, bool) or k < 1:
-        raise InvalidInput(f"k must be a positive integer, got {k!r}")
+    limits.check_recall_k(k)
     if min_score is not None and (
         not isinstance(min_score, int | float) or not math.isfinite(min_score)
     ):
@@ -58,6 +59,7 @@ def check_recall_args(k: Any, min_score: Any, meta: Any = None) -> None:
                     f"meta filter {key!r}: {v!r}; keys must be str and values str, number, "
                     "bool or None"
                 )
+            limits.check_meta_value(v, f"meta filter {key!r}")
 
 
 __all__ = ["check_recall_args", "query_vector"]

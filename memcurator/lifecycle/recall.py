@@ -14,6 +14,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
+from memcurator import limits
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.query import check_recall_args, query_vector
 from memcurator.lifecycle.resident import ResidentSet
@@ -287,11 +288,15 @@ def recall_for(
     ------
     InvalidInput
         Empty query or one without a letter or digit of any script, a query the embedder
-        maps to NaN or infinite values, ``k`` not a positive integer, or ``min_score``
-        that is not a finite number.
+        maps to NaN or infinite values, ``k`` not a positive integer of at most
+        :data:`memcurator.limits.MAX_RECALL_K`, ``min_score`` that is not a finite number, or
+        a ``user`` that is not a non-empty string of at most
+        :data:`memcurator.limits.MAX_USER_CHARS` characters.
     """
     query, e_q = query_vector(ctx.embedder, query)  # validates the query first
     check_recall_args(k, min_score, meta)
+    if user is not None:
+        limits.check_user(user)
     in_store = getattr(ctx, "recall_in_store", False)
     ctx.sync_usable()
     # in the store the scan is the database's; in memory it reads every resident byte

@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from memcurator.errors import InvalidInput
+from memcurator.limits import MAX_INT, MIN_INT
 from memcurator.types import Entry
 
 _ENTRY_FIELDS: dict[str, Callable[[Entry], Any]] = {
@@ -94,8 +95,16 @@ _OPS: dict[str, Callable[[Any, Any], bool]] = {
 }
 
 
+def _finite(v: Any) -> bool:
+    """A number a condition may compare with: a 64-bit integer or a finite float (a larger
+    integer cannot even become a float)."""
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        return MIN_INT <= int(v) <= MAX_INT
+    return _num(v) and math.isfinite(float(v))
+
+
 def _scalar(v: Any) -> bool:
-    return v is None or isinstance(v, str | bool) or (_num(v) and math.isfinite(float(v)))
+    return v is None or isinstance(v, str | bool) or _finite(v)
 
 
 def check_condition(field: str, op: str, value: Any) -> None:
@@ -113,8 +122,10 @@ def check_condition(field: str, op: str, value: Any) -> None:
                 f"nulls, got {value!r}"
             )
     elif op in ("lt", "le", "gt", "ge"):
-        if not _num(value) or not math.isfinite(float(value)):
-            raise InvalidInput(f"where: {op} takes a finite number, got {value!r}")
+        if not _finite(value):
+            raise InvalidInput(
+                f"where: {op} takes a finite number (integers within 64 bits), got {value!r}"
+            )
     elif op == "exists":
         if not isinstance(value, bool):
             raise InvalidInput(f"where: exists takes true or false, got {value!r}")

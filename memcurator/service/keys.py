@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memcurator.errors import Forbidden, InvalidInput, RateLimited, Unauthorized
+from memcurator.limits import check_int
 
 #: what a key may do: read (recall, entries, decisions, namespace), write (write, feedback,
 #: record, update, forget), admin (forget-all, the namespace's budget, metrics), peer (the hub
@@ -60,6 +61,12 @@ TOKEN_PREFIX = "mck_"
 _TOKEN = re.compile(r"^mck_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
 _UNAUTHORIZED = "invalid or revoked API key"
+#: the answer to a request without a key (a different one from a wrong key's: a newcomer who
+#: forgot the header is told what to send; it says nothing about any key)
+NO_KEY = (
+    "no API key: send the header 'Authorization: Bearer <key>' (make a key with "
+    "`memcurator keys create STORE --namespace NS --name NAME`)"
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS api_keys (
@@ -296,9 +303,12 @@ class KeyTable:
         Raises
         ------
         Unauthorized
-            Missing, malformed, unknown, wrong secret or revoked: one message for all.
+            No token (:data:`NO_KEY`, which says how to send one); or a malformed, unknown,
+            wrong-secret or revoked one (one message for all four, so a key cannot be probed).
         """
-        m = _TOKEN.match(token or "")
+        if not token:
+            raise Unauthorized(NO_KEY)
+        m = _TOKEN.match(token)
         if m is None:
             raise Unauthorized(_UNAUTHORIZED)
         with self._lock:
@@ -330,8 +340,8 @@ class KeyTable:
     def configure(self, name: str, *, policy: str | None = None, max_bytes: int | None = None):
         """Set a tenant namespace's policy preset and budget (None keeps what is set)."""
         check_name("namespace", name)
-        if max_bytes is not None and (isinstance(max_bytes, bool) or int(max_bytes) <= 0):
-            raise InvalidInput(f"max_bytes must be a positive integer, got {max_bytes!r}")
+        if max_bytes is not None:
+            max_bytes = check_int(max_bytes, "max_bytes", 1)
         with self._lock:
             self._conn.execute(
                 "INSERT INTO tenant_namespaces(name, policy, max_bytes) VALUES (?,?,?) "
@@ -425,6 +435,7 @@ def default_keys_path(store_url: str) -> str:
 
 __all__ = [
     "KEY_ORIGINS",
+    "NO_KEY",
     "SCOPES",
     "KeyInfo",
     "KeyTable",

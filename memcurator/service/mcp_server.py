@@ -15,11 +15,16 @@ Tenancy is the REST service's (:mod:`memcurator.service.keys`): one key, one nam
 Tool errors name the library's error class; a not-found answer is the same fixed sentence for
 another tenant's id and for an id that never existed
 (:data:`~memcurator.service.problems.NOT_FOUND_DETAIL`).
+
+Arguments are checked as the REST API checks its bodies: strictly typed (``"k": "2"`` and
+``"reward": false`` are refused, not coerced), with the caps and ranges of
+:mod:`memcurator.limits` (``k`` at most :data:`~memcurator.limits.MAX_RECALL_K`, ``meta`` at
+most :data:`~memcurator.limits.MAX_META_DEPTH` levels deep), before anything is done.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -27,16 +32,28 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import AnyHttpUrl
+from pydantic import AnyHttpUrl, Field
 
+from memcurator import limits
 from memcurator.errors import EntryNotFound, InvalidInput, MemcuratorError, Unauthorized
-from memcurator.service.filters import compile_where
-from memcurator.service.keys import KeyInfo, KeyTable
+from memcurator.service.filters import MAX_CONDITIONS, compile_where
+from memcurator.service.keys import NO_KEY, KeyInfo, KeyTable
 from memcurator.service.problems import from_error
 from memcurator.service.tenants import TenantPool
 
 #: the MCP major version this module is written for
 MCP_MAJOR = 2
+
+# the tools' argument types: strict (no coercion) and bounded as the REST bodies are
+_K = Annotated[int, Field(strict=True, ge=1, le=limits.MAX_RECALL_K)]
+_Reward = Annotated[float, Field(strict=True, ge=0.0, le=1.0, allow_inf_nan=False)]
+_User = Annotated[str | None, Field(strict=True, min_length=1, max_length=limits.MAX_USER_CHARS)]
+_Text = Annotated[str, Field(strict=True, min_length=1)]
+_Ids = Annotated[list[str] | None, Field(strict=True, max_length=limits.MAX_IDS)]
+_Where = Annotated[list[dict[str, Any]] | None, Field(strict=True, max_length=MAX_CONDITIONS)]
+_Meta = Annotated[dict[str, Any] | None, Field(strict=True)]
+_Reason = Annotated[str, Field(strict=True, min_length=1, max_length=1000)]
+_Id = Annotated[str, Field(strict=True, min_length=1, max_length=256)]
 
 
 class KeyVerifier:
@@ -52,6 +69,24 @@ class KeyVerifier:
         except Unauthorized:
             return None
         return AccessToken(token=token, client_id=k.key_id, scopes=list(k.scopes), subject=k.name)
+
+
+def _server(pool: TenantPool, base_url: str | None) -> MCPServer:
+    """The bare server; over HTTP, with the key table as its bearer-token verifier."""
+    kw: dict[str, Any] = {}
+    if base_url is not None:
+        kw["token_verifier"] = KeyVerifier(pool.keys)
+        kw["auth"] = AuthSettings(
+            issuer_url=AnyHttpUrl(base_url),
+            resource_server_url=AnyHttpUrl(f"{base_url}/mcp"),
+            validate_token_resource=False,
+        )
+    return MCPServer(
+        "memcurator",
+        instructions="A governed experience memory: recall before a task, write what worked, "
+        "give feedback on what was recalled, forget on request; every decision is logged.",
+        **kw,
+    )
 
 
 def create_mcp(
@@ -78,27 +113,14 @@ def create_mcp(
     """
     if (key is None) == (base_url is None):
         raise ValueError("give key (stdio) or base_url (HTTP), exactly one")
-    kw: dict[str, Any] = {}
-    if base_url is not None:
-        kw["token_verifier"] = KeyVerifier(pool.keys)
-        kw["auth"] = AuthSettings(
-            issuer_url=AnyHttpUrl(base_url),
-            resource_server_url=AnyHttpUrl(f"{base_url}/mcp"),
-            validate_token_resource=False,
-        )
-    server = MCPServer(
-        "memcurator",
-        instructions="A governed experience memory: recall before a task, write what worked, "
-        "give feedback on what was recalled, forget on request; every decision is logged.",
-        **kw,
-    )
+    server = _server(pool, base_url)
 
     def caller() -> KeyInfo:
         if key is not None:
             return pool.keys.live(key.key_id)
         tok = get_access_token()
         if tok is None:
-            raise Unauthorized("invalid or revoked API key")
+            raise Unauthorized(NO_KEY)
         return pool.keys.authenticate(tok.token)
 
     async def run(scope: str, fn: Any) -> Any:
@@ -112,15 +134,17 @@ def create_mcp(
 
     @server.tool()
     async def write(
-        text: str,
-        kind: str = "insight",
-        meta: dict[str, Any] | None = None,
-        user: str | None = None,
+        text: _Text,
+        kind: Annotated[str, Field(strict=True, max_length=16)] = "insight",
+        meta: _Meta = None,
+        user: _User = None,
     ) -> dict[str, Any]:
         """Offer one experience to the memory; its origin is this key's identity. Returns
         whether it was admitted, why, and what it evicted."""
 
         def go(k: KeyInfo) -> dict[str, Any]:
+            if meta is not None:
+                limits.meta_json(meta)  # depth, 64-bit integers, size: before anything else
             origin, detail, sig = pool.signature(k, None, kind, text)
             with pool.using(k) as t:
                 r = t.memory.write(
@@ -134,10 +158,10 @@ def create_mcp(
 
     @server.tool()
     async def recall(
-        query: str,
-        k: int = 3,
-        where: list[dict[str, Any]] | None = None,
-        user: str | None = None,
+        query: _Text,
+        k: _K = 3,
+        where: _Where = None,
+        user: _User = None,
     ) -> dict[str, Any]:
         """Up to k remembered experiences for a task, best first. ``where`` filters as data:
         [{"field": "meta.family", "op": "eq", "value": "f3"}]. Pass the returned recall_id to
@@ -161,7 +185,9 @@ def create_mcp(
 
     @server.tool()
     async def feedback(
-        reward: float, recall_id: str | None = None, used: list[str] | None = None
+        reward: _Reward,
+        recall_id: Annotated[str | None, Field(strict=True, max_length=64)] = None,
+        used: _Ids = None,
     ) -> str:
         """The outcome (0..1) of the task that used a recall (recall_id) or entries (used)."""
 
@@ -176,7 +202,7 @@ def create_mcp(
         return await run("write", go)
 
     @server.tool()
-    async def forget(entry_id: str, reason: str = "forget requested") -> dict[str, Any]:
+    async def forget(entry_id: _Id, reason: _Reason = "forget requested") -> dict[str, Any]:
         """Hard-delete one entry; a tombstone stays in the decision log."""
 
         def go(k: KeyInfo) -> dict[str, Any]:
@@ -187,7 +213,7 @@ def create_mcp(
         return await run("write", go)
 
     @server.tool()
-    async def explain(entry_id: str) -> list[dict[str, Any]]:
+    async def explain(entry_id: _Id) -> list[dict[str, Any]]:
         """Every decision the memory took about one entry (admit, reject, evict, forget...),
         oldest first, with its reason."""
 

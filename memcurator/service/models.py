@@ -3,6 +3,11 @@
 Every request model forbids unknown fields, so a client that sends ``namespace``,
 ``origin_detail`` or ``signature`` is told so (422) instead of silently ignored: the tenant and
 the writer's identity come from the API key alone (:mod:`memcurator.service.keys`).
+
+Every request model is strict: a value of the wrong JSON type is refused (422), never coerced
+(``"k": "2"``, ``"reward": false``, ``"personal": "yes"``); an integer goes into a number field
+as a number. Numbers, depths and sizes are bounded by :mod:`memcurator.limits`, the library's
+own limits, so every transport refuses the same inputs.
 """
 
 from __future__ import annotations
@@ -12,7 +17,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from memcurator import limits
 from memcurator.errors import InvalidInput
+from memcurator.limits import MAX_INT, MAX_RECALL_K, MAX_USER_CHARS
 from memcurator.service.filters import MAX_CONDITIONS, check_condition
 from memcurator.types import Decision, Entry
 
@@ -21,8 +28,14 @@ Scalar = str | int | float | bool | None
 RESERVED_META = frozenset({"text_sha1", "claimed_origin"})
 
 
+#: a count, seq, round or byte size: a 64-bit integer >= 0
+Count = Annotated[int, Field(ge=0, le=MAX_INT)]
+#: the user a write or recall is scoped to
+User = Annotated[str | None, Field(max_length=MAX_USER_CHARS)]
+
+
 class _Request(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class Condition(_Request):
@@ -58,8 +71,12 @@ class WriteRequest(_Request):
         "'external', never raise it or claim another identity's (403).",
     )
     raw_text: str | None = None
-    meta: dict[str, Any] | None = None
-    user: str | None = Field(None, max_length=256)
+    meta: dict[str, Any] | None = Field(
+        None,
+        description=f"JSON metadata: at most {limits.MAX_META_DEPTH} levels deep, "
+        f"{limits.MAX_META_BYTES} bytes as JSON, integers in the 64-bit range.",
+    )
+    user: User = None
     personal: bool = False
 
     @field_validator("meta")
@@ -71,6 +88,11 @@ class WriteRequest(_Request):
                 f"meta keys {bad} are memcurator's (the user scope is the user field; the "
                 "origin is the key's)"
             )
+        if meta is not None:  # depth, 64-bit integers, size: the library's own limits
+            try:
+                limits.meta_json(meta)
+            except InvalidInput as e:
+                raise ValueError(str(e)) from None
         return meta
 
 
@@ -133,10 +155,10 @@ class RecallRequest(_Request):
     """Recall up to ``k`` entries (:meth:`memcurator.Memory.recall`)."""
 
     query: str = Field(min_length=1)
-    k: int = Field(1, ge=1, le=100)
+    k: int = Field(1, ge=1, le=MAX_RECALL_K)
     where: list[Condition] = Field(default_factory=list, max_length=MAX_CONDITIONS)
     min_score: float | None = Field(None, ge=-1.0, le=1.0)
-    user: str | None = Field(None, max_length=256)
+    user: User = None
     observe: bool = True
 
 
@@ -157,8 +179,8 @@ class FeedbackRequest(_Request):
     features) or ``used`` (entry ids), not both."""
 
     reward: float = Field(ge=0.0, le=1.0)
-    used: list[str] | None = Field(None, max_length=1000)
-    recall_id: str | None = None
+    used: list[str] | None = Field(None, max_length=limits.MAX_IDS)
+    recall_id: str | None = Field(None, max_length=64)
 
 
 class StepIn(_Request):
@@ -184,8 +206,8 @@ class RecordRequest(_Request):
 
     task: TaskIn
     trajectory: TrajectoryIn
-    used: list[str] = Field(default_factory=list, max_length=1000)
-    recall_id: str | None = None
+    used: list[str] = Field(default_factory=list, max_length=limits.MAX_IDS)
+    recall_id: str | None = Field(None, max_length=64)
     feedback: bool = True
 
 
@@ -265,7 +287,7 @@ class NamespaceOut(BaseModel):
 class NamespacePatch(_Request):
     """Change the namespace's byte budget (admin scope); a smaller one evicts at once."""
 
-    max_bytes: int = Field(gt=0)
+    max_bytes: int = Field(gt=0, le=MAX_INT)
 
 
 class Health(BaseModel):
@@ -291,14 +313,16 @@ class SharedEntryIn(_Request):
 
     text: str = Field(min_length=1, max_length=1 << 18)
     kind: str = Field(max_length=16)
-    bytes: int = Field(ge=0, description="The entry's stored bytes at the sender (its uplink cost)")
+    bytes: Count = Field(description="The entry's stored bytes at the sender (its uplink cost)")
     q: float = Field(allow_inf_nan=False, description="Advertised helpfulness")
     a: float = Field(ge=1.0, allow_inf_nan=False, description="Advertised abstraction gain")
     rho_s: float = Field(allow_inf_nan=False, description="Share score per byte")
     source_id: str = Field(min_length=1, max_length=256)
     raw_text: str | None = Field(default=None, max_length=1 << 18)
     signature: tuple[str, str] | None = Field(
-        default=None, description="[key_id, mac]: the sender's MAC for the receiver"
+        default=None,
+        strict=False,  # a JSON array [key_id, mac] becomes the tuple
+        description="[key_id, mac]: the sender's MAC for the receiver",
     )
 
 
@@ -310,7 +334,7 @@ class HubPush(_Request):
     """Shared entries and forget notices for the group (or one peer of it)."""
 
     to: str | None = Field(default=None, max_length=128, description="One peer; none: all")
-    round: int = Field(default=0, ge=0, description="The sender's round counter")
+    round: Count = Field(default=0, description="The sender's round counter")
     entries: list[SharedEntryIn] = Field(default_factory=list)
     notices: list[str] = Field(default_factory=list, description="Forgotten source ids")
 
@@ -340,7 +364,7 @@ class HubPull(BaseModel):
 
 
 class SketchIn(_Request):
-    round: int = Field(default=0, ge=0)
+    round: Count = 0
     sketch: list[float] = Field(min_length=1, max_length=4096)
 
     @field_validator("sketch")
@@ -376,7 +400,10 @@ class EmbeddingsRequest(_Request):
         "float", description="float: lists of numbers; base64: little-endian float32 bytes."
     )
     dimensions: int | None = Field(
-        None, ge=1, description="If given, must equal the namespace's dimension (else 422)."
+        None,
+        ge=1,
+        le=1 << 20,
+        description="If given, must equal the namespace's dimension (else 422).",
     )
     user: str | None = Field(None, max_length=256, description="Accepted and not used.")
 
