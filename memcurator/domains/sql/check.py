@@ -8,7 +8,7 @@ copy of the schema) is imported the first time an action really holds an SQL sta
 Examples
 --------
 >>> from memcurator.trust.domains import ActionEntry
->>> SQLCheck().applies(ActionEntry("tidy the orders", "drop unused columns before merge"))
+>>> SQLCheck().applies(ActionEntry("tidy the orders", "prune the unused columns before merge"))
 False
 >>> SQLCheck().applies(ActionEntry("Count rows", "SELECT COUNT(*) FROM t;"))
 True
