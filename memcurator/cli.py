@@ -29,13 +29,10 @@ app = App(
     add_completion=False,
 )
 
-#: The main job: a budgeted, curated memory (CURATOR read through JitMem's extractive curator)
-#: against the naive bounded baseline at the same budget, the unbounded one, and no memory.
+#: The main job's policies and the OS environment's (memcurator.bench.options; kept as literals here
+#: so that ``memcurator --help`` imports no benchmark module)
 DEFAULT_POLICIES = "curator/align,lru,keep-all,no-memory"
-#: --env os: the same comparison (read-time curators read bash through the bash aligner).
 OS_DEFAULT_POLICIES = DEFAULT_POLICIES
-#: --env os: tokens per agent reply (a Think line and a bash block; SQL needs 96)
-OS_MAX_TOKENS = 384
 
 
 @app.command()
@@ -240,52 +237,26 @@ def bench(
     """Run policies side by side on recurring SQL task families with drift and poisoning."""
     from memcurator.bench.budget_fronts import parse_budgets
     from memcurator.bench.checks import budget_warning, clamp_families
-    from memcurator.bench.render import print_summary
-    from memcurator.bench.runner import load_families, n_runs_per_seed
-    from memcurator.bench.session import bench_settings, make_executor, run_to_folder
+    from memcurator.bench.options import BenchOptions
+    from memcurator.bench.runner import load_families
+    from memcurator.bench.session import make_executor
 
-    if env not in ("sql", "os"):
-        fail(f"unknown env {env!r}; known: ['os', 'sql']")
-    if env == "os":
-        from memcurator.envs.os.sandbox import SandboxUnavailable, require_tools
-
-        try:
-            require_tools()  # fail loudly before any work: never a silent skip
-        except SandboxUnavailable as e:
-            fail(str(e))
-    if policies is None:
-        policies = OS_DEFAULT_POLICIES if env == "os" else DEFAULT_POLICIES
-    if payload is None:
-        payload = "destroy" if env == "os" else "drop"
-    if drift is None:
-        drift = 0.0 if env == "os" else 0.3
-    if env == "os" and peers:
-        fail("--peers is not wired for --env os yet")
-    out_dir = out or Path("results") / time.strftime("%Y%m%d-%H%M%S")
-    if out_dir.exists() and not out_dir.is_dir():
-        fail(f"--out {str(out_dir)!r} is a file, not a folder")
-    if resume and overwrite:
-        fail("choose one of --resume (keep the finished runs) and --overwrite (replace them)")
-    if resume and peers:
-        fail("--resume is for single-agent benches; rerun a peer group with --overwrite")
-    if transport not in ("inproc", "http"):
-        fail(f"unknown --transport {transport!r}; known: ['http', 'inproc']")
-    if transport != "inproc" and not peers:
-        fail("--transport is for a peer group (--peers M)")
-    if payloads != "classic" and not peers:
-        fail("--payloads is for a peer group (--peers M); single agents take --payload")
-    if ray is not None and peers:
-        fail("--ray is for single-agent benches (a peer group is one coupled run)")
+    opts = BenchOptions(
+        env=env, policies=policies, payload=payload, drift=drift, peers=peers, out=out,
+        overwrite=overwrite, resume=resume, transport=transport, payloads=payloads, ray=ray,
+    ).resolve()  # fmt: skip
+    assert opts.policies is not None and opts.payload is not None and opts.drift is not None
+    assert opts.out is not None
     budgets = parse_budgets(max_bytes)
     fams = load_families(data, env)
     families, too_many = clamp_families(families, len(fams))
     cfg = _bench_config(
-        policies, preferences, policy_file, pool, seeds=list(range(seed_start, seed_start + seeds)),
-        budgets=budgets, tasks=tasks, zipf=zipf, families=families, drift=drift, poison=poison,
-        payload=payload, dml_share=dml_share, drift_popular=drift_popular,
-        inject_chars=inject_chars, expert_cost=expert_cost, max_turns=max_turns,
-        curator_learning=curator_learning, poison_channel=poison_channel, trial=trial,
-        os_variants=os_variants,
+        opts.policies, preferences, policy_file, pool,
+        seeds=list(range(seed_start, seed_start + seeds)), budgets=budgets, tasks=tasks, zipf=zipf,
+        families=families, drift=opts.drift, poison=poison, payload=opts.payload,
+        dml_share=dml_share, drift_popular=drift_popular, inject_chars=inject_chars,
+        expert_cost=expert_cost, max_turns=max_turns, curator_learning=curator_learning,
+        poison_channel=poison_channel, trial=trial, os_variants=os_variants,
         vector_dtype=vector_dtype, env=env,
     )  # fmt: skip
     ex = make_executor(executor, model_path=model_path, threads=threads, cache=cache, env=env)
@@ -296,48 +267,62 @@ def bench(
         from memcurator.cli_peers import bench_peers
 
         bench_peers(
-            cfg,
-            fams,
-            ex,
-            out_dir,
-            overwrite,
-            peers=peers,
-            share_every=share_every,
-            uplink=uplink,
-            outside_rate=outside_rate,
-            payloads=payloads,
-            families=families,
-            baseline=baseline,
-            transport=transport,
-        )
+            cfg, fams, ex, opts.out, overwrite, peers=peers, share_every=share_every,
+            uplink=uplink, outside_rate=outside_rate, payloads=payloads, families=families,
+            baseline=baseline, transport=transport,
+        )  # fmt: skip
         return
-    pair_with = "keep-all" if baseline is None else baseline
-    if pair_with and pair_with not in cfg.policies:
-        if baseline is not None:
-            fail(f"--baseline {baseline!r} is not among --policies {','.join(cfg.policies)}")
-        pair_with = ""
-    lock = lock_results(out_dir, overwrite, resume=resume)
+    factory = functools.partial(
+        make_executor, executor, model_path=model_path, threads=threads, cache=cache
+    )
+    _bench_single(
+        cfg, ex, fams, opts, baseline=baseline, header=(
+            f"{len(cfg.policies)} policies × {seeds} seeds × {tasks} tasks, {families} of "
+            f"{len(fams)} variant families, B={max_bytes} bytes"
+        ), preferences=preferences, pool=pool, executor_factory=factory,
+    )  # fmt: skip
+
+
+def _bench_single(
+    cfg: Any,
+    ex: Any,
+    fams: list[Any],
+    opts: Any,
+    *,
+    baseline: str | None,
+    header: str,
+    preferences: str | None,
+    pool: Path | None,
+    executor_factory: Callable[[], Any],
+) -> None:
+    """``bench`` without a peer group: run every (policy, seed, budget) into ``opts.out``, then
+    print the tables, the pairing with the baseline and the completion cache's use."""
+    from memcurator.bench.options import paired_baseline
+    from memcurator.bench.render import print_summary
+    from memcurator.bench.report import summarize
+    from memcurator.bench.runner import n_runs_per_seed
+    from memcurator.bench.session import bench_settings, run_to_folder
+
+    out_dir = opts.out
+    pair_with = paired_baseline(baseline, cfg.policies)
+    lock = lock_results(out_dir, opts.overwrite, resume=opts.resume)
     console.print(
-        f"[bold]memcurator bench[/bold]: {len(cfg.policies)} policies × {seeds} seeds × "
-        f"{tasks} tasks, {families} of {len(fams)} variant families, B={max_bytes} bytes "
-        f"→ {out_dir}" + (" (resuming)" if resume else "")
+        f"[bold]memcurator bench[/bold]: {header} → {out_dir}"
+        + (" (resuming)" if opts.resume else "")
     )
     settings = bench_settings(
         cfg, ex, argv=sys.argv, preferences=preferences, pool=str(pool) if pool else None
     )
-    n_runs = n_runs_per_seed(cfg) * seeds
+    n_runs = n_runs_per_seed(cfg) * len(cfg.seeds)
     ray_opts = None
-    if ray is not None:
+    if opts.ray is not None:
         from memcurator.bench.distributed import RayOptions
 
-        factory = functools.partial(
-            make_executor, executor, model_path=model_path, threads=threads, cache=cache
-        )
-        ray_opts = RayOptions(None if ray == "local" else ray, factory)
+        ray_opts = RayOptions(None if opts.ray == "local" else opts.ray, executor_factory)
     try:
-        with _progress(n_runs * tasks) as start:
+        with _progress(n_runs * cfg.stream.n_tasks) as start:
             runs, paths = run_to_folder(
-                cfg, ex, fams, out_dir, settings, resume=resume, progress=start,
+                cfg, ex, fams, out_dir, settings, resume=opts.resume, progress=start,
                 save_guard=sigint_deferred, ray=ray_opts,
             )  # fmt: skip
     except KeyboardInterrupt:
@@ -345,8 +330,6 @@ def bench(
         raise typer.Exit(code=130) from None
     finally:
         lock.release()
-    from memcurator.bench.report import summarize
-
     print_summary(summarize(runs), Console())
     if pair_with and len(cfg.policies) > 1:
         from memcurator.bench.compare import rich_table
@@ -355,7 +338,7 @@ def bench(
         rows = compare_folders([out_dir], pair_with)
         Console().print(rich_table(rows, pair_with, outcome="local_ok", subset=None))
     hits = getattr(ex, "hits", None)
-    if hits is not None and ray is None:  # under --ray the workers' executors served the calls
+    if hits is not None and opts.ray is None:  # under --ray the workers' executors served calls
         console.print(
             f"completion cache: {hits} hits, {getattr(ex, 'misses', 0)} misses "
             "(hits replay a deterministic call and its measured latency)"
@@ -395,6 +378,7 @@ def _bench_config(
     pipelines they are compared with) first, so that their names can be used.
     """
     from memcurator.bench.agent import AgentConfig
+    from memcurator.bench.options import OS_MAX_TOKENS
     from memcurator.bench.runner import BenchConfig
     from memcurator.bench.stream import StreamConfig
 
@@ -521,11 +505,11 @@ def report(
     Peer-group folders (bench --peers) merge into records.csv, peers.md and the uplink front;
     they cannot be merged with single-agent folders.
     """
-    from memcurator.bench.render import print_summary, to_csv, to_json, to_markdown
-    from memcurator.bench.results import check_out, merge_folders, write_merged
+    from memcurator.bench.results import check_out, merge_folders
 
     if sum((as_markdown, as_csv, as_json)) > 1:
         fail("choose one of --markdown, --csv and --json")
+    fmt = "markdown" if as_markdown else "csv" if as_csv else "json" if as_json else None
     if out is not None:
         check_out(out, folders)
     merged = merge_folders(folders)
@@ -541,25 +525,12 @@ def report(
         return
     if baseline is not None:
         fail("--baseline is for peer-group folders; see `memcurator compare`")
-    summary, config = merged.summary, {**merged.config}
+    config = {**merged.config}
     config.pop("complete")
-    if as_markdown:
-        print(to_markdown(summary))
-    elif as_csv:
-        print(to_csv(summary), end="")
-    elif as_json:
-        print(to_json(summary, config))
-    else:
-        print_summary(summary, Console())
-    if merged.partial:
-        console.print(
-            "[yellow]partial folders (interrupted runs):[/yellow] " + "; ".join(merged.partial)
-        )
-    from memcurator.bench.budget_fronts import front_rows, is_front, print_front
-
-    if is_front(merged.runs) and not (as_markdown or as_csv or as_json):
-        print_front(front_rows(merged.runs, merged.records), Console())
+    _print_merged(merged, config, fmt)
     if out is not None:
+        from memcurator.bench.results import write_merged
+
         lock = lock_results(out, overwrite=True, what="memcurator report")
         try:
             written = write_merged(out, merged)
@@ -567,21 +538,49 @@ def report(
             lock.release()
         console.print("wrote " + ", ".join(str(p) for p in written))
     if html is not None:
-        from memcurator.bench.html import write_report_page
+        _write_html(html, merged, config, folders)
 
-        page = html / "report.html" if html.is_dir() else html
-        try:
-            write_report_page(
-                page,
-                summary,
-                config=config,
-                records=merged.records,
-                extra_plots=[p for f in folders for p in sorted(f.glob("*.png"))],
-                partial=merged.partial,
-            )
-        except OSError as e:
-            fail(f"cannot write {page}: {e}")
-        console.print(f"wrote {page}")
+
+def _print_merged(merged: Any, config: dict[str, Any], fmt: str | None) -> None:
+    """``report``'s table of single-agent folders in ``fmt`` (None: the terminal's table, then
+    the budget front when the runs form one), and the partial folders."""
+    from memcurator.bench.budget_fronts import front_rows, is_front, print_front
+    from memcurator.bench.render import print_summary, to_csv, to_json, to_markdown
+
+    summary = merged.summary
+    if fmt == "markdown":
+        print(to_markdown(summary))
+    elif fmt == "csv":
+        print(to_csv(summary), end="")
+    elif fmt == "json":
+        print(to_json(summary, config))
+    else:
+        print_summary(summary, Console())
+    if merged.partial:
+        console.print(
+            "[yellow]partial folders (interrupted runs):[/yellow] " + "; ".join(merged.partial)
+        )
+    if is_front(merged.runs) and fmt is None:
+        print_front(front_rows(merged.runs, merged.records), Console())
+
+
+def _write_html(html: Path, merged: Any, config: dict[str, Any], folders: list[Path]) -> None:
+    """``report --html``: one self-contained page (a folder: ``report.html`` in it)."""
+    from memcurator.bench.html import write_report_page
+
+    page = html / "report.html" if html.is_dir() else html
+    try:
+        write_report_page(
+            page,
+            merged.summary,
+            config=config,
+            records=merged.records,
+            extra_plots=[p for f in folders for p in sorted(f.glob("*.png"))],
+            partial=merged.partial,
+        )
+    except OSError as e:
+        fail(f"cannot write {page}: {e}")
+    console.print(f"wrote {page}")
 
 
 @app.command()
