@@ -35,204 +35,237 @@ DEFAULT_POLICIES = "curator/align,lru,keep-all,no-memory"
 OS_DEFAULT_POLICIES = DEFAULT_POLICIES
 
 
+# `memcurator bench`'s options, one type each (the command's signature stays readable)
+_EnvOpt = Annotated[
+    str,
+    typer.Option(
+        help="Task environment: sql (LifelongAgentBench DB families) or os (its 500 bash "
+        "tasks, each in a fresh bubblewrap sandbox; needs root and bwrap)."
+    ),
+]
+_PoliciesOpt = Annotated[
+    str | None,
+    typer.Option(
+        help=f"Comma-separated policy presets (default {DEFAULT_POLICIES}; --env os: "
+        f"{OS_DEFAULT_POLICIES})."
+    ),
+]
+_TasksOpt = Annotated[
+    int,
+    typer.Option(
+        help="Tasks per stream (N). The default run (4 policies x 100 tasks, bundled model) "
+        "took ~20 min on 2 shared CPU cores, 152 of 400 calls from the cache. Victim accuracy "
+        "and ASR rest on a few tasks there (flagged in the table); 20+ of each need ~600 "
+        "tasks."
+    ),
+]
+_SeedsOpt = Annotated[int, typer.Option(help="Number of seeds.")]
+_SeedStartOpt = Annotated[int, typer.Option(help="First seed (seeds run seed_start..+S-1).")]
+_MaxBytesOpt = Annotated[
+    str,
+    typer.Option(
+        help="Resident budget B in bytes (k = 1,000). A list (25k,50k,100k) runs every "
+        "bounded policy at each budget (labels policy@25k; keep-all and full-oracle once) "
+        "and writes the budget fronts (budget_fronts.md, budget_fronts.png)."
+    ),
+]
+_PoisonOpt = Annotated[int, typer.Option(help="Attacker entries n_p (0 = no attack).")]
+_PayloadOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Poison payload: drop, empty or comment (sql, default drop); destroy, weaken, "
+        "sudo or fetch (os, default destroy)."
+    ),
+]
+_PoisonChannelOpt = Annotated[str, typer.Option(help="external, peer, or self (forged).")]
+_DriftOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="Fraction of families that migrate schema (default 0.3; --env os: the "
+        "fraction that change convention, log directory or group prefix; default 0)."
+    ),
+]
+_ZipfOpt = Annotated[float, typer.Option(help="Family popularity exponent.")]
+_FamiliesOpt = Annotated[int, typer.Option(help="Families taking part.")]
+_DmlShareOpt = Annotated[
+    float | None,
+    typer.Option(help="Share of the families that change tables (INSERT/UPDATE/DELETE)."),
+]
+_DriftPopularOpt = Annotated[
+    bool, typer.Option(help="Migrate the most-drawn families (not random ones) at the drift.")
+]
+_OsVariantsOpt = Annotated[
+    bool,
+    typer.Option(
+        help="--env os: every draw is a fresh-literal variant of its task that passed the "
+        "validity rule in the sandbox (verdicts cached on disk); --no-os-variants reruns "
+        "the task itself."
+    ),
+]
+_InjectCharsOpt = Annotated[int, typer.Option(help="Injection budget in characters.")]
+_PolicyFileOpt = Annotated[
+    Path | None,
+    typer.Option(help="TOML/JSON file of policy specs; its names can be used in --policies."),
+]
+_MaxTurnsOpt = Annotated[
+    int,
+    typer.Option(
+        help="Local attempts per task: execute, read the error or a result preview, retry."
+    ),
+]
+_ExecutorOpt = Annotated[str, typer.Option(help="gguf (local), openai (endpoint) or fake.")]
+_ThreadsOpt = Annotated[int | None, typer.Option(help="CPU threads for the GGUF model.")]
+_ModelPathOpt = Annotated[
+    str | None, typer.Option(help="GGUF file; default: bundled Gemma-3-270M.")
+]
+_ExpertCostOpt = Annotated[float, typer.Option(help="USD per escalation to the expert.")]
+_CacheOpt = Annotated[bool, typer.Option(help="Reuse deterministic (temperature 0) completions.")]
+_OutOpt = Annotated[Path | None, typer.Option(help="Results folder; default results/<time>.")]
+_OverwriteOpt = Annotated[bool, typer.Option(help="Replace the results already in --out.")]
+_ResumeOpt = Annotated[
+    bool,
+    typer.Option(
+        help="Continue an interrupted bench in --out: its finished (policy, seed) runs are "
+        "kept, only the missing ones run (same settings needed; more policies or seeds "
+        "may be added)."
+    ),
+]
+_DataOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="entry_dict.json, or a folder holding it or lifelongagentbench-db/ "
+        "(default: $MEMCURATOR_DATA_DIR, then ../shared/data)."
+    ),
+]
+_PeersOpt = Annotated[
+    int,
+    typer.Option(
+        help="Peer group: M agents (2, 4 or 8) sharing entries, with outside traffic and "
+        "attacks on every channel (memcurator.bench.peers); 0 = single agents."
+    ),
+]
+_ShareEveryOpt = Annotated[int, typer.Option(help="Peer group: a sharing round every R tasks.")]
+_TransportOpt = Annotated[
+    str,
+    typer.Option(
+        help="Peer group: inproc (threads and loopback sockets) or http (each agent its "
+        "own process and store, exchanging through a `memcurator serve` hub on 127.0.0.1; "
+        "the wire bytes are reported beside the in-process figure; needs the serve extra)."
+    ),
+]
+_UplinkOpt = Annotated[
+    str,
+    typer.Option(
+        help="Peer group: uplink budget L bytes per agent per round (a comma list "
+        "runs a per-budget front)."
+    ),
+]
+_OutsideRateOpt = Annotated[
+    float, typer.Option(help="Peer group: genuine external exemplars per task and agent.")
+]
+_PayloadsOpt = Annotated[
+    str,
+    typer.Option(
+        help="Peer group: attack payloads on every channel: classic (drop, empty, comment, "
+        "hijack, instruction, trigger), new (exfiltrate, tool-output, false-fact, "
+        "procedure: issue 22's kinds) or all."
+    ),
+]
+_BaselineOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Policy the others are paired with after the table (accuracy by task, 95% "
+        "bootstrap CI, McNemar; default keep-all when it ran, '' for none). Peer group: "
+        "for accuracy and uplink bytes (default: the first broadcasting one, e.g. lru)."
+    ),
+]
+_PreferencesOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="MemPilot preference sweep: comma-separated lambda_C:lambda_L pairs (e.g. "
+        "0:0,0.5:0,1:0,0:1); adds one mempilot preset per pair and the fixed pipelines, and "
+        "writes fronts.png (quality-cost and quality-latency)."
+    ),
+]
+_PoolOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="TOML model pool for read-time curators ([[model]] name, kind, price_in/out "
+        "USD per 1M tokens, latency [b, a_in, a_out]); default: extractive, local, "
+        "expert-sim."
+    ),
+]
+_CuratorLearningOpt = Annotated[
+    bool,
+    typer.Option(help="Let learning curators (jitmem, mempilot) probe executions to train on."),
+]
+_TrialOpt = Annotated[
+    bool,
+    typer.Option(
+        help="After each task, trial its most relevant entry on trust probation in one "
+        "contained shadow attempt (the task's checker only; never the live answer); a pass "
+        "releases the entry. One extra executor call per trialled task (SQL)."
+    ),
+]
+_VectorDtypeOpt = Annotated[
+    str,
+    typer.Option(
+        help="Stored precision of entry vectors: float32, float16 (1,024 bytes a 512-d "
+        "vector instead of 2,048) or int8 (516); the budget counts the bytes stored."
+    ),
+]
+_RayOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Run the (policy, seed, budget) runs as Ray tasks: 'local' starts Ray on this "
+        "machine, or a cluster ADDRESS (ray://host:10001, auto). Needs memcurator[ray]. A "
+        "run whose worker dies is retried; --resume finishes a sweep that stopped."
+    ),
+]
+
+
 @app.command()
 def bench(
-    env: Annotated[
-        str,
-        typer.Option(
-            help="Task environment: sql (LifelongAgentBench DB families) or os (its 500 bash "
-            "tasks, each in a fresh bubblewrap sandbox; needs root and bwrap)."
-        ),
-    ] = "sql",
-    policies: Annotated[
-        str | None,
-        typer.Option(
-            help=f"Comma-separated policy presets (default {DEFAULT_POLICIES}; --env os: "
-            f"{OS_DEFAULT_POLICIES})."
-        ),
-    ] = None,
-    tasks: Annotated[
-        int,
-        typer.Option(
-            help="Tasks per stream (N). The default run (4 policies x 100 tasks, bundled model) "
-            "took ~20 min on 2 shared CPU cores, 152 of 400 calls from the cache. Victim accuracy "
-            "and ASR rest on a few tasks there (flagged in the table); 20+ of each need ~600 "
-            "tasks."
-        ),
-    ] = 100,
-    seeds: Annotated[int, typer.Option(help="Number of seeds.")] = 1,
-    seed_start: Annotated[int, typer.Option(help="First seed (seeds run seed_start..+S-1).")] = 0,
-    max_bytes: Annotated[
-        str,
-        typer.Option(
-            help="Resident budget B in bytes (k = 1,000). A list (25k,50k,100k) runs every "
-            "bounded policy at each budget (labels policy@25k; keep-all and full-oracle once) "
-            "and writes the budget fronts (budget_fronts.md, budget_fronts.png)."
-        ),
-    ] = "100000",
-    poison: Annotated[int, typer.Option(help="Attacker entries n_p (0 = no attack).")] = 4,
-    payload: Annotated[
-        str | None,
-        typer.Option(
-            help="Poison payload: drop, empty or comment (sql, default drop); destroy, weaken, "
-            "sudo or fetch (os, default destroy)."
-        ),
-    ] = None,
-    poison_channel: Annotated[
-        str, typer.Option(help="external, peer, or self (forged).")
-    ] = "external",
-    drift: Annotated[
-        float | None,
-        typer.Option(
-            help="Fraction of families that migrate schema (default 0.3; --env os: the "
-            "fraction that change convention, log directory or group prefix; default 0)."
-        ),
-    ] = None,
-    zipf: Annotated[float, typer.Option(help="Family popularity exponent.")] = 1.1,
-    families: Annotated[int, typer.Option(help="Families taking part.")] = 60,
-    dml_share: Annotated[
-        float | None,
-        typer.Option(help="Share of the families that change tables (INSERT/UPDATE/DELETE)."),
-    ] = None,
-    drift_popular: Annotated[
-        bool, typer.Option(help="Migrate the most-drawn families (not random ones) at the drift.")
-    ] = False,
-    os_variants: Annotated[
-        bool,
-        typer.Option(
-            help="--env os: every draw is a fresh-literal variant of its task that passed the "
-            "validity rule in the sandbox (verdicts cached on disk); --no-os-variants reruns "
-            "the task itself."
-        ),
-    ] = True,
-    inject_chars: Annotated[int, typer.Option(help="Injection budget in characters.")] = 1200,
-    policy_file: Annotated[
-        Path | None,
-        typer.Option(help="TOML/JSON file of policy specs; its names can be used in --policies."),
-    ] = None,
-    max_turns: Annotated[
-        int,
-        typer.Option(
-            help="Local attempts per task: execute, read the error or a result preview, retry."
-        ),
-    ] = 1,
-    executor: Annotated[
-        str, typer.Option(help="gguf (local), openai (endpoint) or fake.")
-    ] = "gguf",
-    threads: Annotated[int | None, typer.Option(help="CPU threads for the GGUF model.")] = None,
-    model_path: Annotated[
-        str | None, typer.Option(help="GGUF file; default: bundled Gemma-3-270M.")
-    ] = None,
-    expert_cost: Annotated[float, typer.Option(help="USD per escalation to the expert.")] = 0.002,
-    cache: Annotated[
-        bool, typer.Option(help="Reuse deterministic (temperature 0) completions.")
-    ] = True,
-    out: Annotated[
-        Path | None, typer.Option(help="Results folder; default results/<time>.")
-    ] = None,
-    overwrite: Annotated[bool, typer.Option(help="Replace the results already in --out.")] = False,
-    resume: Annotated[
-        bool,
-        typer.Option(
-            help="Continue an interrupted bench in --out: its finished (policy, seed) runs are "
-            "kept, only the missing ones run (same settings needed; more policies or seeds "
-            "may be added)."
-        ),
-    ] = False,
-    data: Annotated[
-        str | None,
-        typer.Option(
-            help="entry_dict.json, or a folder holding it or lifelongagentbench-db/ "
-            "(default: $MEMCURATOR_DATA_DIR, then ../shared/data)."
-        ),
-    ] = None,
-    peers: Annotated[
-        int,
-        typer.Option(
-            help="Peer group: M agents (2, 4 or 8) sharing entries, with outside traffic and "
-            "attacks on every channel (memcurator.bench.peers); 0 = single agents."
-        ),
-    ] = 0,
-    share_every: Annotated[
-        int, typer.Option(help="Peer group: a sharing round every R tasks.")
-    ] = 10,
-    transport: Annotated[
-        str,
-        typer.Option(
-            help="Peer group: inproc (threads and loopback sockets) or http (each agent its "
-            "own process and store, exchanging through a `memcurator serve` hub on 127.0.0.1; "
-            "the wire bytes are reported beside the in-process figure; needs the serve extra)."
-        ),
-    ] = "inproc",
-    uplink: Annotated[
-        str,
-        typer.Option(
-            help="Peer group: uplink budget L bytes per agent per round (a comma list "
-            "runs a per-budget front)."
-        ),
-    ] = "20000",
-    outside_rate: Annotated[
-        float, typer.Option(help="Peer group: genuine external exemplars per task and agent.")
-    ] = 0.1,
-    payloads: Annotated[
-        str,
-        typer.Option(
-            help="Peer group: attack payloads on every channel: classic (drop, empty, comment, "
-            "hijack, instruction, trigger), new (exfiltrate, tool-output, false-fact, "
-            "procedure: issue 22's kinds) or all."
-        ),
-    ] = "classic",
-    baseline: Annotated[
-        str | None,
-        typer.Option(
-            help="Policy the others are paired with after the table (accuracy by task, 95% "
-            "bootstrap CI, McNemar; default keep-all when it ran, '' for none). Peer group: "
-            "for accuracy and uplink bytes (default: the first broadcasting one, e.g. lru)."
-        ),
-    ] = None,
-    preferences: Annotated[
-        str | None,
-        typer.Option(
-            help="MemPilot preference sweep: comma-separated lambda_C:lambda_L pairs (e.g. "
-            "0:0,0.5:0,1:0,0:1); adds one mempilot preset per pair and the fixed pipelines, and "
-            "writes fronts.png (quality-cost and quality-latency)."
-        ),
-    ] = None,
-    pool: Annotated[
-        Path | None,
-        typer.Option(
-            help="TOML model pool for read-time curators ([[model]] name, kind, price_in/out "
-            "USD per 1M tokens, latency [b, a_in, a_out]); default: extractive, local, "
-            "expert-sim."
-        ),
-    ] = None,
-    curator_learning: Annotated[
-        bool,
-        typer.Option(help="Let learning curators (jitmem, mempilot) probe executions to train on."),
-    ] = True,
-    trial: Annotated[
-        bool,
-        typer.Option(
-            help="After each task, trial its most relevant entry on trust probation in one "
-            "contained shadow attempt (the task's checker only; never the live answer); a pass "
-            "releases the entry. One extra executor call per trialled task (SQL)."
-        ),
-    ] = False,
-    vector_dtype: Annotated[
-        str,
-        typer.Option(
-            help="Stored precision of entry vectors: float32, float16 (1,024 bytes a 512-d "
-            "vector instead of 2,048) or int8 (516); the budget counts the bytes stored."
-        ),
-    ] = "float32",
-    ray: Annotated[
-        str | None,
-        typer.Option(
-            help="Run the (policy, seed, budget) runs as Ray tasks: 'local' starts Ray on this "
-            "machine, or a cluster ADDRESS (ray://host:10001, auto). Needs memcurator[ray]. A "
-            "run whose worker dies is retried; --resume finishes a sweep that stopped."
-        ),
-    ] = None,
+    env: _EnvOpt = "sql",
+    policies: _PoliciesOpt = None,
+    tasks: _TasksOpt = 100,
+    seeds: _SeedsOpt = 1,
+    seed_start: _SeedStartOpt = 0,
+    max_bytes: _MaxBytesOpt = "100000",
+    poison: _PoisonOpt = 4,
+    payload: _PayloadOpt = None,
+    poison_channel: _PoisonChannelOpt = "external",
+    drift: _DriftOpt = None,
+    zipf: _ZipfOpt = 1.1,
+    families: _FamiliesOpt = 60,
+    dml_share: _DmlShareOpt = None,
+    drift_popular: _DriftPopularOpt = False,
+    os_variants: _OsVariantsOpt = True,
+    inject_chars: _InjectCharsOpt = 1200,
+    policy_file: _PolicyFileOpt = None,
+    max_turns: _MaxTurnsOpt = 1,
+    executor: _ExecutorOpt = "gguf",
+    threads: _ThreadsOpt = None,
+    model_path: _ModelPathOpt = None,
+    expert_cost: _ExpertCostOpt = 0.002,
+    cache: _CacheOpt = True,
+    out: _OutOpt = None,
+    overwrite: _OverwriteOpt = False,
+    resume: _ResumeOpt = False,
+    data: _DataOpt = None,
+    peers: _PeersOpt = 0,
+    share_every: _ShareEveryOpt = 10,
+    transport: _TransportOpt = "inproc",
+    uplink: _UplinkOpt = "20000",
+    outside_rate: _OutsideRateOpt = 0.1,
+    payloads: _PayloadsOpt = "classic",
+    baseline: _BaselineOpt = None,
+    preferences: _PreferencesOpt = None,
+    pool: _PoolOpt = None,
+    curator_learning: _CuratorLearningOpt = True,
+    trial: _TrialOpt = False,
+    vector_dtype: _VectorDtypeOpt = "float32",
+    ray: _RayOpt = None,
 ) -> None:
     """Run policies side by side on recurring SQL task families with drift and poisoning."""
     from memcurator.bench.budget_fronts import parse_budgets

@@ -22,8 +22,10 @@ The thresholds and why
   (xfail, another branch of issue 31); ``cli.py`` measures 13 (``report``; ``bench`` was 44 and is
   7 now).
 - **No function over 150 lines.** About three screens; ``service/app.py:create_app`` (495, every
-  route in one factory), ``lifecycle/write.py:write`` (252) and ``cli.py:bench`` (its typer
-  options) are above it today (xfail, listed with their lengths in :data:`LONG_TODAY`).
+  route in one factory), ``lifecycle/write.py:write`` (252) and ``bench/agent.py:run_task``
+  (166) are above it today (xfail, listed with their lengths in :data:`LONG_TODAY`;
+  ``cli.py:bench`` was 322 lines and is 89, its typer options now module-level types;
+  ``cli_peers.py:bench_peers`` was 155 and is 129).
 - **Ratchets for everything else.** Each area's worst complexity may not rise above what it is
   today (:data:`COMPLEXITY_CEILING`), and no function not in :data:`LONG_TODAY` may pass 150 lines
   while none in it may grow. A change that lowers a number should lower its ceiling here.
@@ -50,7 +52,7 @@ COMPLEXITY_CEILING = {
     "bench": 46,  # bench/budget_fronts.py:front_rows
     "cli": GOAL_COMPLEXITY,  # report 13
     "cli_common": 15,
-    "cli_peers": 19,  # bench_peers
+    "cli_peers": 15,  # report_peers (bench_peers was 19, 155 lines; now 13, 129)
     "cli_results": 15,
     "cli_serve": 15,
     "cli_store": 15,
@@ -82,9 +84,7 @@ COMPLEXITY_CEILING = {
 LONG_TODAY = {
     "service/app.py:create_app": 495,
     "lifecycle/write.py:write": 252,
-    "cli.py:bench": 244,
     "bench/agent.py:run_task": 166,
-    "cli_peers.py:bench_peers": 155,
 }
 
 
@@ -160,7 +160,7 @@ def test_no_new_long_function_and_no_long_one_grows() -> None:
 @pytest.mark.xfail(
     strict=True,
     reason="over 150 lines on this branch: service/app.py:create_app 495, lifecycle/write.py:"
-    "write 252, cli.py:bench 244, bench/agent.py:run_task 166, cli_peers.py:bench_peers 155",
+    "write 252, bench/agent.py:run_task 166",
 )
 def test_no_function_over_150_lines() -> None:
     long = {name: n for _, name, _, n in _functions() if n > FUNCTION_MAX_LINES}
