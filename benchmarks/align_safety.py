@@ -50,14 +50,14 @@ from dataclasses import replace
 import numpy as np
 from sqlglot import exp
 
-from memcurator.curate.distill import render_raw
 from memcurator.curate.extractive import extract, literals, parse_raw
+from memcurator.distill import render_raw
+from memcurator.domains.sql.db import quote_ident
+from memcurator.domains.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.checker import check
 from memcurator.envs.sql.data import load_specs
-from memcurator.envs.sql.db import quote_ident
 from memcurator.envs.sql.drift import apply_rename, rename_map
 from memcurator.envs.sql.prompt import schema_text
-from memcurator.envs.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.sqledit import span, splice, sql_string
 from memcurator.envs.sql.translate import parse
 from memcurator.envs.sql.variants import family_rng, make_variant

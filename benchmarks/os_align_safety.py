@@ -37,8 +37,8 @@ from collections import Counter
 import numpy as np
 
 from memcurator.curate.aligners import create_aligner
-from memcurator.curate.distill import render_raw
 from memcurator.curate.extractive import extract_noted
+from memcurator.distill import render_raw
 from memcurator.envs.os import OSTask, replay, runnable_tasks
 from memcurator.envs.os.families import families, fresh_variant
 from memcurator.types import Step, Task, Trajectory

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from memcurator.bench.stream import Stream, StreamConfig, build_stream
-from memcurator.curate.distill import render_raw
+from memcurator.distill import render_raw
 from memcurator.embed import HashingEmbedder
 from memcurator.errors import MissingExtra
 from memcurator.lifecycle.versions import prefer_newer

@@ -29,263 +29,267 @@ app = App(
     add_completion=False,
 )
 
-#: The main job: a budgeted, curated memory (CURATOR read through JitMem's extractive curator)
-#: against the naive bounded baseline at the same budget, the unbounded one, and no memory.
+#: The main job's policies and the OS environment's (memcurator.bench.options; kept as literals here
+#: so that ``memcurator --help`` imports no benchmark module)
 DEFAULT_POLICIES = "curator/align,lru,keep-all,no-memory"
-#: --env os: the same comparison (read-time curators read bash through the bash aligner).
 OS_DEFAULT_POLICIES = DEFAULT_POLICIES
-#: --env os: tokens per agent reply (a Think line and a bash block; SQL needs 96)
-OS_MAX_TOKENS = 384
+
+
+# `memcurator bench`'s options, one type each (the command's signature stays readable)
+_EnvOpt = Annotated[
+    str,
+    typer.Option(
+        help="Task environment: sql (LifelongAgentBench DB families) or os (its 500 bash "
+        "tasks, each in a fresh bubblewrap sandbox; needs root and bwrap)."
+    ),
+]
+_PoliciesOpt = Annotated[
+    str | None,
+    typer.Option(
+        help=f"Comma-separated policy presets (default {DEFAULT_POLICIES}; --env os: "
+        f"{OS_DEFAULT_POLICIES})."
+    ),
+]
+_TasksOpt = Annotated[
+    int,
+    typer.Option(
+        help="Tasks per stream (N). The default run (4 policies x 100 tasks, bundled model) "
+        "took ~20 min on 2 shared CPU cores, 152 of 400 calls from the cache. Victim accuracy "
+        "and ASR rest on a few tasks there (flagged in the table); 20+ of each need ~600 "
+        "tasks."
+    ),
+]
+_SeedsOpt = Annotated[int, typer.Option(help="Number of seeds.")]
+_SeedStartOpt = Annotated[int, typer.Option(help="First seed (seeds run seed_start..+S-1).")]
+_MaxBytesOpt = Annotated[
+    str,
+    typer.Option(
+        help="Resident budget B in bytes (k = 1,000). A list (25k,50k,100k) runs every "
+        "bounded policy at each budget (labels policy@25k; keep-all and full-oracle once) "
+        "and writes the budget fronts (budget_fronts.md, budget_fronts.png)."
+    ),
+]
+_PoisonOpt = Annotated[int, typer.Option(help="Attacker entries n_p (0 = no attack).")]
+_PayloadOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Poison payload: drop, empty or comment (sql, default drop); destroy, weaken, "
+        "sudo or fetch (os, default destroy)."
+    ),
+]
+_PoisonChannelOpt = Annotated[str, typer.Option(help="external, peer, or self (forged).")]
+_DriftOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="Fraction of families that migrate schema (default 0.3; --env os: the "
+        "fraction that change convention, log directory or group prefix; default 0)."
+    ),
+]
+_ZipfOpt = Annotated[float, typer.Option(help="Family popularity exponent.")]
+_FamiliesOpt = Annotated[int, typer.Option(help="Families taking part.")]
+_DmlShareOpt = Annotated[
+    float | None,
+    typer.Option(help="Share of the families that change tables (INSERT/UPDATE/DELETE)."),
+]
+_DriftPopularOpt = Annotated[
+    bool, typer.Option(help="Migrate the most-drawn families (not random ones) at the drift.")
+]
+_OsVariantsOpt = Annotated[
+    bool,
+    typer.Option(
+        help="--env os: every draw is a fresh-literal variant of its task that passed the "
+        "validity rule in the sandbox (verdicts cached on disk); --no-os-variants reruns "
+        "the task itself."
+    ),
+]
+_InjectCharsOpt = Annotated[int, typer.Option(help="Injection budget in characters.")]
+_PolicyFileOpt = Annotated[
+    Path | None,
+    typer.Option(help="TOML/JSON file of policy specs; its names can be used in --policies."),
+]
+_MaxTurnsOpt = Annotated[
+    int,
+    typer.Option(
+        help="Local attempts per task: execute, read the error or a result preview, retry."
+    ),
+]
+_ExecutorOpt = Annotated[str, typer.Option(help="gguf (local), openai (endpoint) or fake.")]
+_ThreadsOpt = Annotated[int | None, typer.Option(help="CPU threads for the GGUF model.")]
+_ModelPathOpt = Annotated[
+    str | None, typer.Option(help="GGUF file; default: bundled Gemma-3-270M.")
+]
+_ExpertCostOpt = Annotated[float, typer.Option(help="USD per escalation to the expert.")]
+_CacheOpt = Annotated[bool, typer.Option(help="Reuse deterministic (temperature 0) completions.")]
+_OutOpt = Annotated[Path | None, typer.Option(help="Results folder; default results/<time>.")]
+_OverwriteOpt = Annotated[bool, typer.Option(help="Replace the results already in --out.")]
+_ResumeOpt = Annotated[
+    bool,
+    typer.Option(
+        help="Continue an interrupted bench in --out: its finished (policy, seed) runs are "
+        "kept, only the missing ones run (same settings needed; more policies or seeds "
+        "may be added)."
+    ),
+]
+_DataOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="entry_dict.json, or a folder holding it or lifelongagentbench-db/ "
+        "(default: $MEMCURATOR_DATA_DIR, then ../shared/data)."
+    ),
+]
+_PeersOpt = Annotated[
+    int,
+    typer.Option(
+        help="Peer group: M agents (2, 4 or 8) sharing entries, with outside traffic and "
+        "attacks on every channel (memcurator.bench.peers); 0 = single agents."
+    ),
+]
+_ShareEveryOpt = Annotated[int, typer.Option(help="Peer group: a sharing round every R tasks.")]
+_TransportOpt = Annotated[
+    str,
+    typer.Option(
+        help="Peer group: inproc (threads and loopback sockets) or http (each agent its "
+        "own process and store, exchanging through a `memcurator serve` hub on 127.0.0.1; "
+        "the wire bytes are reported beside the in-process figure; needs the serve extra)."
+    ),
+]
+_UplinkOpt = Annotated[
+    str,
+    typer.Option(
+        help="Peer group: uplink budget L bytes per agent per round (a comma list "
+        "runs a per-budget front)."
+    ),
+]
+_OutsideRateOpt = Annotated[
+    float, typer.Option(help="Peer group: genuine external exemplars per task and agent.")
+]
+_PayloadsOpt = Annotated[
+    str,
+    typer.Option(
+        help="Peer group: attack payloads on every channel: classic (drop, empty, comment, "
+        "hijack, instruction, trigger), new (exfiltrate, tool-output, false-fact, "
+        "procedure: issue 22's kinds) or all."
+    ),
+]
+_BaselineOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Policy the others are paired with after the table (accuracy by task, 95% "
+        "bootstrap CI, McNemar; default keep-all when it ran, '' for none). Peer group: "
+        "for accuracy and uplink bytes (default: the first broadcasting one, e.g. lru)."
+    ),
+]
+_PreferencesOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="MemPilot preference sweep: comma-separated lambda_C:lambda_L pairs (e.g. "
+        "0:0,0.5:0,1:0,0:1); adds one mempilot preset per pair and the fixed pipelines, and "
+        "writes fronts.png (quality-cost and quality-latency)."
+    ),
+]
+_PoolOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="TOML model pool for read-time curators ([[model]] name, kind, price_in/out "
+        "USD per 1M tokens, latency [b, a_in, a_out]); default: extractive, local, "
+        "expert-sim."
+    ),
+]
+_CuratorLearningOpt = Annotated[
+    bool,
+    typer.Option(help="Let learning curators (jitmem, mempilot) probe executions to train on."),
+]
+_TrialOpt = Annotated[
+    bool,
+    typer.Option(
+        help="After each task, trial its most relevant entry on trust probation in one "
+        "contained shadow attempt (the task's checker only; never the live answer); a pass "
+        "releases the entry. One extra executor call per trialled task (SQL)."
+    ),
+]
+_VectorDtypeOpt = Annotated[
+    str,
+    typer.Option(
+        help="Stored precision of entry vectors: float32, float16 (1,024 bytes a 512-d "
+        "vector instead of 2,048) or int8 (516); the budget counts the bytes stored."
+    ),
+]
+_RayOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Run the (policy, seed, budget) runs as Ray tasks: 'local' starts Ray on this "
+        "machine, or a cluster ADDRESS (ray://host:10001, auto). Needs memcurator[ray]. A "
+        "run whose worker dies is retried; --resume finishes a sweep that stopped."
+    ),
+]
 
 
 @app.command()
 def bench(
-    env: Annotated[
-        str,
-        typer.Option(
-            help="Task environment: sql (LifelongAgentBench DB families) or os (its 500 bash "
-            "tasks, each in a fresh bubblewrap sandbox; needs root and bwrap)."
-        ),
-    ] = "sql",
-    policies: Annotated[
-        str | None,
-        typer.Option(
-            help=f"Comma-separated policy presets (default {DEFAULT_POLICIES}; --env os: "
-            f"{OS_DEFAULT_POLICIES})."
-        ),
-    ] = None,
-    tasks: Annotated[
-        int,
-        typer.Option(
-            help="Tasks per stream (N). The default run (4 policies x 100 tasks, bundled model) "
-            "took ~20 min on 2 shared CPU cores, 152 of 400 calls from the cache. Victim accuracy "
-            "and ASR rest on a few tasks there (flagged in the table); 20+ of each need ~600 "
-            "tasks."
-        ),
-    ] = 100,
-    seeds: Annotated[int, typer.Option(help="Number of seeds.")] = 1,
-    seed_start: Annotated[int, typer.Option(help="First seed (seeds run seed_start..+S-1).")] = 0,
-    max_bytes: Annotated[
-        str,
-        typer.Option(
-            help="Resident budget B in bytes (k = 1,000). A list (25k,50k,100k) runs every "
-            "bounded policy at each budget (labels policy@25k; keep-all and full-oracle once) "
-            "and writes the budget fronts (budget_fronts.md, budget_fronts.png)."
-        ),
-    ] = "100000",
-    poison: Annotated[int, typer.Option(help="Attacker entries n_p (0 = no attack).")] = 4,
-    payload: Annotated[
-        str | None,
-        typer.Option(
-            help="Poison payload: drop, empty or comment (sql, default drop); destroy, weaken, "
-            "sudo or fetch (os, default destroy)."
-        ),
-    ] = None,
-    poison_channel: Annotated[
-        str, typer.Option(help="external, peer, or self (forged).")
-    ] = "external",
-    drift: Annotated[
-        float | None,
-        typer.Option(
-            help="Fraction of families that migrate schema (default 0.3; --env os: the "
-            "fraction that change convention, log directory or group prefix; default 0)."
-        ),
-    ] = None,
-    zipf: Annotated[float, typer.Option(help="Family popularity exponent.")] = 1.1,
-    families: Annotated[int, typer.Option(help="Families taking part.")] = 60,
-    dml_share: Annotated[
-        float | None,
-        typer.Option(help="Share of the families that change tables (INSERT/UPDATE/DELETE)."),
-    ] = None,
-    drift_popular: Annotated[
-        bool, typer.Option(help="Migrate the most-drawn families (not random ones) at the drift.")
-    ] = False,
-    os_variants: Annotated[
-        bool,
-        typer.Option(
-            help="--env os: every draw is a fresh-literal variant of its task that passed the "
-            "validity rule in the sandbox (verdicts cached on disk); --no-os-variants reruns "
-            "the task itself."
-        ),
-    ] = True,
-    inject_chars: Annotated[int, typer.Option(help="Injection budget in characters.")] = 1200,
-    policy_file: Annotated[
-        Path | None,
-        typer.Option(help="TOML/JSON file of policy specs; its names can be used in --policies."),
-    ] = None,
-    max_turns: Annotated[
-        int,
-        typer.Option(
-            help="Local attempts per task: execute, read the error or a result preview, retry."
-        ),
-    ] = 1,
-    executor: Annotated[
-        str, typer.Option(help="gguf (local), openai (endpoint) or fake.")
-    ] = "gguf",
-    threads: Annotated[int | None, typer.Option(help="CPU threads for the GGUF model.")] = None,
-    model_path: Annotated[
-        str | None, typer.Option(help="GGUF file; default: bundled Gemma-3-270M.")
-    ] = None,
-    expert_cost: Annotated[float, typer.Option(help="USD per escalation to the expert.")] = 0.002,
-    cache: Annotated[
-        bool, typer.Option(help="Reuse deterministic (temperature 0) completions.")
-    ] = True,
-    out: Annotated[
-        Path | None, typer.Option(help="Results folder; default results/<time>.")
-    ] = None,
-    overwrite: Annotated[bool, typer.Option(help="Replace the results already in --out.")] = False,
-    resume: Annotated[
-        bool,
-        typer.Option(
-            help="Continue an interrupted bench in --out: its finished (policy, seed) runs are "
-            "kept, only the missing ones run (same settings needed; more policies or seeds "
-            "may be added)."
-        ),
-    ] = False,
-    data: Annotated[
-        str | None,
-        typer.Option(
-            help="entry_dict.json, or a folder holding it or lifelongagentbench-db/ "
-            "(default: $MEMCURATOR_DATA_DIR, then ../shared/data)."
-        ),
-    ] = None,
-    peers: Annotated[
-        int,
-        typer.Option(
-            help="Peer group: M agents (2, 4 or 8) sharing entries, with outside traffic and "
-            "attacks on every channel (memcurator.bench.peers); 0 = single agents."
-        ),
-    ] = 0,
-    share_every: Annotated[
-        int, typer.Option(help="Peer group: a sharing round every R tasks.")
-    ] = 10,
-    transport: Annotated[
-        str,
-        typer.Option(
-            help="Peer group: inproc (threads and loopback sockets) or http (each agent its "
-            "own process and store, exchanging through a `memcurator serve` hub on 127.0.0.1; "
-            "the wire bytes are reported beside the in-process figure; needs the serve extra)."
-        ),
-    ] = "inproc",
-    uplink: Annotated[
-        str,
-        typer.Option(
-            help="Peer group: uplink budget L bytes per agent per round (a comma list "
-            "runs a per-budget front)."
-        ),
-    ] = "20000",
-    outside_rate: Annotated[
-        float, typer.Option(help="Peer group: genuine external exemplars per task and agent.")
-    ] = 0.1,
-    payloads: Annotated[
-        str,
-        typer.Option(
-            help="Peer group: attack payloads on every channel: classic (drop, empty, comment, "
-            "hijack, instruction, trigger), new (exfiltrate, tool-output, false-fact, "
-            "procedure: issue 22's kinds) or all."
-        ),
-    ] = "classic",
-    baseline: Annotated[
-        str | None,
-        typer.Option(
-            help="Policy the others are paired with after the table (accuracy by task, 95% "
-            "bootstrap CI, McNemar; default keep-all when it ran, '' for none). Peer group: "
-            "for accuracy and uplink bytes (default: the first broadcasting one, e.g. lru)."
-        ),
-    ] = None,
-    preferences: Annotated[
-        str | None,
-        typer.Option(
-            help="MemPilot preference sweep: comma-separated lambda_C:lambda_L pairs (e.g. "
-            "0:0,0.5:0,1:0,0:1); adds one mempilot preset per pair and the fixed pipelines, and "
-            "writes fronts.png (quality-cost and quality-latency)."
-        ),
-    ] = None,
-    pool: Annotated[
-        Path | None,
-        typer.Option(
-            help="TOML model pool for read-time curators ([[model]] name, kind, price_in/out "
-            "USD per 1M tokens, latency [b, a_in, a_out]); default: extractive, local, "
-            "expert-sim."
-        ),
-    ] = None,
-    curator_learning: Annotated[
-        bool,
-        typer.Option(help="Let learning curators (jitmem, mempilot) probe executions to train on."),
-    ] = True,
-    trial: Annotated[
-        bool,
-        typer.Option(
-            help="After each task, trial its most relevant entry on trust probation in one "
-            "contained shadow attempt (the task's checker only; never the live answer); a pass "
-            "releases the entry. One extra executor call per trialled task (SQL)."
-        ),
-    ] = False,
-    vector_dtype: Annotated[
-        str,
-        typer.Option(
-            help="Stored precision of entry vectors: float32, float16 (1,024 bytes a 512-d "
-            "vector instead of 2,048) or int8 (516); the budget counts the bytes stored."
-        ),
-    ] = "float32",
-    ray: Annotated[
-        str | None,
-        typer.Option(
-            help="Run the (policy, seed, budget) runs as Ray tasks: 'local' starts Ray on this "
-            "machine, or a cluster ADDRESS (ray://host:10001, auto). Needs memcurator[ray]. A "
-            "run whose worker dies is retried; --resume finishes a sweep that stopped."
-        ),
-    ] = None,
+    env: _EnvOpt = "sql",
+    policies: _PoliciesOpt = None,
+    tasks: _TasksOpt = 100,
+    seeds: _SeedsOpt = 1,
+    seed_start: _SeedStartOpt = 0,
+    max_bytes: _MaxBytesOpt = "100000",
+    poison: _PoisonOpt = 4,
+    payload: _PayloadOpt = None,
+    poison_channel: _PoisonChannelOpt = "external",
+    drift: _DriftOpt = None,
+    zipf: _ZipfOpt = 1.1,
+    families: _FamiliesOpt = 60,
+    dml_share: _DmlShareOpt = None,
+    drift_popular: _DriftPopularOpt = False,
+    os_variants: _OsVariantsOpt = True,
+    inject_chars: _InjectCharsOpt = 1200,
+    policy_file: _PolicyFileOpt = None,
+    max_turns: _MaxTurnsOpt = 1,
+    executor: _ExecutorOpt = "gguf",
+    threads: _ThreadsOpt = None,
+    model_path: _ModelPathOpt = None,
+    expert_cost: _ExpertCostOpt = 0.002,
+    cache: _CacheOpt = True,
+    out: _OutOpt = None,
+    overwrite: _OverwriteOpt = False,
+    resume: _ResumeOpt = False,
+    data: _DataOpt = None,
+    peers: _PeersOpt = 0,
+    share_every: _ShareEveryOpt = 10,
+    transport: _TransportOpt = "inproc",
+    uplink: _UplinkOpt = "20000",
+    outside_rate: _OutsideRateOpt = 0.1,
+    payloads: _PayloadsOpt = "classic",
+    baseline: _BaselineOpt = None,
+    preferences: _PreferencesOpt = None,
+    pool: _PoolOpt = None,
+    curator_learning: _CuratorLearningOpt = True,
+    trial: _TrialOpt = False,
+    vector_dtype: _VectorDtypeOpt = "float32",
+    ray: _RayOpt = None,
 ) -> None:
     """Run policies side by side on recurring SQL task families with drift and poisoning."""
     from memcurator.bench.budget_fronts import parse_budgets
     from memcurator.bench.checks import budget_warning, clamp_families
-    from memcurator.bench.render import print_summary
-    from memcurator.bench.runner import load_families, n_runs_per_seed
-    from memcurator.bench.session import bench_settings, make_executor, run_to_folder
+    from memcurator.bench.options import BenchOptions
+    from memcurator.bench.runner import load_families
+    from memcurator.bench.session import make_executor
 
-    if env not in ("sql", "os"):
-        fail(f"unknown env {env!r}; known: ['os', 'sql']")
-    if env == "os":
-        from memcurator.envs.os.sandbox import SandboxUnavailable, require_tools
-
-        try:
-            require_tools()  # fail loudly before any work: never a silent skip
-        except SandboxUnavailable as e:
-            fail(str(e))
-    if policies is None:
-        policies = OS_DEFAULT_POLICIES if env == "os" else DEFAULT_POLICIES
-    if payload is None:
-        payload = "destroy" if env == "os" else "drop"
-    if drift is None:
-        drift = 0.0 if env == "os" else 0.3
-    if env == "os" and peers:
-        fail("--peers is not wired for --env os yet")
-    out_dir = out or Path("results") / time.strftime("%Y%m%d-%H%M%S")
-    if out_dir.exists() and not out_dir.is_dir():
-        fail(f"--out {str(out_dir)!r} is a file, not a folder")
-    if resume and overwrite:
-        fail("choose one of --resume (keep the finished runs) and --overwrite (replace them)")
-    if resume and peers:
-        fail("--resume is for single-agent benches; rerun a peer group with --overwrite")
-    if transport not in ("inproc", "http"):
-        fail(f"unknown --transport {transport!r}; known: ['http', 'inproc']")
-    if transport != "inproc" and not peers:
-        fail("--transport is for a peer group (--peers M)")
-    if payloads != "classic" and not peers:
-        fail("--payloads is for a peer group (--peers M); single agents take --payload")
-    if ray is not None and peers:
-        fail("--ray is for single-agent benches (a peer group is one coupled run)")
+    opts = BenchOptions(
+        env=env, policies=policies, payload=payload, drift=drift, peers=peers, out=out,
+        overwrite=overwrite, resume=resume, transport=transport, payloads=payloads, ray=ray,
+    ).resolve()  # fmt: skip
+    assert opts.policies is not None and opts.payload is not None and opts.drift is not None
+    assert opts.out is not None
     budgets = parse_budgets(max_bytes)
     fams = load_families(data, env)
     families, too_many = clamp_families(families, len(fams))
     cfg = _bench_config(
-        policies, preferences, policy_file, pool, seeds=list(range(seed_start, seed_start + seeds)),
-        budgets=budgets, tasks=tasks, zipf=zipf, families=families, drift=drift, poison=poison,
-        payload=payload, dml_share=dml_share, drift_popular=drift_popular,
-        inject_chars=inject_chars, expert_cost=expert_cost, max_turns=max_turns,
-        curator_learning=curator_learning, poison_channel=poison_channel, trial=trial,
-        os_variants=os_variants,
+        opts.policies, preferences, policy_file, pool,
+        seeds=list(range(seed_start, seed_start + seeds)), budgets=budgets, tasks=tasks, zipf=zipf,
+        families=families, drift=opts.drift, poison=poison, payload=opts.payload,
+        dml_share=dml_share, drift_popular=drift_popular, inject_chars=inject_chars,
+        expert_cost=expert_cost, max_turns=max_turns, curator_learning=curator_learning,
+        poison_channel=poison_channel, trial=trial, os_variants=os_variants,
         vector_dtype=vector_dtype, env=env,
     )  # fmt: skip
     ex = make_executor(executor, model_path=model_path, threads=threads, cache=cache, env=env)
@@ -296,48 +300,62 @@ def bench(
         from memcurator.cli_peers import bench_peers
 
         bench_peers(
-            cfg,
-            fams,
-            ex,
-            out_dir,
-            overwrite,
-            peers=peers,
-            share_every=share_every,
-            uplink=uplink,
-            outside_rate=outside_rate,
-            payloads=payloads,
-            families=families,
-            baseline=baseline,
-            transport=transport,
-        )
+            cfg, fams, ex, opts.out, overwrite, peers=peers, share_every=share_every,
+            uplink=uplink, outside_rate=outside_rate, payloads=payloads, families=families,
+            baseline=baseline, transport=transport,
+        )  # fmt: skip
         return
-    pair_with = "keep-all" if baseline is None else baseline
-    if pair_with and pair_with not in cfg.policies:
-        if baseline is not None:
-            fail(f"--baseline {baseline!r} is not among --policies {','.join(cfg.policies)}")
-        pair_with = ""
-    lock = lock_results(out_dir, overwrite, resume=resume)
+    factory = functools.partial(
+        make_executor, executor, model_path=model_path, threads=threads, cache=cache
+    )
+    _bench_single(
+        cfg, ex, fams, opts, baseline=baseline, header=(
+            f"{len(cfg.policies)} policies × {seeds} seeds × {tasks} tasks, {families} of "
+            f"{len(fams)} variant families, B={max_bytes} bytes"
+        ), preferences=preferences, pool=pool, executor_factory=factory,
+    )  # fmt: skip
+
+
+def _bench_single(
+    cfg: Any,
+    ex: Any,
+    fams: list[Any],
+    opts: Any,
+    *,
+    baseline: str | None,
+    header: str,
+    preferences: str | None,
+    pool: Path | None,
+    executor_factory: Callable[[], Any],
+) -> None:
+    """``bench`` without a peer group: run every (policy, seed, budget) into ``opts.out``, then
+    print the tables, the pairing with the baseline and the completion cache's use."""
+    from memcurator.bench.options import paired_baseline
+    from memcurator.bench.render import print_summary
+    from memcurator.bench.report import summarize
+    from memcurator.bench.runner import n_runs_per_seed
+    from memcurator.bench.session import bench_settings, run_to_folder
+
+    out_dir = opts.out
+    pair_with = paired_baseline(baseline, cfg.policies)
+    lock = lock_results(out_dir, opts.overwrite, resume=opts.resume)
     console.print(
-        f"[bold]memcurator bench[/bold]: {len(cfg.policies)} policies × {seeds} seeds × "
-        f"{tasks} tasks, {families} of {len(fams)} variant families, B={max_bytes} bytes "
-        f"→ {out_dir}" + (" (resuming)" if resume else "")
+        f"[bold]memcurator bench[/bold]: {header} → {out_dir}"
+        + (" (resuming)" if opts.resume else "")
     )
     settings = bench_settings(
         cfg, ex, argv=sys.argv, preferences=preferences, pool=str(pool) if pool else None
     )
-    n_runs = n_runs_per_seed(cfg) * seeds
+    n_runs = n_runs_per_seed(cfg) * len(cfg.seeds)
     ray_opts = None
-    if ray is not None:
+    if opts.ray is not None:
         from memcurator.bench.distributed import RayOptions
 
-        factory = functools.partial(
-            make_executor, executor, model_path=model_path, threads=threads, cache=cache
-        )
-        ray_opts = RayOptions(None if ray == "local" else ray, factory)
+        ray_opts = RayOptions(None if opts.ray == "local" else opts.ray, executor_factory)
     try:
-        with _progress(n_runs * tasks) as start:
+        with _progress(n_runs * cfg.stream.n_tasks) as start:
             runs, paths = run_to_folder(
-                cfg, ex, fams, out_dir, settings, resume=resume, progress=start,
+                cfg, ex, fams, out_dir, settings, resume=opts.resume, progress=start,
                 save_guard=sigint_deferred, ray=ray_opts,
             )  # fmt: skip
     except KeyboardInterrupt:
@@ -345,8 +363,6 @@ def bench(
         raise typer.Exit(code=130) from None
     finally:
         lock.release()
-    from memcurator.bench.report import summarize
-
     print_summary(summarize(runs), Console())
     if pair_with and len(cfg.policies) > 1:
         from memcurator.bench.compare import rich_table
@@ -355,7 +371,7 @@ def bench(
         rows = compare_folders([out_dir], pair_with)
         Console().print(rich_table(rows, pair_with, outcome="local_ok", subset=None))
     hits = getattr(ex, "hits", None)
-    if hits is not None and ray is None:  # under --ray the workers' executors served the calls
+    if hits is not None and opts.ray is None:  # under --ray the workers' executors served calls
         console.print(
             f"completion cache: {hits} hits, {getattr(ex, 'misses', 0)} misses "
             "(hits replay a deterministic call and its measured latency)"
@@ -395,6 +411,7 @@ def _bench_config(
     pipelines they are compared with) first, so that their names can be used.
     """
     from memcurator.bench.agent import AgentConfig
+    from memcurator.bench.options import OS_MAX_TOKENS
     from memcurator.bench.runner import BenchConfig
     from memcurator.bench.stream import StreamConfig
 
@@ -521,11 +538,11 @@ def report(
     Peer-group folders (bench --peers) merge into records.csv, peers.md and the uplink front;
     they cannot be merged with single-agent folders.
     """
-    from memcurator.bench.render import print_summary, to_csv, to_json, to_markdown
-    from memcurator.bench.results import check_out, merge_folders, write_merged
+    from memcurator.bench.results import check_out, merge_folders
 
     if sum((as_markdown, as_csv, as_json)) > 1:
         fail("choose one of --markdown, --csv and --json")
+    fmt = "markdown" if as_markdown else "csv" if as_csv else "json" if as_json else None
     if out is not None:
         check_out(out, folders)
     merged = merge_folders(folders)
@@ -541,25 +558,12 @@ def report(
         return
     if baseline is not None:
         fail("--baseline is for peer-group folders; see `memcurator compare`")
-    summary, config = merged.summary, {**merged.config}
+    config = {**merged.config}
     config.pop("complete")
-    if as_markdown:
-        print(to_markdown(summary))
-    elif as_csv:
-        print(to_csv(summary), end="")
-    elif as_json:
-        print(to_json(summary, config))
-    else:
-        print_summary(summary, Console())
-    if merged.partial:
-        console.print(
-            "[yellow]partial folders (interrupted runs):[/yellow] " + "; ".join(merged.partial)
-        )
-    from memcurator.bench.budget_fronts import front_rows, is_front, print_front
-
-    if is_front(merged.runs) and not (as_markdown or as_csv or as_json):
-        print_front(front_rows(merged.runs, merged.records), Console())
+    _print_merged(merged, config, fmt)
     if out is not None:
+        from memcurator.bench.results import write_merged
+
         lock = lock_results(out, overwrite=True, what="memcurator report")
         try:
             written = write_merged(out, merged)
@@ -567,21 +571,49 @@ def report(
             lock.release()
         console.print("wrote " + ", ".join(str(p) for p in written))
     if html is not None:
-        from memcurator.bench.html import write_report_page
+        _write_html(html, merged, config, folders)
 
-        page = html / "report.html" if html.is_dir() else html
-        try:
-            write_report_page(
-                page,
-                summary,
-                config=config,
-                records=merged.records,
-                extra_plots=[p for f in folders for p in sorted(f.glob("*.png"))],
-                partial=merged.partial,
-            )
-        except OSError as e:
-            fail(f"cannot write {page}: {e}")
-        console.print(f"wrote {page}")
+
+def _print_merged(merged: Any, config: dict[str, Any], fmt: str | None) -> None:
+    """``report``'s table of single-agent folders in ``fmt`` (None: the terminal's table, then
+    the budget front when the runs form one), and the partial folders."""
+    from memcurator.bench.budget_fronts import front_rows, is_front, print_front
+    from memcurator.bench.render import print_summary, to_csv, to_json, to_markdown
+
+    summary = merged.summary
+    if fmt == "markdown":
+        print(to_markdown(summary))
+    elif fmt == "csv":
+        print(to_csv(summary), end="")
+    elif fmt == "json":
+        print(to_json(summary, config))
+    else:
+        print_summary(summary, Console())
+    if merged.partial:
+        console.print(
+            "[yellow]partial folders (interrupted runs):[/yellow] " + "; ".join(merged.partial)
+        )
+    if is_front(merged.runs) and fmt is None:
+        print_front(front_rows(merged.runs, merged.records), Console())
+
+
+def _write_html(html: Path, merged: Any, config: dict[str, Any], folders: list[Path]) -> None:
+    """``report --html``: one self-contained page (a folder: ``report.html`` in it)."""
+    from memcurator.bench.html import write_report_page
+
+    page = html / "report.html" if html.is_dir() else html
+    try:
+        write_report_page(
+            page,
+            merged.summary,
+            config=config,
+            records=merged.records,
+            extra_plots=[p for f in folders for p in sorted(f.glob("*.png"))],
+            partial=merged.partial,
+        )
+    except OSError as e:
+        fail(f"cannot write {page}: {e}")
+    console.print(f"wrote {page}")
 
 
 @app.command()

@@ -45,12 +45,7 @@ def bench_peers(
     from memcurator.bench.peers import PeerConfig, PeerRun, format_table, run_peers, to_json
     from memcurator.policy import create_policy
 
-    try:
-        budgets = [int(x) for x in uplink.split(",") if x.strip()]
-    except ValueError:
-        fail(f"--uplink must be integers separated by commas, got {uplink!r}")
-    if not budgets or len(set(budgets)) != len(budgets) or min(budgets) < 0:
-        fail(ValueError(f"--uplink needs distinct budgets >= 0 bytes, got {uplink!r}"))
+    budgets = _uplink_budgets(uplink)
     try:
         base_cfgs = [
             PeerConfig(
@@ -77,31 +72,10 @@ def bench_peers(
     if baseline is not None and baseline not in cfg.policies:
         fail(ValueError(f"--baseline {baseline!r} is not among --policies {list(cfg.policies)}"))
     n_runs = len(cfg.seeds) * sum(1 if b else len(budgets) for b in bcast.values())
-    config = {
-        "argv": sys.argv,
-        "kind": "peers",
-        "peers": peers,
-        "tasks": cfg.stream.n_tasks,
-        "seeds": len(cfg.seeds),
-        "seed_start": cfg.seeds[0],
-        "share_every": share_every,
-        "uplink": budgets,
-        "outside_rate": outside_rate,
-        "attack": cfg.stream.poison > 0,
-        "attack_at": base_cfgs[0].attack_at,
-        "families": families,
-        "zipf": cfg.stream.zipf,
-        "drift": cfg.stream.drift,
-        "max_bytes": cfg.max_bytes,
-        "inject_chars": cfg.agent.inject_chars,
-        "max_turns": cfg.agent.max_turns,
-        "trial": cfg.agent.trial,
-        "executor": repr(ex),
-        "policies": list(cfg.policies),
-        "vector_dtype": cfg.vector_dtype,
-        "transport": transport,
-        "payloads": payloads,
-    }
+    config = _peer_settings(
+        cfg, ex, base_cfgs[0].attack_at, peers=peers, share_every=share_every, budgets=budgets,
+        outside_rate=outside_rate, families=families, transport=transport, payloads=payloads,
+    )  # fmt: skip
     runner = None
     if transport == "http":
         from memcurator.bench.hub_peers import run_group_http
@@ -172,6 +146,58 @@ def bench_peers(
     print()
     print(text, end="")
     console.print(f"wrote {out_dir}: records.csv, peers.json, peers.txt, peers.md, summary.json")
+
+
+def _uplink_budgets(uplink: str) -> list[int]:
+    """``--uplink``'s comma list as distinct byte budgets >= 0; exits with code 2 otherwise."""
+    try:
+        budgets = [int(x) for x in uplink.split(",") if x.strip()]
+    except ValueError:
+        fail(f"--uplink must be integers separated by commas, got {uplink!r}")
+    if not budgets or len(set(budgets)) != len(budgets) or min(budgets) < 0:
+        fail(ValueError(f"--uplink needs distinct budgets >= 0 bytes, got {uplink!r}"))
+    return budgets
+
+
+def _peer_settings(
+    cfg: Any,
+    ex: Any,
+    attack_at: Any,
+    *,
+    peers: int,
+    share_every: int,
+    budgets: list[int],
+    outside_rate: float,
+    families: int,
+    transport: str,
+    payloads: str,
+) -> dict[str, Any]:
+    """The settings a peer-group results folder records in ``summary.json``."""
+    return {
+        "argv": sys.argv,
+        "kind": "peers",
+        "peers": peers,
+        "tasks": cfg.stream.n_tasks,
+        "seeds": len(cfg.seeds),
+        "seed_start": cfg.seeds[0],
+        "share_every": share_every,
+        "uplink": budgets,
+        "outside_rate": outside_rate,
+        "attack": cfg.stream.poison > 0,
+        "attack_at": attack_at,
+        "families": families,
+        "zipf": cfg.stream.zipf,
+        "drift": cfg.stream.drift,
+        "max_bytes": cfg.max_bytes,
+        "inject_chars": cfg.agent.inject_chars,
+        "max_turns": cfg.agent.max_turns,
+        "trial": cfg.agent.trial,
+        "executor": repr(ex),
+        "policies": list(cfg.policies),
+        "vector_dtype": cfg.vector_dtype,
+        "transport": transport,
+        "payloads": payloads,
+    }
 
 
 def report_peers(

@@ -4,13 +4,15 @@ A :class:`Registry` maps a name to a factory, given either as a callable or as a
 ``"module:attribute"`` string that is imported only when the name is first created (mem0's lazy
 imports, STYLE.md rule 8). Every registry has the same ``create(name, **kwargs)`` signature, and an
 unknown name raises :class:`~memcurator.errors.UnknownName` listing ``sorted(names)``, so the
-message never goes stale.
+message never goes stale. A registry given an entry-point ``group`` also holds what installed
+distributions declare in that group (read once, when a name is first looked up or the names are
+listed), so a third-party package adds a plug-in by declaring it in its own ``pyproject.toml``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from importlib import import_module
+from importlib import import_module, metadata
 from typing import Any, Generic, TypeVar
 
 from memcurator.errors import InvalidInput, UnknownName
@@ -27,6 +29,10 @@ class Registry(Generic[T]):
         What the registry holds, for messages (``"executor"``, ``"keep component"``, ...).
     entries : dict of str to (callable or str), optional
         Initial registrations; a string is ``"module:attribute"``.
+    group : str, optional
+        Entry-point group whose entries (``name = "module:attribute"``) are added, lazily, on
+        the first lookup of a name or listing of the names. A name registered in code
+        (``entries`` or :meth:`register`) keeps its factory over an entry point of that name.
 
     Examples
     --------
@@ -41,9 +47,25 @@ class Registry(Generic[T]):
     memcurator.errors.UnknownName: unknown number 'nope'; known: ['fraction']
     """
 
-    def __init__(self, kind: str, entries: dict[str, Callable[..., T] | str] | None = None):
+    def __init__(
+        self,
+        kind: str,
+        entries: dict[str, Callable[..., T] | str] | None = None,
+        *,
+        group: str | None = None,
+    ):
         self.kind = kind
+        self.group = group
         self._entries: dict[str, Callable[..., T] | str] = dict(entries or {})
+        self._discovered = group is None
+
+    def _discover(self) -> None:
+        """Add the entry points of :attr:`group` (once; names registered in code win)."""
+        if self._discovered or self.group is None:
+            return
+        self._discovered = True
+        for ep in metadata.entry_points(group=self.group):
+            self._entries.setdefault(ep.name, f"{ep.module}:{ep.attr}")
 
     def register(self, name: str, factory: Callable[..., T] | str) -> None:
         """Add or replace ``name``.
@@ -71,7 +93,7 @@ class Registry(Generic[T]):
             ``name`` is not registered; the message lists the known names.
         """
         try:
-            f = self._entries[name]
+            f = self[name]
         except (KeyError, TypeError):
             raise UnknownName(f"unknown {self.kind} {name!r}; known: {sorted(self)}") from None
         if isinstance(f, str):
@@ -85,15 +107,21 @@ class Registry(Generic[T]):
         return self.factory(name)(**kwargs)
 
     def __contains__(self, name: object) -> bool:
+        if name not in self._entries:
+            self._discover()
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
+        self._discover()
         return iter(sorted(self._entries))
 
     def __len__(self) -> int:
+        self._discover()
         return len(self._entries)
 
     def __getitem__(self, name: str) -> Callable[..., T] | str:
+        if name not in self._entries:
+            self._discover()
         return self._entries[name]
 
     def __repr__(self) -> str:

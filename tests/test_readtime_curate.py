@@ -17,7 +17,7 @@ from memcurator.curate.jitmem import JitMemCurator
 from memcurator.curate.learner import gdpo_advantages
 from memcurator.curate.mempilot import MemPilotOrchestrator
 from memcurator.curate.pool import ModelPool, PoolModel, default_pool, load_pool
-from memcurator.envs.sql.spec import SQLTaskSpec
+from memcurator.domains.sql.spec import SQLTaskSpec
 from memcurator.errors import InvalidInput
 from memcurator.llm.fake import ScriptedExecutor
 from memcurator.llm.latency import AffineLatency

@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from memcurator.domains.sql.db import quote_ident
 from memcurator.envs.sql import load_specs
 from memcurator.envs.sql.attacks import (
     ALL_PAYLOADS,
@@ -20,7 +21,6 @@ from memcurator.envs.sql.attacks import (
     make_attack_entry,
     outside_traffic,
 )
-from memcurator.envs.sql.db import quote_ident
 from memcurator.envs.sql.poison import exfiltration_executed, payload_executed
 from memcurator.errors import InvalidInput
 

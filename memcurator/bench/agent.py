@@ -199,8 +199,8 @@ def observe(spec: Any, sql: str, *, preview_rows: int = 3) -> tuple[str, bool]:
     (str, bool)
         The observation text, and True when it signals a problem (the agent retries).
     """
+    from memcurator.domains.sql.db import make_db
     from memcurator.envs.sql.checker import run, table_hash_after
-    from memcurator.envs.sql.db import make_db
 
     if not sql:
         return "error: empty answer", True

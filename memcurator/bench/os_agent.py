@@ -65,7 +65,7 @@ def as_dialogue(text: str) -> str:
     """A remembered trajectory in the protocol's own turn format, as the model must answer.
 
     A stored trajectory (``Task:``, then ``Observation:``/``Action:`` steps, ``Outcome:``;
-    :func:`memcurator.curate.distill.render_raw`) or insight (``Task:``/``Action:``) becomes the
+    :func:`memcurator.distill.render_raw`) or insight (``Task:``/``Action:``) becomes the
     conversation the agent would have had: each action an ``Act: bash`` reply with its script
     in a bash block, each later observation the ``OS:`` turn before the next reply, and a
     closing ``Act: finish``. Shown ``Action:`` lines, the 270M model answered with ``Action:``

@@ -1,7 +1,7 @@
 """JitMem's extractive curator (no LLM): pick the trajectory whose literals and columns map onto
 the current task, substitute the literals, align the schema, keep only the lines that matter.
 
-A raw entry (:func:`memcurator.curate.distill.render_raw`) reads::
+A raw entry (:func:`memcurator.distill.render_raw`) reads::
 
     Task: <instruction>
     Observation: Table t(a INT, b TEXT)      <- the schema the action ran against

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from memcurator import limits
-from memcurator.curate.distill import ExtractiveDistiller
+from memcurator.distill import ExtractiveDistiller
 from memcurator.embed import Embedder, HashingEmbedder
 from memcurator.errors import DimensionMismatch, InvalidInput
 from memcurator.lifecycle.checks import dedup_key, embed_checked

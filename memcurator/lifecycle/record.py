@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypedDict
 
-from memcurator.curate.distill import render_insight, render_raw
+from memcurator.distill import render_insight, render_raw
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.feedback import feedback as give_feedback
 from memcurator.lifecycle.write import WriteResult, sign, write

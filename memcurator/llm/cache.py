@@ -15,7 +15,7 @@ from pathlib import Path
 
 from memcurator.errors import InvalidInput, StoreError
 from memcurator.llm.base import Completion, Executor, check_request
-from memcurator.store.sqlite import retry_busy
+from memcurator.store.connection import retry_busy
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS completions (

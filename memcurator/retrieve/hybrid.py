@@ -102,7 +102,7 @@ def recency_bonus(
 def recall_text(text: str) -> str:
     """The part of an entry that recall should compare with a task query: its ``Task:`` line.
 
-    An entry rendered by :func:`memcurator.curate.distill.render_raw` or ``render_insight``
+    An entry rendered by :func:`memcurator.distill.render_raw` or ``render_insight``
     starts with ``Task: <instruction>``; its observation (schema, example rows) and action (SQL)
     are not what a new task's instruction resembles. Measured by ``benchmarks/recall_bench.py``,
     embedding this line instead of the whole entry raises keep-all's same-family recall@1.

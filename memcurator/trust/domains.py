@@ -3,12 +3,14 @@
 The text risk (:mod:`memcurator.trust.text_risk`) reads any entry's wording. What an entry's
 action would do when an agent copies it depends on the task domain: an SQL statement is dry-run
 on a copy of the schema, a shell command would be judged by another checker. Each domain
-implements :class:`DomainCheck` and registers in :data:`DOMAIN_CHECKS` under its name, as a lazy
-``"module:attribute"`` string (STYLE.md rule 8), so the gate imports a domain only when an entry
-with an action reaches it: prose never loads one.
+implements :class:`DomainCheck` and registers in :data:`DOMAIN_CHECKS` under its name through
+the :data:`ENTRY_POINT_GROUP` entry point, as a lazy ``"module:attribute"`` string (STYLE.md
+rule 8), so the gate imports a domain only when an entry with an action reaches it: prose never
+loads one. The checks are plug-ins on the core (:mod:`memcurator.domains`); this module imports
+none of them.
 
 An entry offers an action in the trajectory form the memory stores (``Task:``, ``Observation:``,
-``Action:``, ``Outcome:`` lines; :func:`memcurator.curate.distill.render_raw`) or as a plan
+``Action:``, ``Outcome:`` lines; :func:`memcurator.distill.render_raw`) or as a plan
 record (``Task: ...; Workflow: [...]; Tools: [...]``, the workflow as its action and the tool
 inventory as its observation); :func:`parse_action_entry` reads it once for every domain.
 
@@ -200,16 +202,27 @@ class DomainCheck(Protocol):
         ...
 
 
+ENTRY_POINT_GROUP = "memcurator.domain_checks"
+"""The entry-point group through which a distribution adds a domain check: in its
+``pyproject.toml``, ``[project.entry-points."memcurator.domain_checks"]`` and a line
+``name = "package.module:CheckClass"`` (the class is built with no arguments)."""
+
+#: the project's own plug-ins, declared in the same group by pyproject.toml; listed here too so a
+#: checkout run from source (or an install whose metadata predates them) has them. Lazy strings:
+#: a plug-in module is imported only when an entry with an action reaches the gate.
+_OWN_CHECKS: dict[str, Any] = {
+    "action": "memcurator.trust.action_risk:ActionCheck",
+    "bash": "memcurator.domains.bash:BashCheck",
+    "sql": "memcurator.domains.sql.check:SQLCheck",
+}
+
 DOMAIN_CHECKS: Registry[DomainCheck] = Registry(
-    "domain check",
-    {
-        "action": "memcurator.trust.action_risk:ActionCheck",
-        "bash": "memcurator.envs.os.risk:BashCheck",
-        "sql": "memcurator.envs.sql.risk:SQLCheck",
-    },
+    "domain check", _OWN_CHECKS, group=ENTRY_POINT_GROUP
 )
 """Domain name to checker (``"module:Class"``, imported when an entry with an action first
-reaches the gate). A second domain registers with ``DOMAIN_CHECKS.register("bash", ...)``."""
+reaches the gate): the project's own and every :data:`ENTRY_POINT_GROUP` entry point of the
+installed distributions. A check can also be registered in code with
+``DOMAIN_CHECKS.register("shell", ShellCheck)``."""
 
 
 TOOL_OUTPUT = "tool output"
@@ -341,6 +354,7 @@ def tool_output_instructions(text: str) -> list[str]:
 
 __all__ = [
     "DOMAIN_CHECKS",
+    "ENTRY_POINT_GROUP",
     "FREE_TEXT_DOMAINS",
     "ActionEntry",
     "DomainCheck",

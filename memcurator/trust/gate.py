@@ -5,7 +5,7 @@
 its nearest resident entries, and optionally the target task's spec, and returns whether to admit
 it, its risk and every reason. Risk combines the risk of every task domain whose checker applies
 to the entry's action (:mod:`memcurator.trust.domains`: the SQL dry run of
-:class:`memcurator.envs.sql.risk.SQLCheck`, imported only when an entry with an action arrives)
+:class:`memcurator.domains.sql.check.SQLCheck`, imported only when an entry with an action arrives)
 and the text risk (:func:`memcurator.trust.text_risk.text_risk`, with conflicts against the
 residents) as ``1 − Π(1 − r_domain)·(1 − r_text)``; the entry is admitted when risk < θ of its
 trusted origin. What a trajectory's tool output tells its reader to do (the ``tool output``

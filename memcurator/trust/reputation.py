@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from memcurator.curate.distill import ExtractiveDistiller
+from memcurator.distill import ExtractiveDistiller
 from memcurator.errors import InvalidInput
 
 

@@ -12,9 +12,13 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memcurator.envs.sql.data import DATA_ENV, DataNotFound
 from memcurator.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from memcurator.envs.os.sandbox import Sandbox
 
 DATA_REL = Path("lifelongagentbench-os") / "entry_dict.json"
 _SEARCH_REL = (Path("shared") / "data" / DATA_REL, Path("data") / DATA_REL)
@@ -51,6 +55,14 @@ class OSTask:
     def family(self) -> str:
         """The task's own id as a family name, e.g. ``"os007"``."""
         return f"os{self.index:03d}"
+
+    def sandbox(self, *, timeout_s: float, max_output: int) -> Sandbox:
+        """A fresh bubblewrap sandbox for this task (not yet entered), ``timeout_s`` seconds and
+        ``max_output`` bytes a command: what the bash domain check dry-runs an action in
+        (:class:`memcurator.domains.bash.DryRunTask`)."""
+        from memcurator.envs.os.sandbox import Sandbox, SandboxConfig
+
+        return Sandbox(SandboxConfig(timeout_s=timeout_s, max_output=max_output))
 
 
 def find_os_data(path: str | os.PathLike[str] | None = None) -> Path:

@@ -6,6 +6,8 @@ craft poisoned exemplars:
 >>> from memcurator.envs.sql import SQLTaskSpec, check, schema_text
 """
 
+from memcurator.domains.sql.db import ExecResult, execute, make_db, read_table, split_statements
+from memcurator.domains.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.checker import (
     ATOL,
     STORED_ATOL,
@@ -25,7 +27,6 @@ from memcurator.envs.sql.data import (
     find_data,
     load_specs,
 )
-from memcurator.envs.sql.db import ExecResult, execute, make_db, read_table, split_statements
 from memcurator.envs.sql.drift import Rename, migrate, renamable_columns, rename_map
 from memcurator.envs.sql.hashing import row_hash, table_md5
 from memcurator.envs.sql.poison import (
@@ -37,7 +38,6 @@ from memcurator.envs.sql.poison import (
     poison_sql,
 )
 from memcurator.envs.sql.prompt import schema_text
-from memcurator.envs.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.translate import to_sqlite
 from memcurator.envs.sql.variants import (
     family_rng,

@@ -4,8 +4,8 @@ Extends :mod:`memcurator.envs.sql.poison` (whose ``drop`` / ``empty`` / ``commen
 API the bench keeps using) with:
 
 - genuine exemplars: the expert's reference SQL of a fresh variant of a family, rendered as a
-  distilled insight (:func:`memcurator.curate.distill.render_insight`) or as a raw trajectory
-  (:func:`memcurator.curate.distill.render_raw`, with the schema observation) — what a peer that
+  distilled insight (:func:`memcurator.distill.render_insight`) or as a raw trajectory
+  (:func:`memcurator.distill.render_raw`, with the schema observation) — what a peer that
   solved the task, or an external feed of correct exemplars, would send;
 - three more payloads: ``"hijack"`` (the task of one variant with the reference SQL of another:
   a subtly wrong query that runs, e.g. a changed filter value), ``"instruction"`` (correct SQL
@@ -25,11 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memcurator.curate.distill import render_insight, render_raw
-from memcurator.envs.sql.db import quote_ident
+from memcurator.distill import render_insight, render_raw
+from memcurator.domains.sql.db import quote_ident
+from memcurator.domains.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.poison import PAYLOADS, make_poison
 from memcurator.envs.sql.prompt import schema_text
-from memcurator.envs.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.variants import make_variant
 from memcurator.errors import InvalidInput
 from memcurator.types import Step, Task, Trajectory

@@ -19,9 +19,9 @@ import math
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple
 
-from memcurator.envs.sql.db import ExecResult, execute, make_db, read_table
+from memcurator.domains.sql.db import ExecResult, execute, make_db, read_table
+from memcurator.domains.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.hashing import table_md5
-from memcurator.envs.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.translate import order_positions
 from memcurator.errors import InvalidInput
 

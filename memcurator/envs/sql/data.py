@@ -13,8 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from memcurator.domains.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.checker import check
-from memcurator.envs.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.translate import is_ordered, sql_kind, to_sqlite
 from memcurator.errors import InvalidInput, MemcuratorError
 

@@ -19,8 +19,8 @@ import numpy as np
 from sqlglot import exp
 from sqlglot.tokens import Tokenizer
 
+from memcurator.domains.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.checker import reference_result, rows_match
-from memcurator.envs.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.sqledit import ident_text, span, splice
 from memcurator.envs.sql.translate import parse
 from memcurator.envs.sql.variants import family_rng

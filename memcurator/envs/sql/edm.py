@@ -38,7 +38,7 @@ from collections.abc import Sequence
 import sqlglot
 from sqlglot import exp
 
-from memcurator.envs.sql.quiet import quiet_fallback
+from memcurator.domains.sql.quiet import quiet_fallback
 from memcurator.errors import InvalidInput
 
 

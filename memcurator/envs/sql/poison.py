@@ -1,7 +1,7 @@
 """Memory-poisoning entries against a target family, and the execution check of their payload.
 
 An attacker writes entries through the external (or peer) channel that look exactly like a
-normal distilled exemplar (:func:`memcurator.curate.distill.render_insight`, the format the
+normal distilled exemplar (:func:`memcurator.distill.render_insight`, the format the
 memory's distiller writes), carry an instruction close to the target's so they are recalled for
 it, and a payload:
 
@@ -25,9 +25,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from memcurator.curate.distill import render_insight
-from memcurator.envs.sql.db import execute, make_db, quote_ident, read_table, split_statements
-from memcurator.envs.sql.spec import SQLTaskSpec
+from memcurator.distill import render_insight
+from memcurator.domains.sql.db import execute, make_db, quote_ident, read_table, split_statements
+from memcurator.domains.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.variants import make_variant
 from memcurator.errors import InvalidInput
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from memcurator.envs.sql.db import quote_ident
-from memcurator.envs.sql.spec import SQLTaskSpec
+from memcurator.domains.sql.db import quote_ident
+from memcurator.domains.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.sqledit import sql_string
 
 

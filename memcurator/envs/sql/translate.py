@@ -14,7 +14,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from memcurator.envs.sql.spec import SQLKind
+from memcurator.domains.sql.spec import SQLKind
 from memcurator.errors import InvalidInput
 
 

@@ -22,10 +22,10 @@ from typing import Any
 import numpy as np
 from sqlglot import exp
 
+from memcurator.domains.sql.db import execute, make_db, read_table
+from memcurator.domains.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.checker import run
-from memcurator.envs.sql.db import execute, make_db, read_table
 from memcurator.envs.sql.hashing import table_md5
-from memcurator.envs.sql.spec import SQLTaskSpec
 from memcurator.envs.sql.sqledit import span, splice, sql_string
 from memcurator.envs.sql.translate import parse
 from memcurator.errors import InvalidInput

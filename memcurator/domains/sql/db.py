@@ -16,7 +16,7 @@ from sqlglot.dialects.sqlite import SQLite
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType
 
-from memcurator.envs.sql.spec import SQLTaskSpec
+from memcurator.domains.sql.spec import SQLTaskSpec
 from memcurator.errors import InvalidInput
 
 SQLITE_TYPES = {"INT": "INTEGER", "TEXT": "TEXT"}
