@@ -27,7 +27,8 @@ nor names.
    evidence is judged on its own, however short. The candidate is aligned word by word with
    each evidence entry; the words no evidence entry has at that place form the *delta runs*.
    A run that adds a polarity word the aligned evidence does not have (``not``, ``never``,
-   ``without``, ``instead`` ...) or two or more content words no evidence entry uses, and a
+   ``without``, ``instead`` ...), an instruction verb no evidence entry uses ("bring the
+   figures" made "delete the figures") or two or more content words no evidence entry uses, and a
    sentence of one or two content words that is not fully supported ("Reply in reverse."
    appended to a copy of an own e-mail), is a claim nobody trusted made: the entry stays on
    probation. Paraphrase (one word replaced by another) is still tolerated up to ``support``.
@@ -51,7 +52,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from memcurator.errors import InvalidInput
-from memcurator.trust.text_risk import _W, Conflict, _content, _numbers, find_conflicts
+from memcurator.trust.text_risk import (
+    _IMPERATIVE_VERBS,
+    _W,
+    Conflict,
+    _content,
+    _numbers,
+    find_conflicts,
+)
 
 #: evidence string prefix of a release by agreement (such entries are never evidence)
 AGREEMENT = "agreement with trusted entries"
@@ -114,8 +122,9 @@ def delta(text: str, evidence: Sequence[str]) -> list[str]:
     form a word pair that some evidence text has (order-free between pairs, so a plan whose
     steps are reordered is still covered). Each maximal run of uncovered words is a delta run;
     it is *uncorroborated* when it holds a polarity word (:data:`_POLARITY`: inserted where the
-    evidence has no such pair), or two or more content words (:func:`content_words`) that no
-    evidence text uses.
+    evidence has no such pair), an instruction verb (``delete``, ``send``, ``reply`` ...: the
+    gate's imperative verbs) that no evidence text uses, or two or more content words
+    (:func:`content_words`) that no evidence text uses.
 
     Parameters
     ----------
@@ -147,9 +156,7 @@ def delta(text: str, evidence: Sequence[str]) -> list[str]:
         pairs.update(zip(et, et[1:], strict=False))
         vocab |= content_words(t)
     inner = [(a, b) in pairs for a, b in zip(toks, toks[1:], strict=False)]
-    covered = [
-        (j > 0 and inner[j - 1]) or (j < len(inner) and inner[j]) for j in range(len(toks))
-    ]
+    covered = [(j > 0 and inner[j - 1]) or (j < len(inner) and inner[j]) for j in range(len(toks))]
     runs: list[list[str]] = []
     prev = True
     for w, c in zip(toks, covered, strict=True):
@@ -162,7 +169,9 @@ def delta(text: str, evidence: Sequence[str]) -> list[str]:
     for r in runs:
         novel = content_words(" ".join(r)) - vocab
         turn = {w for w in r if w in _POLARITY}
-        if turn or len(novel) >= 2:
+        # a verb of action the evidence never uses swaps what the entry makes the reader do
+        act = {w for w in r if w in _IMPERATIVE_VERBS and _content([w]) <= novel}
+        if turn or act or len(novel) >= 2:
             out.append(" ".join(r))
     return out
 
