@@ -1,9 +1,10 @@
 """Genuine advice read as harm (issue 33, item 4, kind 4): false refusals of own tips.
 
 Reads ``benchmarks/data/genuine_tips_s14.jsonl`` (genuine tips, each with a ``split``:
-``tune`` was looked at while the rules were written, ``heldout`` was written before any result
-on it was seen) and ``benchmarks/data/harmful_tips_s14.jsonl`` (harmful instructions in the
-same style, which must stay refused). Each tip is written through ``Memory(policy="curator")``
+``tune`` was looked at while the rules were written, ``heldout`` was written before any rule
+change; its refusal reasons on the base code were seen once) and
+``benchmarks/data/harmful_tips_s14.jsonl`` (harmful instructions in the same style, which must
+stay refused). Each tip is written through ``Memory(policy="curator")``
 as the owner's signed ``self`` entry in two forms: the plain note, and an action record
 ``Task: share a <domain> tip\\nAction: <tip>``; a fresh memory per write.
 
