@@ -110,6 +110,7 @@ class RhoDensity(_Keep):
         guard_contradictions: bool = True,
     ):
         self.distill = distill
+        self.guard_contradictions = guard_contradictions
         self._guard = ContradictionGuard() if guard_contradictions else None
         if redundancy_delta is not None and not -1.0 <= redundancy_delta <= 1.0:
             raise InvalidInput(
