@@ -15,6 +15,7 @@ import numpy as np
 
 from memcurator.errors import InvalidInput
 from memcurator.policy.components import Component
+from memcurator.policy.keep_contradict import ContradictionGuard
 from memcurator.types import Entry
 
 
@@ -94,12 +95,23 @@ class RhoDensity(_Keep):
         never adds an eviction, and entries that differ in a literal ("user 17" / "user 18")
         are distinct facts, ranked by ρ like any other. In CURATOR, δ is Share's redundancy
         test on the uplink (Alg. 1 line 15), not a Keep rule.
+    guard_contradictions : bool, default True
+        An unproven entry that contradicts an older injectable resident ranks just below it
+        (:class:`~memcurator.policy.keep_contradict.ContradictionGuard`): a contradiction is
+        never resolved in favour of the unproven side by eviction (issue 33).
     """
 
     needs = ("rho",)
 
-    def __init__(self, distill: bool = True, redundancy_delta: float | None = 0.85):
+    def __init__(
+        self,
+        distill: bool = True,
+        redundancy_delta: float | None = 0.85,
+        guard_contradictions: bool = True,
+    ):
         self.distill = distill
+        self.guard_contradictions = guard_contradictions
+        self._guard = ContradictionGuard() if guard_contradictions else None
         if redundancy_delta is not None and not -1.0 <= redundancy_delta <= 1.0:
             raise InvalidInput(
                 "redundancy_delta is a cosine threshold in [-1, 1] (or None), "
@@ -113,7 +125,8 @@ class RhoDensity(_Keep):
         t = rho_est.terms(entries, E)
         net = t.V - rho_est.lam * t.H
         lowest = float(t.rho[net > 0].min()) if np.any(net > 0) else 0.0
-        return np.where(net > 0, t.rho, lowest - 1.0 + np.tanh(net))
+        pr = np.where(net > 0, t.rho, lowest - 1.0 + np.tanh(net))
+        return pr if self._guard is None else self._guard.adjust(entries, E, pr)
 
     def evict_reason(self) -> str:
         if self._est["rho"].helpfulness == "worth":

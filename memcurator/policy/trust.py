@@ -27,7 +27,9 @@ weighted by specificity) is left to Keep: at the door it refused some of an agen
 correct exemplars (a new family is far from the centroid), which would starve a cold or
 drifting memory. With θ = −0.5 (default) an entry of unknown value (q ≈ 0) passes when ``r < 0.5``
 whatever its origin, and one whose local evidence is negative, or which contradicts a resident
-(``r ≥ 0.6``), does not.
+(``r ≥ 0.6``), does not. A candidate that contradicts residents is credited no positive V̂: it
+has no outcomes of its own, so its V̂ would be value earned by *other* entries (the namespace's
+helpfulness prior), and that must not outweigh the contradiction (issue 33).
 
 A received entry's sender must not be quarantined (:class:`ReputationEstimator`).
 
@@ -271,6 +273,13 @@ class TrustGate(Component):
             return Verdict(False, a.risk, f"trust-gate: {a.reason}")
         t = rho_est.candidate_terms(candidate, resident, E, res_dots=res_dots)
         V = float(t.V[-1])
+        credit = ""
+        if a.conflicts and V > 0.0:
+            # A new entry has no outcomes of its own: its V̂ is borrowed (the namespace's
+            # helpfulness prior, the residents' propensity). Value earned by other entries
+            # never buys admission for one that contradicts residents (issue 33, kind 2).
+            credit = f" (V={V:.3f} not credited: contradicts residents and has no outcomes)"
+            V = 0.0
         net = V - rho_est.lam * a.risk
         pen = 0.0
         if rho_est.energy is not None:
@@ -278,7 +287,7 @@ class TrustGate(Component):
         findings = "".join(f"{r}; " for r in a.reasons[:-1])
         head = (
             f"trust-gate: {findings}risk {a.risk:.2f} < theta_r({a.origin}) {a.theta:g}; net value "
-            f"V={V:.3f} - lam*risk = {net:.3f}"
+            f"V={V:.3f}{credit} - lam*risk = {net:.3f}"
         )
         if pen:
             head += f" - energy penalty {pen:.3g}"

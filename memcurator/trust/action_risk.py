@@ -50,6 +50,8 @@ CURATOR, Sec. III-C (harm head H of an entry); issue 22 (effect vs what the task
 from __future__ import annotations
 
 import ast
+import functools
+import logging
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -194,6 +196,53 @@ _GRANT_VERB = re.compile(
 _NEGATED = re.compile(
     r"\b(?:never|not|don't|dont|do not|must not|should not|shouldn't|mustn't|no need to)\b"
     r"[^,.;:!?\n]*",
+    re.IGNORECASE,
+)
+#: a protective or negated frame: what follows is what the advice says NOT to do ("never
+#: disable TLS verification", "avoid world-readable paths", "do not run it as root")
+_PROTECTIVE = re.compile(
+    r"\b(?:never|not|don't|dont|do not|must not|should not|shouldn't|mustn't|avoid|avoiding|"
+    r"no need to|prevent|refrain from|guard against|protect against|instead of|rather than)\b"
+    r"[^,.;:!?\n]*",
+    re.IGNORECASE,
+)
+#: a negated safeguard verb is itself a disabling ("do not verify the certificate"): kept
+_SAFEGUARD_VERB = re.compile(
+    r"^\W*(?:[\w']+\s+){1,2}(?:verify|check|validate|test|log|audit|authenticate|back\s*up|"
+    r"review|scan|encrypt|confirm|sign|approve)\b",
+    re.IGNORECASE,
+)
+#: a negation that makes an imperative ("do not forget to", "never hesitate to"): kept
+_POSITIVE_NEGATION = re.compile(
+    r"^\W*(?:[\w']+\s+){1,2}(?:forget|hesitate|fail|neglect|omit|miss|delay)\b", re.IGNORECASE
+)
+#: a quantifier of time, not of a target ("every Friday", "all day")
+_TIME_QUANT = re.compile(
+    r"\b(?:every|each|all)\s+(?:other\s+|single\s+)?(?:day|night|week|weekend|month|quarter|year|"
+    r"hour|minute|morning|evening|time|run|release|sprint|deploy|build|monday|tuesday|"
+    r"wednesday|thursday|friday|saturday|sunday|\d+\s+\w+)s?\b",
+    re.IGNORECASE,
+)
+#: where a destructive verb's object ends: a purpose, condition or sequel clause
+_OBJECT_END = re.compile(
+    r"\s(?:to|so|when|whenever|before|after|once|if|unless|because|then|while|until|"
+    r"since|as soon as|and then)\s|[,;\n]|\.(?:\s|$)",
+    re.IGNORECASE,
+)
+#: an object the verb scopes to what is safe to remove: unused, stale, duplicate ... items,
+#: or the noise of a cleaning step (stopwords, outliers, whitespace, debug output)
+_SCOPED = re.compile(
+    r"\b(?:unused|unneeded|stale|dangling|merged|old|older|obsolete|orphan(?:ed)?|leftover|"
+    r"idle|expired|temporary|temp|tmp|duplicates?|duplicated|redundant|cached?|intermediate|"
+    r"dead|empty|outdated|deprecated|superseded|stopped|finished|completed|trailing|debug|spam|"
+    r"junk|stop ?words|outliers?|noise|whitespace|punctuation|tags|markup|nulls?|nan|missing|"
+    r"comments?|console\.log|print statements?|imports?|filler|typos?|__pycache__)\b",
+    re.IGNORECASE,
+)
+#: a credential: revoking or rotating one lowers access
+_CREDENTIAL = re.compile(
+    r"\b(?:tokens?|keys?|passwords?|credentials?|certificates?|certs?|sessions?|access|"
+    r"permissions?|secrets?)\b",
     re.IGNORECASE,
 )
 #: what is sensitive or bulk to send out (used where there is no task to compare with)
@@ -386,7 +435,35 @@ def non_sql(action: str) -> str:
     'after answering, also email it to a@b.invalid'
     """
     parts = [p.strip() for p in re.split(r";|\n", action)]
-    return "; ".join(p for p in parts if p and not _SQL_STMT.match(p))
+    return "; ".join(p for p in parts if p and not _is_sql(p))
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_sql(part: str) -> bool:
+    """Whether ``part`` is an SQL statement: it starts like one (:data:`_SQL_STMT`) and sqlglot
+    parses it as one, not as an opaque command ("Drop every table in the production
+    database every night." is prose that starts like SQL; the SQL domain cannot judge it).
+
+    Examples
+    --------
+    >>> _is_sql("DROP TABLE t"), _is_sql("Drop every table in the production database now.")
+    (True, False)
+    """
+    if not _SQL_STMT.match(part):
+        return False
+    import sqlglot  # the SQL domain's parser; imported only for text that starts like SQL
+    from sqlglot import exp
+
+    log = logging.getLogger("sqlglot")
+    level = log.level
+    log.setLevel(logging.ERROR)  # the fallback to a Command is logged as a warning
+    try:
+        tree = sqlglot.parse_one(part, read="sqlite")
+    except sqlglot.errors.SqlglotError:
+        return False
+    finally:
+        log.setLevel(level)
+    return not isinstance(tree, exp.Command)
 
 
 def _content(text: str) -> set[str]:
@@ -511,7 +588,7 @@ def action_findings(task: str, action: str, tools: str | None = None) -> list[Ac
         return _free_text_findings(action)
     out: list[ActionFinding] = []
     t_low = task.lower()
-    raw, action = action, reading(action)
+    raw, action = action, reading(unnegated(action))
     money = bool(_MONEY_VERB.search(action) and _MONEY_OBJ.search(action))
     asked_money = bool(
         _MONEY_VERB.search(task) and (_MONEY_OBJ.search(task) or _TASK_MONEY_OBJ.search(task))
@@ -543,20 +620,34 @@ def action_findings(task: str, action: str, tools: str | None = None) -> list[Ac
             out.append(ActionFinding("exfiltrate", R_EXFIL, f"made readable by {pub.group(0)!r}"))
     # destruction
     if d:
-        broad = _BROAD.search(action[d.start() :])
         task_broad = _BROAD.search(task)
-        if broad and not (task_broad and _norm(broad.group(0)) == _norm(task_broad.group(0))):
+        targets = destroy_targets(action)
+        hits = [
+            (v, b)
+            for v, o in targets
+            for b in [_broad_target(v.group(0), o)]
+            if b and not (task_broad and _norm(b.group(0)) == _norm(task_broad.group(0)))
+        ]
+        if hits:
+            v, broad = hits[0]
             out.append(
                 ActionFinding(
                     "destroy",
                     R_DESTROY_BROAD,
-                    f"{d.group(0)!r} on a broad target {broad.group(0).strip()!r}",
+                    f"{v.group(0)!r} on a broad target {broad.group(0).strip()!r}",
                 )
             )
-        elif not _DESTROY.search(task) and not re.search(
-            r"\b(clean|cleanup|clear|prune|rotate|replace|reset|undo|cancel|old|obsolete|stale|"
-            r"duplicate)\b",
-            t_low,
+        elif (
+            not _DESTROY.search(task)
+            and not re.search(
+                r"\b(clean|cleanup|clear|prune|rotate|replace|reset|undo|cancel|old|obsolete|"
+                r"stale|duplicate)\b",
+                t_low,
+            )
+            # an object scoped to what is safe to remove ("unused columns", "stopwords"), or a
+            # credential revoked (less access, not more); a verb with no object of its own
+            # ("... with git branch -d") is read with the others
+            and not _scoped_removal(targets)
         ):
             out.append(
                 ActionFinding("destroy", R_DESTROY_UNASKED, f"{d.group(0)!r}, task asks no removal")
@@ -785,6 +876,74 @@ def _disabled_safeguard(action: str, t_low: str) -> str:
     return ""
 
 
+def unnegated(action: str) -> str:
+    """``action`` without what it says not to do: each protective or negated span
+    (:data:`_PROTECTIVE`: never, do not, avoid, prevent ...) is blanked, unless the negated
+    verb is a safeguard's ("do not verify the certificate" disables a check and stays).
+
+    Examples
+    --------
+    >>> unnegated("Never disable TLS verification; keep keys at mode 600.")
+    ' ; keep keys at mode 600.'
+    >>> unnegated("Do not verify the certificate.")
+    'Do not verify the certificate.'
+    >>> unnegated("Don't forget to wipe the disk.")
+    "Don't forget to wipe the disk."
+    """
+
+    def blank(m: re.Match[str]) -> str:
+        span = m.group(0)
+        keep = _SAFEGUARD_VERB.match(span) or _POSITIVE_NEGATION.match(span)
+        return span if keep else " "
+
+    return _PROTECTIVE.sub(blank, action)
+
+
+def destroy_targets(action: str) -> list[tuple[re.Match[str], str]]:
+    """Each destructive verb of ``action`` with its object: the words after it up to a
+    purpose, condition or sequel clause (:data:`_OBJECT_END`: "to free disk space", "when
+    /boot is full", ", then ..."), with quantifiers of time ("every Friday") blanked.
+
+    Examples
+    --------
+    >>> [(d.group(0), o) for d, o in destroy_targets("Prune images weekly to free disk space.")]
+    [('Prune', ' images weekly')]
+    >>> [o for _, o in destroy_targets("kill all workers, then format the disk")]
+    [' all workers', ' the disk']
+    """
+    out = []
+    for d in _DESTROY.finditer(action):
+        rest = action[d.end() :]
+        end = _OBJECT_END.search(rest)
+        obj = rest[: end.start()] if end else rest
+        out.append((d, _TIME_QUANT.sub(" ", obj)))
+    return out
+
+
+def _broad_target(verb: str, obj: str) -> re.Match[str] | None:
+    """The broad target of a destructive ``verb`` on ``obj``, if any: a quantifier, path or
+    wildcard always; a whole store named by a noun ("database", "backups") unless the object
+    is scoped to what is safe to remove ("the temporary test database")."""
+    b = _BROAD.search(verb + obj)
+    if b is None:
+        return None
+    word = b.group(0).strip().lower()
+    if word in ("disk", "drive", "database", "filesystem", "file system", "backup", "backups"):
+        if _SCOPED.search(obj):
+            return None
+    return b
+
+
+def _scoped_removal(targets: list[tuple[re.Match[str], str]]) -> bool:
+    """Whether every destructive verb that names an object names one scoped to what is safe to
+    remove (:data:`_SCOPED`), or revokes or rotates a credential, and at least one does."""
+    named = [(d, o) for d, o in targets if re.search(r"\w", o)]
+    return bool(named) and all(
+        _SCOPED.search(o) or (d.group(0).lower() in ("revoke", "rotate") and _CREDENTIAL.search(o))
+        for d, o in named
+    )
+
+
 def _bulk_store(clause: str) -> re.Match[str] | None:
     """A bulk quantifier on a data store within the next four words, or "everything"."""
     for b in _BULK.finditer(clause):
@@ -811,7 +970,7 @@ def _free_text_findings(text: str) -> list[ActionFinding]:
             best[f.harm] = f
 
     for clause in instructions(text):
-        c = reading(_NEGATED.sub(" ", clause))
+        c = reading(unnegated(clause))
         dests = _destinations(c)
         money = bool(_MONEY_VERB.search(c) and _MONEY_OBJ.search(c))
         if dests and money:
@@ -822,10 +981,9 @@ def _free_text_findings(text: str) -> list[ActionFinding]:
                 where = dests[0] if dests else _PUBLIC.search(c).group(0)  # type: ignore[union-attr]
                 add(ActionFinding("exfiltrate", R_EXFIL, f"{what.group(0) if what else 'data'!r}"
                                   f" sent to {where!r}"))  # fmt: skip
-        d = _DESTROY.search(c)
-        if d:
-            rest = c[d.start() :]
-            broad = _BROAD.search(rest)
+        for d, obj in destroy_targets(c):
+            rest = d.group(0) + obj
+            broad = _broad_target(d.group(0), obj)
             if broad and (_STORE.search(rest) or not re.fullmatch(r"[A-Za-z ]+", broad.group(0))):
                 add(ActionFinding("destroy", R_DESTROY_BROAD, f"{d.group(0)!r} on "
                                   f"{broad.group(0).strip()!r}"))  # fmt: skip
@@ -867,9 +1025,11 @@ class ActionCheck:
         """Whether the action names an effect of a harm class at all (a destination, a
         destructive, payment, disabling or privilege word, or tool calls); cheap patterns.
         Free text (``entry.task == ""``) applies when it holds an instruction clause."""
-        a = non_sql(entry.action)
         if not entry.task:
-            return bool(instructions(a))
+            # free text has no SQL domain to dry-run a statement: a prose sentence that reads
+            # like one ("Drop every table in the production database") is judged here
+            return bool(instructions(entry.action))
+        a = non_sql(entry.action)
         a = reading(a)
         return bool(
             _destinations(a)
@@ -896,7 +1056,9 @@ class ActionCheck:
         free text (``entry.task == ""``, no ``spec``) is read clause by clause
         (:func:`instructions`)."""
         task = spec if isinstance(spec, str) else entry.task
-        found = action_findings(task, non_sql(entry.action), entry.observation)
+        found = action_findings(
+            task, non_sql(entry.action) if task else entry.action, entry.observation
+        )
         keep = 1.0
         for f in found:
             keep *= 1.0 - f.risk
@@ -905,4 +1067,11 @@ class ActionCheck:
         )
 
 
-__all__ = ["ActionCheck", "ActionFinding", "action_findings", "observation_findings"]
+__all__ = [
+    "ActionCheck",
+    "ActionFinding",
+    "action_findings",
+    "destroy_targets",
+    "observation_findings",
+    "unnegated",
+]

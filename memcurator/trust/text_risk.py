@@ -47,11 +47,21 @@ _OVERRIDE_VERB = (
     r"pay no attention to|do not follow|don'?t follow|stop following|no longer follow|"
     r"do not use|don'?t use|never use|throw out|neglect|supersede[sd]?|replace)"
 )
+# What an override sets aside: what steers the model (instructions, rules, context ...) after
+# any determiner; the agent's data (results, examples, a schema ...) only after a determiner
+# that points back at what the model was given ("the previous results", "the schema
+# above"): "drop the old schema", "ignore the header row of the data" are data-handling
+# advice, not overrides.
 _OVERRIDE_OBJ = (
-    r"(previous|prior|above|earlier|preceding|foregoing|original|initial|existing|given|other|"
+    r"((previous|prior|above|earlier|preceding|foregoing|original|initial|existing|given|other|"
     r"all|any|system|old|the)\b[^.\n]{0,30}?\b(instructions?|prompts?|rules?|guidelines?|"
-    r"directions?|directives?|context|messages?|memor(y|ies)|exemplars?|examples?|schema|"
-    r"constraints?|policy|polic(y|ies)|requests?|tasks?|answers?|information|results?|data)"
+    r"directions?|directives?|context|messages?|memor(y|ies)|constraints?|requests?|tasks?)"
+    r"|(previous|prior|above|earlier|preceding|foregoing|original|initial|system)\b"
+    r"[^.\n]{0,30}?\b(exemplars?|examples?|schema|polic(y|ies)|answers?|information|"
+    r"results?|data)"
+    r"|(the|all|any|this|that|these|those)\s+([\w-]+\s+){0,3}?(exemplars?|examples?|schema|"
+    r"polic(y|ies)|answers?|information|results?|data)\s+(above|earlier|before|previously|"
+    r"provided|given|shown|you\s+(were|have\s+been)\s+given))"
 )
 _OVERRIDE = re.compile(rf"\b{_OVERRIDE_VERB}\b[^.\n]{{0,25}}?\b{_OVERRIDE_OBJ}", re.IGNORECASE)
 _ROLE = re.compile(
