@@ -73,7 +73,8 @@ def _recalls(mem: Memory) -> list[list[tuple[str, float]]]:
     out = []
     for q in QUERIES:
         r = mem.recall(q, k=10)
-        out.append([(m.text, round(float(s), 12)) for m, s in zip(r.entries, r.scores, strict=True)])
+        pairs = zip(r.entries, r.scores, strict=True)
+        out.append([(m.text, round(float(s), 12)) for m, s in pairs])
     return out
 
 

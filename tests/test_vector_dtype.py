@@ -108,7 +108,8 @@ def test_unknown_dtype_and_bad_blobs_are_refused() -> None:
         lambda: Memory(vector_dtype="float64"),
         lambda: BenchConfig(policies=["lru"], vector_dtype="int4"),
     ):
-        with pytest.raises(InvalidInput, match=r"known: \['float32', 'float16', 'int8', 'binary'\]"):
+        known = r"known: \['float32', 'float16', 'int8', 'binary'\]"
+        with pytest.raises(InvalidInput, match=known):
             call()
     with pytest.raises(InvalidInput, match="does not fit float16 of dim 4"):
         decode(b"\0" * 6, "float16", 4)
