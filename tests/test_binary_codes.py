@@ -235,3 +235,24 @@ def test_hamming_short_list_then_exact_rescore() -> None:
     short = hamming_topk(codes, q, 20)
     assert sorted(dist[short].tolist()) == sorted(dist.tolist())[:20]
     assert list(dist[short]) == sorted(dist[short])
+
+
+def test_copy_keeps_the_codes_and_the_derived_vectors(tmp_path: Path) -> None:
+    src, dst = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    mem = _fill(src, "binary", n=20)
+    want = mem.matrix
+    mem.close()
+    res = CliRunner().invoke(app, ["copy", src, dst])
+    assert res.exit_code == 0, res.output
+    a, b = SQLiteStore(src), SQLiteStore(dst)
+    blobs = [
+        [bytes(r[0]) for r in s._conn.execute("SELECT embedding FROM entries ORDER BY id")]
+        for s in (a, b)
+    ]
+    assert blobs[0] == blobs[1] and {len(x) for x in blobs[0]} == {64}
+    a.close()
+    b.close()
+    again = Memory(dst, policy="keep-all")
+    assert again.vector_dtype == "binary"
+    np.testing.assert_array_equal(again.matrix, want)
+    again.close()
