@@ -64,6 +64,7 @@ from memcurator.memory import embedder_identity
 from memcurator.retrieve.hybrid import recall_text
 from memcurator.store.sizing import default_sizeof
 from memcurator.store.sqlite import SQLiteStore
+from memcurator.store.vectors import DERIVED_DTYPES
 from memcurator.types import Entry
 
 EMBED_LIMIT = 10_000
@@ -103,13 +104,24 @@ def synth_text(rng: random.Random, i: int) -> tuple[str, str]:
     return f"Task: {ins} (#{i})\nAction: {act}", "insight"
 
 
-def build(path: str, n: int, seed: int = 0) -> tuple[float, str]:
-    """Write ``n`` synthetic entries into ``path`` in one transaction; returns (seconds, note)."""
+def build(path: str, n: int, seed: int = 0, vector_dtype: str = "float32") -> tuple[float, str]:
+    """Write ``n`` synthetic entries into ``path`` in one transaction; returns (seconds, note).
+
+    ``vector_dtype``: the namespace's stored precision (``binary`` needs every vector derivable
+    from its text: ``n`` up to ``EMBED_LIMIT``)."""
+    if vector_dtype in DERIVED_DTYPES and n > EMBED_LIMIT:
+        raise SystemExit(f"--vector-dtype {vector_dtype} needs sizes <= {EMBED_LIMIT:,}")
     rng = random.Random(seed)
     nprng = np.random.default_rng(seed)
     emb = HashingEmbedder()
     store = SQLiteStore(path)
-    store.create_namespace("default", embedder=embedder_identity(emb), dim=emb.dim, max_bytes=None)
+    store.create_namespace(
+        "default",
+        embedder=embedder_identity(emb),
+        dim=emb.dim,
+        max_bytes=None,
+        vector_dtype=vector_dtype,
+    )
     t0 = time.perf_counter()
     pool: list[np.ndarray] = []
     note = ""
@@ -126,7 +138,7 @@ def build(path: str, n: int, seed: int = 0) -> tuple[float, str]:
             u = rng.random()
             origin = "self" if u < 0.9 else ("peer" if u < 0.98 else "external")
             meta = {"text_sha1": dedup_key(text)}
-            b = default_sizeof(text, meta, e)
+            b = default_sizeof(text, meta, e, vector_dtype)
             uses = rng.randint(0, 6)
             succ = rng.randint(0, uses)
             gamma_n = float(sum(0.7**j for j in range(uses)))
@@ -221,9 +233,11 @@ def open_memory(path: str, n: int = 0) -> Memory:
     return Memory(path, policy=pol, max_bytes=None)
 
 
-def bench_size(n: int, workdir: str, repeats: int, profile: bool) -> dict[str, float]:
+def bench_size(
+    n: int, workdir: str, repeats: int, profile: bool, vector_dtype: str = "float32"
+) -> dict[str, float]:
     base = os.path.join(workdir, f"base-{n}.sqlite")
-    build_s, note = build(base, n)
+    build_s, note = build(base, n, vector_dtype=vector_dtype)
     if note:
         print(f"  n={n:,}: {note}")
     print(f"  n={n:,}: built in {build_s:.1f} s (one transaction through the store)")
@@ -335,6 +349,11 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000, 10_000, 100_000])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--profile", action="store_true", help="cProfile the pass at each size")
+    ap.add_argument(
+        "--vector-dtype",
+        default="float32",
+        help="stored precision of the namespace (binary: exact vectors derived on open)",
+    )
     args = ap.parse_args()
     print(
         f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
@@ -343,7 +362,7 @@ def main() -> None:
     results: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="memcurator-bench-") as wd:
         for n in args.sizes:
-            results[n] = bench_size(n, wd, args.repeats, args.profile)
+            results[n] = bench_size(n, wd, args.repeats, args.profile, args.vector_dtype)
     rows = list(next(iter(results.values())).keys())
     base = args.sizes[0]
     head = f"{'ms per op':<26}" + "".join(f"{n:>12,}" for n in args.sizes)

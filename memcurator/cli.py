@@ -211,7 +211,8 @@ _VectorDtypeOpt = Annotated[
     str,
     typer.Option(
         help="Stored precision of entry vectors: float32, float16 (1,024 bytes a 512-d "
-        "vector instead of 2,048) or int8 (516); the budget counts the bytes stored."
+        "vector instead of 2,048), int8 (516) or binary (64: sign bits, exact vectors "
+        "derived from the text; hashing embedder only); the budget counts the bytes stored."
     ),
 ]
 _RayOpt = Annotated[

@@ -304,7 +304,8 @@ def import_(
     vector_dtype: Annotated[
         str | None,
         typer.Option(
-            help="Stored precision of a new namespace's vectors: float32, float16 or int8; "
+            help="Stored precision of a new namespace's vectors: float32, float16, int8 or "
+            "binary (sign bits, 64 bytes a 512-d vector; hashing embedder only); "
             "default: the namespace's own (float32 if new)."
         ),
     ] = None,
@@ -384,7 +385,8 @@ def reembed(
     vector_dtype: Annotated[
         str | None,
         typer.Option(
-            help="Convert the stored vectors to float32, float16 or int8 (recomputed from "
+            help="Convert the stored vectors to float32, float16, int8 or binary (sign bits; "
+            "exact vectors derived from the text on load; hashing embedder only) (recomputed from "
             "each entry's text); default: keep the namespace's precision."
         ),
     ] = None,
@@ -403,6 +405,10 @@ def reembed(
     store = _open(path, readonly=False)
     try:
         emb = embedder_from_spec(embedder)
+        if vector_dtype is not None:  # binary needs an embedder that can derive its vectors
+            from memcurator.lifecycle.derive import check_derivable
+
+            check_derivable(emb, vector_dtype)
         r = run(
             store,
             namespace,

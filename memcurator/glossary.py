@@ -83,7 +83,9 @@ GLOSSARY: tuple[Term, ...] = (
         "bytes that are embedding vectors (vec share). An entry is stored as its text, its "
         "metadata as JSON and its embedding in the namespace's vector_dtype (float32 by default, "
         "4 bytes a dimension: 2,048 bytes for the 512-d hashing embedder; float16 1,024; int8 "
-        "516 with its scale); the budget B pays for all three as stored, so a high vec share "
+        "516 with its scale; binary 64, sign bits whose exact vectors are derived from the "
+        "text on load, hashing embedder only); the budget B pays for all three as stored, so a "
+        "high vec share "
         "means the budget buys vectors rather than experience. summary.json has the three parts "
         "per run (entry_text_b, entry_meta_b, entry_vec_b).",
         ("B/entry", "vec share", "entry_total_b", "vec_share"),

@@ -81,9 +81,11 @@ class Memory:
         by one ``compact`` row (:class:`~memcurator.lifecycle.context.DecisionLog`).
     log_max_age_s : float or None, optional
         Also drop rows older than this many seconds (store clock), summarised the same way.
-    vector_dtype : {"float32", "float16", "int8"}, optional
+    vector_dtype : {"float32", "float16", "int8", "binary"}, optional
         Stored precision of the vectors (:mod:`memcurator.store.vectors`), fixed when the
         namespace is created and counted in the budget. Omitted: the namespace's (float32).
+        ``binary`` stores sign bits only and derives the exact vectors from the texts on load
+        (:mod:`memcurator.lifecycle.derive`): a deterministic embedder only (hashing).
     recall_in_store : bool, default False
         Recall's candidate pool comes from the store (pgvector HNSW + full-text in
         PostgreSQL, :mod:`memcurator.lifecycle.store_recall`) instead of the in-memory

@@ -82,6 +82,11 @@ def test_round_trip_error_bounds(dtype: str) -> None:
             assert err == 0.0 and blob == e.tobytes()  # the pre-v3 layout, byte for byte
         elif dtype == "float16":
             assert err <= 1e-3
+        elif dtype == "binary":  # the code keeps signs only; the handle derives the exact vector
+            np.testing.assert_array_equal(back > 0, e > 0)
+            np.testing.assert_allclose(np.abs(back), 512**-0.5, rtol=1e-6)
+            assert stored_vector(e, dtype) is e
+            continue
         else:
             s = float(np.abs(e).max()) / 127
             assert err <= s / 2 + 1e-7
@@ -103,7 +108,8 @@ def test_unknown_dtype_and_bad_blobs_are_refused() -> None:
         lambda: Memory(vector_dtype="float64"),
         lambda: BenchConfig(policies=["lru"], vector_dtype="int4"),
     ):
-        with pytest.raises(InvalidInput, match=r"known: \['float32', 'float16', 'int8'\]"):
+        known = r"known: \['float32', 'float16', 'int8', 'binary'\]"
+        with pytest.raises(InvalidInput, match=known):
             call()
     with pytest.raises(InvalidInput, match="does not fit float16 of dim 4"):
         decode(b"\0" * 6, "float16", 4)
@@ -143,8 +149,12 @@ def test_bytes_counted_are_the_bytes_stored(tmp_path: Path, dtype: str) -> None:
     mem.write(_text(1))  # a reinforcement changes no bytes
     _assert_bytes_as_stored(path, "default", dtype)
     assert mem.used_bytes == sum(r[4] for r in _rows(path, "default"))
-    for m in mem.entries():  # the resident vector is the stored one
-        np.testing.assert_array_equal(m.embedding, decode(encode(m.embedding, dtype), dtype))
+    for m in mem.entries():  # the resident vector is the stored one (binary: its signs)
+        back = decode(encode(m.embedding, dtype), dtype)
+        if dtype == "binary":
+            np.testing.assert_array_equal(back > 0, m.embedding > 0)
+        else:
+            np.testing.assert_array_equal(m.embedding, back)
     mem.close()
     again = Memory(str(path), policy="keep-all")  # omitted: the namespace keeps its precision
     assert again.vector_dtype == dtype
@@ -157,7 +167,7 @@ def test_bytes_counted_are_the_bytes_stored(tmp_path: Path, dtype: str) -> None:
 def test_default_sizeof_counts_512d_hashing_vector_as_stored() -> None:
     e = HashingEmbedder().embed("count rows")
     base = default_sizeof("t", {}, e) - 2048
-    assert [default_sizeof("t", {}, e, d) - base for d in DTYPES] == [2048, 1024, 516]
+    assert [default_sizeof("t", {}, e, d) - base for d in DTYPES] == [2048, 1024, 516, 64]
 
 
 @pytest.mark.parametrize("dtype", ["float16", "int8"])
@@ -254,7 +264,7 @@ def test_v2_file_opens_read_only_and_migrates_losing_nothing(tmp_path: Path) -> 
     ro.close()
     before = _rows_v2(path)
     mem = Memory(str(path), namespace="old", policy="keep-all")
-    assert mem.store.schema_version() == schema.SCHEMA_VERSION == 3
+    assert mem.store.schema_version() == schema.SCHEMA_VERSION
     assert mem.vector_dtype == "float32"
     assert [m.text for m in mem.entries()] == texts
     np.testing.assert_array_equal(mem.matrix, vecs)

@@ -52,6 +52,11 @@ class HashingEmbedder:
     True
     """
 
+    #: The same text gives the same vector bit for bit in every process (pure Python hashing
+    #: and float64 sums in a fixed order): a namespace may store only ``binary`` sign codes and
+    #: derive the exact vectors again (:mod:`memcurator.lifecycle.derive`).
+    deterministic = True
+
     def __init__(
         self, dim: int = 512, ngram_range: tuple[int, int] = (3, 5), word_weight: float = 1.0
     ):

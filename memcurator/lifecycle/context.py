@@ -30,6 +30,7 @@ from memcurator.distill import ExtractiveDistiller
 from memcurator.embed import Embedder, HashingEmbedder
 from memcurator.errors import DimensionMismatch, InvalidInput
 from memcurator.lifecycle.checks import dedup_key, embed_checked
+from memcurator.lifecycle.derive import VectorDeriver, check_derivable
 from memcurator.lifecycle.resident import ResidentSet
 from memcurator.policy.base import Policy
 from memcurator.store.base import KEEP, REEMBED_PENDING, Store
@@ -297,7 +298,8 @@ class Context(Scope):
         # ids are drawn from the seed and the log's length, so a reopened store (same seed)
         # never draws an id it already used, while a fresh run stays reproducible
         self.rng = random.Random(f"{seed}:{namespace}:{store.last_seq()}")
-        res = ResidentSet(store, namespace, embedder.dim, policy.redundancy_delta)
+        derive = VectorDeriver(store, namespace, embedder, embedder_identity(embedder))
+        res = ResidentSet(store, namespace, embedder.dim, policy.redundancy_delta, derive)
         res.same_request = same_request  # Keep's versions follow the memory's same-request rule
         super().__init__(store, namespace, res, log, 0)
         self.load_shared()
@@ -453,6 +455,8 @@ def open_context(
 
         store = open_store(path)
     emb = embedder if embedder is not None else HashingEmbedder()
+    if vector_dtype is not None:
+        check_derivable(emb, vector_dtype)  # before the namespace is created
     if isinstance(policy, str):
         from memcurator.policy import create_policy
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -119,11 +120,20 @@ class ResidentSet:
         ``sum(b(m))``, bytes.
     """
 
-    def __init__(self, store: Store, namespace: str, dim: int, delta: float | None):
+    def __init__(
+        self,
+        store: Store,
+        namespace: str,
+        dim: int,
+        delta: float | None,
+        derive: Callable[[list[Entry]], list[Entry]] | None = None,
+    ):
         self.store = store
         self.namespace = namespace
         self.dim = dim
         self.delta = delta
+        # exact vectors of a derived precision (memcurator.lifecycle.derive), applied on load
+        self.derive = derive
         self.same_request: float | None = SAME_REQUEST
         self._token: Any = None
         self.reload()
@@ -136,7 +146,8 @@ class ResidentSet:
         older token, so the next :meth:`sync` reloads again (read after, it would hide it).
         """
         token = self.store.change_token()
-        self.entries = ResidentEntries(self.store.entries(self.namespace))
+        loaded = self.store.entries(self.namespace)
+        self.entries = ResidentEntries(loaded if self.derive is None else self.derive(loaded))
         # an empty set starts its (empty) graph now and links each add; a loaded one builds it
         # on first use
         self._near: dict[str, dict[str, float]] | None = None if self.entries else {}

@@ -108,3 +108,71 @@ def row_blocks(n: int, block: int = ROW_BLOCK) -> list[tuple[int, int]]:
         out.append((lo, hi))
         lo = hi
     return out
+
+
+#: Set bits of every byte value (a table lookup: numpy's bit_count needs numpy >= 2).
+_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
+
+
+def hamming_topk(codes: np.ndarray, qcode: np.ndarray, k: int) -> np.ndarray:
+    """Rows of ``codes`` with the ``k`` smallest Hamming distances to ``qcode``, nearest first.
+
+    For sign codes (:func:`memcurator.store.vectors.sign_code`) a small Hamming distance
+    approximates a large cosine; the result is a short list to rescore exactly
+    (:func:`rescore_shortlist`), not a ranking to return.
+
+    Parameters
+    ----------
+    codes : ndarray of shape (n, d/8), uint8
+    qcode : ndarray of shape (d/8,), uint8
+    k : int
+
+    Returns
+    -------
+    ndarray of shape (min(k, n),), int
+        Ties keep row order.
+
+    Examples
+    --------
+    >>> C = np.array([[0b1111], [0b0001], [0b0011]], dtype=np.uint8)
+    >>> hamming_topk(C, np.array([0b0001], dtype=np.uint8), 2).tolist()
+    [1, 2]
+    """
+    n = codes.shape[0]
+    if n == 0 or k <= 0:
+        return np.zeros(0, dtype=int)
+    dist = _POPCOUNT[np.bitwise_xor(codes, qcode)].sum(axis=1, dtype=np.int32)
+    k = min(k, n)
+    top = np.argpartition(dist, k - 1)[:k] if k < n else np.arange(n)
+    return top[np.lexsort((top, dist[top]))]
+
+
+def rescore_shortlist(
+    short: np.ndarray, exact: np.ndarray, query: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The top ``k`` of a short list by exact inner product with ``query``.
+
+    Parameters
+    ----------
+    short : ndarray of shape (L,), int
+        Row ids of the short list (:func:`hamming_topk`).
+    exact : ndarray of shape (L, d)
+        Their exact vectors, in the same order (for a derived precision: the recall texts
+        embedded again, :mod:`memcurator.lifecycle.derive`).
+    query : ndarray of shape (d,)
+    k : int
+
+    Returns
+    -------
+    ids : ndarray of shape (min(k, L),), int
+        Row ids from ``short``.
+    scores : ndarray of shape (min(k, L),), descending
+
+    Examples
+    --------
+    >>> ids, s = rescore_shortlist(np.array([7, 3]), np.eye(2), np.array([0.2, 0.9]), 1)
+    >>> int(ids[0]), round(float(s[0]), 2)
+    (3, 0.9)
+    """
+    top, scores = dense_topk(np.asarray(exact), np.asarray(query), k)
+    return np.asarray(short)[top], scores

@@ -31,6 +31,8 @@ ANALYZE copies sampled column values into ``pg_statistic`` (histograms, most com
 entry text there would outlive a delete. v2 sets the statistics target of ``text``, ``meta``,
 ``metab``, ``stats`` and ``origin_detail`` to 0 (none gathered); ``rtsv``'s common words are
 refreshed by :meth:`~memcurator.store.postgres.PostgresStore.secure_erase`.
+
+Version 3 admits the ``binary`` precision (sign bits in ``qvec``, like int8's BLOB layout).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from typing import Any
 
 from memcurator.errors import StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Advisory-lock class ids (the first key of ``pg_advisory_xact_lock(int, int)``).
 LOCK_MIGRATE = 0x6D630001
@@ -155,7 +157,24 @@ ALTER TABLE entries ALTER COLUMN stats SET STATISTICS 0;
 ALTER TABLE entries ALTER COLUMN origin_detail SET STATISTICS 0
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
+# v3: the ``binary`` precision (sign bits, :mod:`memcurator.store.vectors`), stored in ``qvec``
+# as the BLOB layout like int8 (``bytea``; no existing row changes). The three CHECKs naming the
+# precisions are replaced by looser ones (PostgreSQL's default names for v1's constraints).
+_V3 = """
+ALTER TABLE namespaces DROP CONSTRAINT namespaces_vector_dtype_check;
+ALTER TABLE namespaces ADD CONSTRAINT namespaces_vector_dtype_check
+    CHECK (vector_dtype IN ('float32', 'float16', 'int8', 'binary'));
+ALTER TABLE entries DROP CONSTRAINT entries_vec_dtype_check;
+ALTER TABLE entries ADD CONSTRAINT entries_vec_dtype_check
+    CHECK (vec_dtype IN ('float32', 'float16', 'int8', 'binary'));
+ALTER TABLE entries DROP CONSTRAINT entries_check;
+ALTER TABLE entries ADD CONSTRAINT entries_check
+    CHECK ((vec IS NOT NULL) = (vec_dtype = 'float32')
+       AND (hvec IS NOT NULL) = (vec_dtype = 'float16')
+       AND (qvec IS NOT NULL) = (vec_dtype IN ('int8', 'binary')))
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3}
 
 
 def current_version(conn: Any) -> int:

@@ -135,8 +135,8 @@ def _parse_vec(s: str, dtype: str) -> np.ndarray:
 
 def _row_to_entry(r: tuple[Any, ...]) -> Entry:
     dtype = r[9]
-    if dtype == "int8":
-        emb = decode(bytes(r[8]), "int8")
+    if dtype in ("int8", "binary"):  # qvec: the BLOB layout
+        emb = decode(bytes(r[8]), dtype)
     else:
         emb = _parse_vec(r[6] if dtype == "float32" else r[7], dtype)
     return entry_from_row(r[:6], emb, r[10:20])
@@ -997,8 +997,8 @@ class PostgresStore(DecisionLogReads):
         if info.vector_dtype == "float16":
             return f"(hvec::halfvec({info.dim}))", "halfvec_cosine_ops", f"halfvec({info.dim})"
         raise InvalidInput(
-            f"namespace {namespace!r} stores int8 vectors (bytea): no pgvector index; convert "
-            "it with memcurator reembed --vector-dtype float16 or float32"
+            f"namespace {namespace!r} stores {info.vector_dtype} vectors (bytea): no pgvector "
+            "index; convert it with memcurator reembed --vector-dtype float16 or float32"
         )
 
     def ensure_hnsw(self, namespace: str, *, m: int = 16, ef_construction: int = 64) -> str:

@@ -7,10 +7,11 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 
 from memcurator.errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS namespaces (
@@ -104,7 +105,46 @@ ALTER TABLE entries ADD COLUMN vec_dtype TEXT NOT NULL DEFAULT 'float32'
     CHECK (vec_dtype IN ('float32', 'float16', 'int8'));
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3}
+_V3_DTYPES = "IN ('float32', 'float16', 'int8'))"
+_V4_DTYPES = "IN ('float32', 'float16', 'int8', 'binary'))"
+
+
+def _v4(conn: sqlite3.Connection) -> None:
+    """v4: the ``binary`` precision (:mod:`memcurator.store.vectors`) passes the two CHECKs of v3.
+
+    SQLite cannot alter a CHECK; loosening one by rewriting the table's stored SQL is the
+    documented procedure for it (sqlite.org/lang_altertable.html, "making other kinds of table
+    schema changes"): every existing row satisfies the looser CHECK, so no row is rewritten
+    and the file stays valid (checked by reading the rewritten schema back before the caller
+    commits).
+    """
+    version = int(conn.execute("PRAGMA schema_version").fetchone()[0])
+    conn.execute("PRAGMA writable_schema=ON")
+    try:
+        conn.execute(
+            "UPDATE sqlite_master SET sql=replace(sql, ?, ?) "
+            "WHERE type='table' AND name IN ('namespaces', 'entries')",
+            (_V3_DTYPES, _V4_DTYPES),
+        )
+        conn.execute(f"PRAGMA schema_version={version + 1}")
+    finally:
+        conn.execute("PRAGMA writable_schema=OFF")
+    n = conn.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('namespaces', "
+        "'entries') AND instr(sql, ?) > 0",
+        (_V4_DTYPES,),
+    ).fetchone()[0]
+    if n != 2:
+        raise StoreError(f"schema v4 migration found {n} of the 2 tables to loosen")
+
+
+#: Version -> SQL statements (``;\n``-separated) or a function of the connection.
+MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
+    1: _V1,
+    2: _V2,
+    3: _V3,
+    4: _v4,
+}
 
 
 def migrate_check(version: int) -> None:
@@ -127,7 +167,12 @@ def migrate(conn: sqlite3.Connection) -> int:
     current = int(conn.execute("PRAGMA user_version").fetchone()[0])
     migrate_check(current)
     for v in range(current + 1, SCHEMA_VERSION + 1):
-        for stmt in MIGRATIONS[v].split(";\n"):
+        step = MIGRATIONS[v]
+        if callable(step):
+            step(conn)
+            conn.execute(f"PRAGMA user_version={v}")
+            continue
+        for stmt in step.split(";\n"):
             if stmt.strip():
                 conn.execute(stmt)
         conn.execute(f"PRAGMA user_version={v}")

@@ -1,0 +1,220 @@
+"""Bytes per entry by part, and what compact vector codes cost in recall (issue 35, item 1).
+
+Entries are the SQL stream's (``recall_bench.replay``: every task solved by the expert, the
+bench's ``render_raw`` text, one entry per distinct text), pooled over seeds until there are
+``--n`` of them. Their meta is what ``lifecycle.record`` writes on the bench: task id, family,
+solver and the trajectory metrics pei / frr / ti (floats drawn here: the bench's values differ,
+their JSON length is alike). The origin detail is ``expert``.
+
+Parts, as :func:`memcurator.store.sizing.default_sizeof` counts them: vector (per precision),
+text (UTF-8; zstd alone; zstd with a dictionary trained on the namespace's first
+``--train`` entries, the dictionary counted once for the namespace and also shown per entry),
+meta (JSON), detail. Recall@10 against float32 exact search (the in-process path): int8 and
+float16 scanned as stored; binary by a Hamming short list of ``L`` = c·k rows rescored exactly
+(the recall texts of the short list embedded again). Queries are the stream's task
+instructions (the bench's recall query), ``--queries`` of them. Recall counts ties: many
+entries share a task line (same cosine), so a returned entry counts when its exact cosine is
+at least the exact 10th best (``hit``); by ids alone an order among equals would count as loss.
+
+Usage::
+
+    python benchmarks/bytes_per_entry.py --n 1000,10000 --queries 500
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from recall_bench import build, replay  # noqa: E402
+
+from memcurator.bench.runner import load_families  # noqa: E402
+from memcurator.embed import HashingEmbedder  # noqa: E402
+from memcurator.retrieve.dense import dense_topk, hamming_topk, rescore_shortlist  # noqa: E402
+from memcurator.store.textcodec import TextCodec  # noqa: E402
+from memcurator.store.vectors import sign_code, stored_vector, vector_nbytes  # noqa: E402
+
+# Recall rows: "scan" ranks every stored vector; "Hamming" short-lists by Hamming distance of
+# the sign codes; "q·code" by the exact query's inner product with the code's ±1 (binary) or
+# -1/0/+1 (ternary, 2 bits a dimension: 128 B at d = 512) values; each short list of L rows is
+# then rescored with the exact vectors.
+
+
+def entries(n: int, tasks: int) -> tuple[list[str], list[str], list[str]]:
+    """(texts, recall texts, queries): ``n`` distinct SQL-stream entries, pooled over seeds."""
+    fams = load_families()
+    seen: set[str] = set()
+    texts, rtexts, queries = [], [], []
+    seed = 0
+    while len(texts) < n:
+        rp = replay(build("default" if seed % 2 == 0 else "dml", tasks, seed, fams))
+        for w in rp.entries:
+            if w.text not in seen and not w.poison:
+                seen.add(w.text)
+                texts.append(w.text)
+                rtexts.append(w.task_text)
+        queries += [q.text for q in rp.queries]
+        seed += 1
+    return texts[:n], rtexts[:n], queries
+
+
+def metas(n: int) -> list[str]:
+    rng = np.random.default_rng(0)
+    out = []
+    for i in range(n):
+        m = {"task_id": f"sql-{i:05d}-{rng.integers(1e6)}", "family": f"family_{i % 97}",
+             "solver": "expert", "pei": float(rng.random()), "frr": float(rng.random()),
+             "ti": float(rng.random())}  # fmt: skip
+        out.append(json.dumps(m, sort_keys=True))
+    return out
+
+
+def parts(texts: list[str], meta: list[str], train: int) -> list[dict]:
+    n = len(texts)
+    raw = sum(len(t.encode()) for t in texts)
+    plain = TextCodec()
+    import zstandard
+
+    solo = sum(1 + len(zstandard.ZstdCompressor(level=3).compress(t.encode())) for t in texts)
+    t0 = time.perf_counter()
+    codec = TextCodec.train(texts[:train])
+    t_train = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    blobs = [codec.encode(t) for t in texts]
+    t_enc = (time.perf_counter() - t0) / n
+    t0 = time.perf_counter()
+    back = [codec.decode(b) for b in blobs]
+    t_dec = (time.perf_counter() - t0) / n
+    assert back == texts
+    mcodec = TextCodec.train(meta[:train], dict_bytes=1024)
+    meta_raw = sum(len(m) for m in meta)
+    meta_z = sum(len(mcodec.encode(m)) for m in meta)
+    zd = sum(len(b) for b in blobs)
+    dict_b = len(codec.dictionary or b"")
+    detail = len(b"expert")
+    rows = []
+    for vec in ("float32", "int8", "binary"):
+        vb = vector_nbytes(512, vec)
+        for label, tb, mb, extra in (
+            ("text as is", raw, meta_raw, 0),
+            ("text zstd alone", solo, meta_raw, 0),
+            ("text zstd+dict", zd, meta_raw, dict_b),
+            ("text+meta zstd+dict", zd, meta_z, dict_b + len(mcodec.dictionary or b"")),
+        ):
+            if vec == "int8" and label in ("text zstd alone",):
+                continue
+            total = vb * n + tb + mb + detail * n + extra
+            rows.append({"vectors": vec, "text": label, "vec": vb, "text_b": tb / n,
+                         "meta_b": mb / n, "detail": detail, "dict_once": extra,
+                         "per_entry": total / n})  # fmt: skip
+    print(f"n={n}: zstd dictionary trained on {train} entries in {t_train:.2f} s; "
+          f"encode {t_enc * 1e6:.1f} µs, decode {t_dec * 1e6:.1f} µs per entry; raw text "
+          f"{raw / n:.0f} B, plain tag {len(plain.encode('x')) - 1} B")  # fmt: skip
+    return rows
+
+
+def recall(rtexts: list[str], queries: list[str], n_q: int, factors: list[int]) -> dict:
+    emb = HashingEmbedder()
+    t0 = time.perf_counter()
+    M = emb.embed_many(rtexts)
+    t_embed = (time.perf_counter() - t0) / len(rtexts)
+    codes = sign_code(M)
+    S = np.where(M > 0, 1.0, -1.0).astype(np.float32)  # what a binary code decodes to (×√d)
+    T = np.sign(M).astype(np.float32)  # a 2-bit code keeping zeros: measured, not stored
+    rng = np.random.default_rng(1)
+    qs = [queries[i] for i in rng.choice(len(queries), min(n_q, len(queries)), replace=False)]
+    Q = emb.embed_many(qs)
+    k = 10
+    out: dict[str, list[float]] = {}
+    times: dict[str, list[float]] = {}
+    M16 = np.stack([stored_vector(m, "float16") for m in M])
+    M8 = np.stack([stored_vector(m, "int8") for m in M])
+    for q in Q:
+        t0 = time.perf_counter()
+        ref, ref_sc = dense_topk(M, q, k)
+        times.setdefault("float32 scan", []).append(time.perf_counter() - t0)
+        exact = M @ q
+        floor = float(ref_sc[-1]) - 1e-6
+
+        def hit(ids: np.ndarray, exact: np.ndarray = exact, floor: float = floor) -> float:
+            return min(k, int(np.count_nonzero(exact[ids] >= floor))) / k
+
+        for name, X in (("float16 scan", M16), ("int8 scan", M8)):
+            t0 = time.perf_counter()
+            ids, _ = dense_topk(X, q, k)
+            times.setdefault(name, []).append(time.perf_counter() - t0)
+            out.setdefault(name, []).append(hit(ids))
+        qc = sign_code(q)
+        out.setdefault("binary Hamming only", []).append(hit(hamming_topk(codes, qc, k)))
+        signs = {"binary": S, "ternary (not stored)": T}
+        for c in factors:
+            t0 = time.perf_counter()
+            short = hamming_topk(codes, qc, c * k)
+            # the exact vectors of the short list: derived from the texts, which is bit for bit
+            # M[short] (tests/test_binary_codes.py); taken from M here, the embedding cost is
+            # reported per text above
+            ids, _ = rescore_shortlist(short, M[short], q, k)
+            name = f"binary Hamming L={c}k + rescore"
+            times.setdefault(name, []).append(time.perf_counter() - t0)
+            out.setdefault(name, []).append(hit(ids))
+            for label, X in signs.items():  # asymmetric: the exact query against the codes
+                t0 = time.perf_counter()
+                short, _ = dense_topk(X, q, c * k)
+                ids, _ = rescore_shortlist(short, M[short], q, k)
+                name = f"{label} q·code L={c}k + rescore"
+                times.setdefault(name, []).append(time.perf_counter() - t0)
+                out.setdefault(name, []).append(hit(ids))
+    res = {name: (float(np.mean(v)), float(np.median(times.get(name, [np.nan])) * 1e3))
+           for name, v in out.items()}  # fmt: skip
+    res["float32 scan"] = (1.0, float(np.median(times["float32 scan"]) * 1e3))
+    print(f"  hashing embed {t_embed * 1e6:.0f} µs per recall text (the derivation cost per "
+          f"entry at load); {len(qs)} queries")  # fmt: skip
+    return res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", default="1000,10000")
+    ap.add_argument("--queries", type=int, default=500)
+    ap.add_argument("--tasks", type=int, default=5000, help="tasks per seed's stream")
+    ap.add_argument("--train", type=int, default=256, help="entries the dictionary trains on")
+    ap.add_argument("--factors", default="4,10,30")
+    ap.add_argument("--cache", help="JSON file keeping the pooled entries between runs")
+    a = ap.parse_args()
+    sizes = [int(x) for x in a.n.split(",")]
+    t0 = time.perf_counter()
+    if a.cache and os.path.exists(a.cache):
+        with open(a.cache) as f:
+            texts, rtexts, queries = json.load(f)
+    else:
+        texts, rtexts, queries = entries(max(sizes), a.tasks)
+        if a.cache:
+            with open(a.cache, "w") as f:
+                json.dump([texts, rtexts, queries], f)
+    print(f"{len(texts)} distinct entries from the SQL streams in {time.perf_counter() - t0:.0f} s")
+    meta = metas(len(texts))
+    for n in sizes:
+        print(f"\n## n = {n}")
+        print("| vectors | text / meta | vec B | text B | meta B | detail B | dict B (once) "
+              "| B/entry |")  # fmt: skip
+        print("|---|---|---|---|---|---|---|---|")
+        for r in parts(texts[:n], meta[:n], min(a.train, n)):
+            print(f"| {r['vectors']} | {r['text']} | {r['vec']} | {r['text_b']:.0f} | "
+                  f"{r['meta_b']:.0f} | {r['detail']} | {r['dict_once']:,} | "
+                  f"{r['per_entry']:.0f} |")  # fmt: skip
+        res = recall(rtexts[:n], queries, a.queries, [int(x) for x in a.factors.split(",")])
+        print("\n| search | recall@10 vs float32 exact | ms/query (median) |")
+        print("|---|---|---|")
+        for name, (r, ms) in res.items():
+            print(f"| {name} | {r:.4f} | {ms:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
