@@ -32,6 +32,7 @@ from memcurator.lifecycle.checks import dedup_key, embed_checked
 from memcurator.lifecycle.resident import ResidentSet
 from memcurator.policy.base import Policy
 from memcurator.store.base import KEEP, REEMBED_PENDING, Store
+from memcurator.store.sizing import default_sizeof
 from memcurator.store.vectors import check_dtype, stored_vector
 from memcurator.trust.auth import OWNER, KeyRing
 from memcurator.trust.fingerprint import ReadWindow
@@ -355,45 +356,73 @@ class Context(Scope):
         return self.sizing.stored(embed_checked(self.embedder.embed, text))
 
 
-def check_options(
-    *,
-    max_bytes: Any,
-    vector_dtype: str | None,
-    keyring: KeyRing | None,
-    lexical_weight: Any,
-    same_request: Any,
-    log_keep: Any,
-    log_max_age_s: Any,
-    policy: Any,
-) -> None:
-    """Validate :class:`~memcurator.Memory`'s options before anything is opened.
+@dataclass(frozen=True)
+class Options:
+    """The options of one :class:`~memcurator.Memory` handle, named and defaulted as its
+    parameters (their meaning is documented there); built once by ``Memory`` and read by
+    :func:`open_context`."""
 
-    Raises
-    ------
-    InvalidInput
-        See :class:`~memcurator.Memory`.
-    """
-    if policy is None:
-        raise InvalidInput(
-            "policy is None; pass a preset name (see `memcurator policies`, e.g. 'curator') "
-            "or a Policy instance"
-        )
+    path: str = ":memory:"
+    namespace: str = "default"
+    policy: Any = "curator"
+    max_bytes: Any = UNSET
+    store: Store | None = None
+    embedder: Embedder | None = None
+    sizeof: Callable[..., int] = default_sizeof
+    distiller: Any = None
+    max_text_bytes: int = 65536
+    seed: int = 0
+    candidates: int = 12
+    keyring: KeyRing | None = None
+    lexical_weight: float = 0.5
+    same_request: float | None = 0.99
+    log_keep: int | None = 100_000
+    log_max_age_s: float | None = None
+    vector_dtype: str | None = None
+    recall_in_store: bool = False
+    read_window: ReadWindow | None = None
+
+    def check(self) -> None:
+        """Validate the options before anything is opened.
+
+        Raises
+        ------
+        InvalidInput
+            See :class:`~memcurator.Memory`.
+        """
+        if self.policy is None:
+            raise InvalidInput(
+                "policy is None; pass a preset name (see `memcurator policies`, e.g. 'curator') "
+                "or a Policy instance"
+            )
+        check_budget(self.max_bytes)
+        if self.vector_dtype is not None:
+            check_dtype(self.vector_dtype)
+        if self.keyring is not None and OWNER not in self.keyring.principals():
+            raise InvalidInput("keyring holds no owner key; add one with keyring.add(OWNER)")
+        if self.read_window is not None and not isinstance(self.read_window, ReadWindow):
+            raise InvalidInput(f"read_window must be a ReadWindow, got {self.read_window!r}")
+        _check_tuning(self.lexical_weight, self.same_request, self.log_keep, self.log_max_age_s)
+
+
+def check_budget(max_bytes: Any) -> None:
+    """Refuse a ``max_bytes`` that is not :data:`UNSET`, None or a positive integer
+    (:class:`InvalidInput`)."""
+    if max_bytes is UNSET or max_bytes is None:
+        return
     if (
-        max_bytes is not UNSET
-        and max_bytes is not None
-        and (
-            isinstance(max_bytes, bool)
-            or not isinstance(max_bytes, int | float)
-            or not math.isfinite(max_bytes)
-            or int(max_bytes) != max_bytes
-            or max_bytes <= 0
-        )
+        isinstance(max_bytes, bool)
+        or not isinstance(max_bytes, int | float)
+        or not math.isfinite(max_bytes)
+        or int(max_bytes) != max_bytes
+        or max_bytes <= 0
     ):
         raise InvalidInput(f"max_bytes must be a positive integer or None, got {max_bytes!r}")
-    if vector_dtype is not None:
-        check_dtype(vector_dtype)
-    if keyring is not None and OWNER not in keyring.principals():
-        raise InvalidInput("keyring holds no owner key; add one with keyring.add(OWNER)")
+
+
+def _check_tuning(
+    lexical_weight: Any, same_request: Any, log_keep: Any, log_max_age_s: Any
+) -> None:
     if not (isinstance(lexical_weight, int | float) and lexical_weight >= 0):
         raise InvalidInput(f"lexical_weight must be a number >= 0, got {lexical_weight!r}")
     if same_request is not None and not -1.0 <= float(same_request) <= 1.0:
@@ -406,76 +435,75 @@ def check_options(
         raise InvalidInput(f"log_max_age_s must be positive or None, got {log_max_age_s!r}")
 
 
-def open_context(
-    path: str,
-    namespace: str,
-    policy: str | Policy,
-    max_bytes: Any,
-    *,
-    store: Store | None,
-    embedder: Embedder | None,
-    sizeof: Callable[..., int],
-    distiller: Any,
-    max_text_bytes: int,
-    seed: int,
-    candidates: int,
-    keyring: KeyRing | None,
-    lexical_weight: float,
-    same_request: float | None,
-    log_keep: int | None,
-    log_max_age_s: float | None,
-    vector_dtype: str | None,
-) -> Context:
-    """Validate the options, open (or create) the namespace and build its context; the
-    parameters are :class:`~memcurator.Memory`'s.
+def open_context(opts: Options) -> Context:
+    """Validate the options, open (or create) the namespace and build its context.
 
     Raises
     ------
     InvalidInput, DimensionMismatch, UnknownName
         See :class:`~memcurator.Memory`.
     """
-    check_options(
-        max_bytes=max_bytes,
-        vector_dtype=vector_dtype,
-        keyring=keyring,
-        lexical_weight=lexical_weight,
-        same_request=same_request,
-        log_keep=log_keep,
-        log_max_age_s=log_max_age_s,
-        policy=policy,
-    )
+    opts.check()
+    store = opts.store
     if store is None:
         from memcurator.store import open_store  # a SQLite file, or a postgresql:// URL
 
-        store = open_store(path)
-    emb = embedder if embedder is not None else HashingEmbedder()
+        store = open_store(opts.path)
+    emb = opts.embedder if opts.embedder is not None else HashingEmbedder()
+    policy = opts.policy
     if isinstance(policy, str):
         from memcurator.policy import create_policy
 
         policy = create_policy(policy)
     policy.attach(emb.dim)
+    max_bytes = opts.max_bytes
     store.create_namespace(
-        namespace,
+        opts.namespace,
         embedder=embedder_identity(emb),
         dim=emb.dim,
         max_bytes=max_bytes if max_bytes is None or max_bytes is UNSET else int(max_bytes),
-        vector_dtype=KEEP if vector_dtype is None else vector_dtype,
+        vector_dtype=KEEP if opts.vector_dtype is None else opts.vector_dtype,
     )
-    return Context(
+    ctx = Context(
         store,
-        namespace,
+        opts.namespace,
         policy,
         emb,
-        Sizing(sizeof),
-        DecisionLog(store, namespace, policy.name, keep=log_keep, max_age_s=log_max_age_s),
-        distiller=distiller if distiller is not None else ExtractiveDistiller(),
-        keyring=keyring,
-        max_text_bytes=max_text_bytes,
-        candidates=candidates,
-        lexical_weight=float(lexical_weight),
-        same_request=same_request,
-        seed=seed,
+        Sizing(opts.sizeof),
+        DecisionLog(
+            store, opts.namespace, policy.name, keep=opts.log_keep, max_age_s=opts.log_max_age_s
+        ),
+        distiller=opts.distiller if opts.distiller is not None else ExtractiveDistiller(),
+        keyring=opts.keyring,
+        max_text_bytes=opts.max_text_bytes,
+        candidates=opts.candidates,
+        lexical_weight=float(opts.lexical_weight),
+        same_request=opts.same_request,
+        seed=opts.seed,
     )
+    if opts.read_window is not None:
+        ctx.reads = opts.read_window
+    if opts.recall_in_store:
+        _recall_in_store(ctx)
+    return ctx
+
+
+def _recall_in_store(ctx: Context) -> None:
+    """Switch ``ctx``'s recall to the store's search, or say why it cannot (InvalidInput)."""
+    from memcurator.lifecycle.store_recall import rank_in_store
+    from memcurator.store.base import SearchableStore
+
+    why = rank_in_store(ctx.policy)
+    if ctx.max_bytes is not None:
+        why = (
+            f"namespace {ctx.namespace!r} has a byte budget ({ctx.max_bytes} bytes): its Keep "
+            "pass reads every resident entry, so its recall stays in memory"
+        )
+    if not isinstance(ctx.store, SearchableStore):
+        why = f"store {ctx.store.path} cannot search in the database (a SQLite store)"
+    if why is not None:
+        raise InvalidInput(f"recall_in_store: {why}")
+    ctx.recall_in_store = True
 
 
 __all__ = [
@@ -486,7 +514,8 @@ __all__ = [
     "EnergyMeter",
     "Scope",
     "Sizing",
-    "check_options",
+    "Options",
+    "check_budget",
     "embedder_identity",
     "open_context",
 ]

@@ -60,4 +60,17 @@ def check_recall_args(k: Any, min_score: Any, meta: Any = None) -> None:
                 )
 
 
-__all__ = ["check_recall_args", "query_vector"]
+def best_finite(scores: np.ndarray, k: int) -> list[int]:
+    """Positions of the ``k`` best finite ``scores``, best first, ties in order (NaN and
+    ``-inf`` are never ranked).
+
+    Examples
+    --------
+    >>> best_finite(np.array([0.2, np.nan, 0.9, 0.2, -np.inf]), 3)
+    [2, 0, 3]
+    """
+    ok = np.isfinite(scores)
+    return [int(j) for j in np.argsort(-np.where(ok, scores, -np.inf), kind="stable") if ok[j]][:k]
+
+
+__all__ = ["best_finite", "check_recall_args", "query_vector"]
