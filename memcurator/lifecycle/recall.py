@@ -17,11 +17,12 @@ import numpy as np
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.query import best_finite, check_recall_args, query_vector
 from memcurator.lifecycle.resident import ResidentSet
-from memcurator.lifecycle.versions import prefer_newer
+from memcurator.lifecycle.versions import prefer_newer, superseders, supersedes
 from memcurator.policy.base import Policy, Ranking
 from memcurator.retrieve import dense_topk, row_dots, rrf_fuse
 from memcurator.retrieve.eligible import top_k_eligible
-from memcurator.retrieve.hybrid import blend_scores
+from memcurator.retrieve.hybrid import blend_scores, recall_text
+from memcurator.trust.provenance import CHANNEL_ORDER, entry_taint
 from memcurator.types import Entry, RecallResult
 
 
@@ -108,6 +109,17 @@ def recall(
         return empty
     kc = n if policy.recall_all else max(candidates, int(k))  # a pool < k could not return k
     pool, (b_ids, b_sc) = _pool(res, policy, query, e_q, kc, user, where, min_score)
+    marked = standing = None
+    if same_request is not None and not policy.recall_all:
+        cols = res.entries.columns
+        marked, standing = cols.column(("of", _supersedes)) > 0, cols.column(("of", _standing))
+        pool = superseders(
+            pool,
+            res.matrix,
+            marked,
+            standing,
+            _eligible(res, policy, e_q, user, where, min_score),
+        )
     cos = (res.matrix[pool] @ e_q).astype(np.float64)
     cands = [res.entries[i] for i in pool]
     if not cands:
@@ -123,6 +135,7 @@ def recall(
             res.matrix[pool],
             same_request,
             max(int(k), candidates),
+            None if marked is None or standing is None else (marked[pool], standing[pool]),
         )
     order = best_finite(scores, k)
     feats = None
@@ -135,6 +148,42 @@ def recall(
         feats,
         step,
     )
+
+
+def _supersedes(m: Entry) -> float:
+    """1.0 when ``m`` is a note (no ``Task:`` record) whose text says it replaces earlier
+    notes (:func:`.versions.supersedes`); a task record's versions are its ``Task:`` line's."""
+    return float(recall_text(m.text) == m.text and supersedes(m.text))
+
+
+def _standing(m: Entry) -> float:
+    """How little ``m`` is trusted: the index of its channel in ``CHANNEL_ORDER`` (0: own or
+    corroborated), the taint of its sources counted (:func:`~.provenance.entry_taint`)."""
+    return float(CHANNEL_ORDER.index(entry_taint(m.meta, m.origin)))
+
+
+def _eligible(
+    res: ResidentSet,
+    policy: Policy,
+    e_q: np.ndarray,
+    user: str | None,
+    where: Callable[[Entry], bool] | None,
+    min_score: float | None,
+) -> Callable[[int], bool]:
+    """Whether a row outside the pool may still be recalled (a superseding note joining it):
+    the same eligibility as the pool's rows."""
+    vis = visible_rows(res, user)
+    only = policy.recallable(res.entries)
+    test = _where_test(res, where)
+
+    def ok(i: int) -> bool:
+        if (vis is not None and not vis[i]) or (only is not None and not only[i]):
+            return False
+        if min_score is not None and float(res.matrix[i] @ e_q) < min_score:
+            return False
+        return test is None or bool(test(i))
+
+    return ok
 
 
 def _on_pool(pool: np.ndarray, ids: np.ndarray, sc: np.ndarray) -> np.ndarray:
