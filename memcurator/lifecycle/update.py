@@ -66,8 +66,8 @@ def update(
     Returns
     -------
     WriteResult
-        ``id`` is ``entry_id``; ``admitted`` is False when the gate refused the new text;
-        ``evicted`` may name it if Keep evicted it.
+        ``id`` is ``entry_id``; ``admitted`` is False when the gate refused the new text (the
+        old version stays) or when the Keep pass then evicted the entry (``evicted`` names it).
 
     Raises
     ------
@@ -127,7 +127,7 @@ def update(
             g = _replace(ctx, new, why)
     if oversized is not None:
         raise oversized
-    return WriteResult(entry_id, True, why, float("nan"), g.evicted, g.distilled)
+    return WriteResult.kept(entry_id, why, float("nan"), g.evicted, g.distilled)
 
 
 def _resident(ctx: Context, entry_id: str, key: str) -> Entry:

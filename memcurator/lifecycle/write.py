@@ -52,13 +52,23 @@ class WriteResult:
     id : str or None
         The entry id (None when rejected before an id was useful).
     admitted : bool
+        The entry is in memory now: it passed the gate (or reinforced an identical resident)
+        and the Keep pass it triggered did not evict it. An entry the gate admitted and that
+        pass then evicted is not admitted (``id`` in ``evicted``; the reason says so; the log
+        has both its ``admit`` and its ``evict`` row).
     reason : str
     score : float
         The policy's admission score (NaN where none applies).
     evicted : list of str
-        Ids evicted by the governance pass this write triggered (may include ``id`` itself).
+        Ids evicted by the governance pass this write triggered (``id`` only when not
+        ``admitted``).
     distilled : list of str
         Ids distilled in that pass.
+
+    Raises
+    ------
+    InvalidInput
+        ``admitted`` with ``id`` in ``evicted``: fields that contradict each other.
     """
 
     id: str | None
@@ -67,6 +77,23 @@ class WriteResult:
     score: float = float("nan")
     evicted: list[str] = field(default_factory=list)
     distilled: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.admitted and self.id is not None and self.id in self.evicted:
+            raise InvalidInput(
+                f"a WriteResult cannot be admitted with its own id {self.id!r} evicted"
+            )
+
+    @staticmethod
+    def kept(
+        eid: str, reason: str, score: float, evicted: list[str], distilled: list[str]
+    ) -> WriteResult:
+        """The result of an entry the gate admitted and its Keep pass ran on: not admitted when
+        that pass evicted it."""
+        if eid in evicted:
+            reason += "; then evicted by the Keep pass this write triggered (decision log: evict)"
+            return WriteResult(eid, False, reason, score, evicted, distilled)
+        return WriteResult(eid, True, reason, score, evicted, distilled)
 
 
 class WriteOptions(TypedDict, total=False):
@@ -218,7 +245,7 @@ def write(
             g = _store(ctx, st, cand, score, reason)
     if oversized is not None:
         raise oversized
-    return WriteResult(cand.id, True, reason, score, g.evicted, g.distilled)
+    return WriteResult.kept(cand.id, reason, score, g.evicted, g.distilled)
 
 
 def check_step(step: Any) -> None:
