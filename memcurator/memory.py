@@ -33,8 +33,8 @@ from memcurator.lifecycle.forget import ForgetResult
 from memcurator.lifecycle.keep import GovernResult
 from memcurator.lifecycle.recall import RecallOptions
 from memcurator.lifecycle.record import RecordOptions
+from memcurator.lifecycle.view import MemoryView
 from memcurator.lifecycle.write import WriteOptions, WriteResult
-from memcurator.memory_view import MemoryView
 from memcurator.policy.base import Policy
 from memcurator.store.base import Store
 from memcurator.store.sizing import default_sizeof
@@ -50,8 +50,10 @@ class Memory(MemoryView):
     ----------
     path : str, default ":memory:"
         SQLite file of the store (created if missing). Ignored when ``store`` is given.
-    namespace : str, default "default"
-        One namespace per user/agent; every read and write is scoped to it.
+    namespace : str, optional
+        One namespace per user/agent; every read and write is scoped to it. Omitted: ``"default"``,
+        shared by every caller that omits it: a handle that finds it in use (another open handle,
+        entries in it) warns (:class:`~memcurator.errors.SharedNamespaceWarning`).
     policy : str or Policy, default "curator"
         A preset name (``memcurator policies``) or an instance.
     max_bytes : int or None, optional
@@ -125,7 +127,7 @@ class Memory(MemoryView):
     def __init__(
         self,
         path: str = ":memory:",
-        namespace: str = "default",
+        namespace: str | None = None,
         policy: str | Policy = "curator",
         max_bytes: int | None = UNSET,
         *,
@@ -168,7 +170,7 @@ class Memory(MemoryView):
                 read_window=read_window,
             )
         )
-        self.store, self.namespace, self.policy = ctx.store, namespace, ctx.policy
+        self.store, self.namespace, self.policy = ctx.store, ctx.namespace, ctx.policy
         self.keyring = keyring
         if self.max_bytes is not None and self._ctx.res.used > self.max_bytes:
             self.govern()  # reopened with a smaller budget: restore it before anything else
@@ -284,9 +286,7 @@ class Memory(MemoryView):
 
     def close(self) -> None:
         """Persist the policy state and step (recall updates the sketch without a write), close."""
-        with self.store.transaction(namespace=self.namespace):
-            self._ctx.save_state()
-        self.store.close()
+        self._ctx.close()
 
     def __enter__(self) -> Memory:
         return self

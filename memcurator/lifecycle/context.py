@@ -18,6 +18,8 @@ from __future__ import annotations
 import inspect
 import math
 import random
+import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,8 +29,9 @@ import numpy as np
 
 from memcurator.curate.distill import ExtractiveDistiller
 from memcurator.embed import Embedder, HashingEmbedder
-from memcurator.errors import DimensionMismatch, InvalidInput
+from memcurator.errors import DimensionMismatch, InvalidInput, SharedNamespaceWarning
 from memcurator.lifecycle.checks import dedup_key, embed_checked
+from memcurator.lifecycle.query import RECALL_FIELD, embedder_identity
 from memcurator.lifecycle.resident import ResidentSet
 from memcurator.policy.base import Policy
 from memcurator.store.base import KEEP, REEMBED_PENDING, Store
@@ -40,20 +43,11 @@ from memcurator.trust.fingerprint import ReadWindow
 #: ``max_bytes`` not given: keep the namespace's stored budget (unbounded for a new one).
 UNSET: Any = KEEP
 
-#: What of an entry is embedded and indexed for recall (its ``Task:`` line: ``recall_text``).
-#: Part of the namespace's embedder identity, so a store embedded otherwise is detected.
-RECALL_FIELD = "task-line"
+#: The namespace of a :class:`~memcurator.Memory` opened without ``namespace=``.
+DEFAULT_NAMESPACE = "default"
 
-
-def embedder_identity(embedder: Embedder) -> str:
-    """The embedder identity a namespace stores: the embedder's name and what it embeds.
-
-    Examples
-    --------
-    >>> embedder_identity(HashingEmbedder())
-    'hashing-512-3-5-1+task-line'
-    """
-    return f"{embedder.name}+{RECALL_FIELD}"
+#: Handles open on an implicit default namespace in this process (for :func:`warn_if_shared`).
+_IMPLICIT: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 class DecisionLog:
@@ -348,6 +342,14 @@ class Context(Scope):
     def save_state(self) -> None:
         self.store.save_state(self.namespace, self.policy.name, self.step, self.policy.state())
 
+    def close(self) -> None:
+        """Persist the policy state and step (recall updates the sketch without a write), close
+        the store; a closed handle no longer counts as sharing its namespace."""
+        with self.store.transaction(namespace=self.namespace):
+            self.save_state()
+        self.store.close()
+        _IMPLICIT.discard(self)
+
     def new_id(self, text: str) -> str:
         return f"{dedup_key(text)[:10]}{self.rng.getrandbits(32):08x}"
 
@@ -363,7 +365,7 @@ class Options:
     :func:`open_context`."""
 
     path: str = ":memory:"
-    namespace: str = "default"
+    namespace: str | None = None  # None: DEFAULT_NAMESPACE, implicitly (warn_if_shared)
     policy: Any = "curator"
     max_bytes: Any = UNSET
     store: Store | None = None
@@ -435,6 +437,35 @@ def _check_tuning(
         raise InvalidInput(f"log_max_age_s must be positive or None, got {log_max_age_s!r}")
 
 
+def warn_if_shared(ctx: Context) -> None:
+    """Warn (:class:`~memcurator.errors.SharedNamespaceWarning`) when ``ctx``, opened without
+    a namespace, shares the implicit default namespace: another live handle of this process
+    opened it implicitly on the same store (the same file or URL, or the same store object), or
+    it already holds entries (another process, or an earlier run, wrote them). A private
+    in-memory store is never shared."""
+    store = ctx.store
+    path = str(getattr(store, "path", ""))
+    private = path in ("", ":memory:")
+    others = [
+        h
+        for h in list(_IMPLICIT)
+        if h.store is store or (not private and str(getattr(h.store, "path", "")) == path)
+    ]
+    _IMPLICIT.add(ctx)
+    held = len(ctx.res.entries)
+    if not others and (private or held == 0):
+        return
+    who = f"{len(others)} other open handle(s)" if others else f"{held} entries already in it"
+    warnings.warn(
+        f"namespace not given: this Memory uses the implicit {DEFAULT_NAMESPACE!r} namespace "
+        f"of {path or 'its store'}, shared with every caller that leaves namespace out "
+        f"({who}); pass namespace='...' to keep this memory apart, or "
+        f"namespace={DEFAULT_NAMESPACE!r} to share it knowingly",
+        SharedNamespaceWarning,
+        stacklevel=4,  # the caller of Memory(...)
+    )
+
+
 def open_context(opts: Options) -> Context:
     """Validate the options, open (or create) the namespace and build its context.
 
@@ -444,6 +475,7 @@ def open_context(opts: Options) -> Context:
         See :class:`~memcurator.Memory`.
     """
     opts.check()
+    namespace = DEFAULT_NAMESPACE if opts.namespace is None else opts.namespace
     store = opts.store
     if store is None:
         from memcurator.store import open_store  # a SQLite file, or a postgresql:// URL
@@ -458,7 +490,7 @@ def open_context(opts: Options) -> Context:
     policy.attach(emb.dim)
     max_bytes = opts.max_bytes
     store.create_namespace(
-        opts.namespace,
+        namespace,
         embedder=embedder_identity(emb),
         dim=emb.dim,
         max_bytes=max_bytes if max_bytes is None or max_bytes is UNSET else int(max_bytes),
@@ -466,12 +498,12 @@ def open_context(opts: Options) -> Context:
     )
     ctx = Context(
         store,
-        opts.namespace,
+        namespace,
         policy,
         emb,
         Sizing(opts.sizeof),
         DecisionLog(
-            store, opts.namespace, policy.name, keep=opts.log_keep, max_age_s=opts.log_max_age_s
+            store, namespace, policy.name, keep=opts.log_keep, max_age_s=opts.log_max_age_s
         ),
         distiller=opts.distiller if opts.distiller is not None else ExtractiveDistiller(),
         keyring=opts.keyring,
@@ -485,6 +517,8 @@ def open_context(opts: Options) -> Context:
         ctx.reads = opts.read_window
     if opts.recall_in_store:
         _recall_in_store(ctx)
+    if opts.namespace is None:
+        warn_if_shared(ctx)
     return ctx
 
 
@@ -507,6 +541,7 @@ def _recall_in_store(ctx: Context) -> None:
 
 
 __all__ = [
+    "DEFAULT_NAMESPACE",
     "RECALL_FIELD",
     "UNSET",
     "Context",
@@ -518,4 +553,5 @@ __all__ = [
     "check_budget",
     "embedder_identity",
     "open_context",
+    "warn_if_shared",
 ]

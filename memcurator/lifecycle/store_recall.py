@@ -30,7 +30,12 @@ import numpy as np
 
 from memcurator.embed import Embedder
 from memcurator.errors import DimensionMismatch, InvalidInput
-from memcurator.lifecycle.query import best_finite, check_recall_args, query_vector
+from memcurator.lifecycle.query import (
+    best_finite,
+    check_recall_args,
+    embedder_identity,
+    query_vector,
+)
 from memcurator.lifecycle.versions import prefer_newer
 from memcurator.policy.base import Policy
 from memcurator.retrieve import rrf_fuse
@@ -233,7 +238,6 @@ class StoreRecall:
         ef_search: int | None = None,
     ):
         from memcurator.embed import HashingEmbedder
-        from memcurator.lifecycle.context import embedder_identity
 
         if not isinstance(store, SearchableStore):
             raise InvalidInput(
