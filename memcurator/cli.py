@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-from memcurator.cli_common import App, console, fail
+from memcurator.cli_common import App, TableConsole, console, fail
 from memcurator.cli_results import interrupted_message, lock_results, sigint_deferred
 from memcurator.cli_serve import register as register_serve_commands
 from memcurator.cli_store import register as register_store_commands
@@ -364,13 +364,13 @@ def _bench_single(
         raise typer.Exit(code=130) from None
     finally:
         lock.release()
-    print_summary(summarize(runs), Console())
+    print_summary(summarize(runs), TableConsole())
     if pair_with and len(cfg.policies) > 1:
         from memcurator.bench.compare import rich_table
         from memcurator.bench.results import compare_folders
 
         rows = compare_folders([out_dir], pair_with)
-        Console().print(rich_table(rows, pair_with, outcome="local_ok", subset=None))
+        TableConsole().print(rich_table(rows, pair_with, outcome="local_ok", subset=None))
     hits = getattr(ex, "hits", None)
     if hits is not None and opts.ray is None:  # under --ray the workers' executors served calls
         console.print(
@@ -589,13 +589,13 @@ def _print_merged(merged: Any, config: dict[str, Any], fmt: str | None) -> None:
     elif fmt == "json":
         print(to_json(summary, config))
     else:
-        print_summary(summary, Console())
+        print_summary(summary, TableConsole())
     if merged.partial:
         console.print(
             "[yellow]partial folders (interrupted runs):[/yellow] " + "; ".join(merged.partial)
         )
     if is_front(merged.runs) and fmt is None:
-        print_front(front_rows(merged.runs, merged.records), Console())
+        print_front(front_rows(merged.runs, merged.records), TableConsole())
 
 
 def _write_html(html: Path, merged: Any, config: dict[str, Any], folders: list[Path]) -> None:
@@ -636,7 +636,7 @@ def compare(
     from memcurator.bench.results import compare_folders
 
     rows = compare_folders(folders, baseline, outcome=outcome, subset=subset, n_boot=n_boot)
-    Console(width=max(120, Console().width)).print(
+    TableConsole(width=max(120, Console().width)).print(
         rich_table(rows, baseline, outcome=outcome, subset=subset)
     )
 
@@ -669,7 +669,7 @@ def policies(
         unbounded = "" if spec.get("bounded", True) else " [unbounded in bench]"
         desc = f"{spec.get('description', '')}{unbounded}"
         t.add_row(Text(name), Text(desc), Text(" ".join(_components(spec))))
-    Console().print(t)
+    TableConsole().print(t)
 
 
 def _components(spec: dict[str, Any]) -> list[str]:

@@ -13,12 +13,47 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.measure import Measurement
 from rich.text import Text
 
 from memcurator.errors import MemcuratorError
 
 #: error and progress lines go to standard error; tables and documents to standard output
 console = Console(stderr=True)
+
+
+class TableConsole(Console):
+    """The console every table of the CLI is printed on: writing to a pipe or a file (no
+    terminal to wrap to), it widens itself so that no cell of a table (a number, an interval,
+    an entry id, a header) is ever cut to ``…``: every column gets its natural width, except
+    the columns that fold (long texts), which may fold down to :data:`FOLD_WIDTH` characters.
+
+    On a terminal it is a plain :class:`rich.console.Console` (its width is the window's).
+    """
+
+    def print(self, *objects: Any, **kw: Any) -> None:  # type: ignore[override]
+        if not self.is_terminal:
+            need = [uncut_width(self, o) for o in objects if hasattr(o, "__rich_measure__")]
+            if need and max(need) > self.width:
+                self.width = max(need)
+        super().print(*objects, **kw)
+
+
+#: Narrowest a folding table column (a long text) is counted at, characters with padding.
+FOLD_WIDTH = 8
+
+
+def uncut_width(con: Console, renderable: Any) -> int:
+    """Characters ``renderable`` needs so that nothing in it is cut: its natural width, less
+    what its folding table columns may give up (they fold down to :data:`FOLD_WIDTH`)."""
+    wide = con.options.update_width(1 << 16)
+    need = Measurement.get(con, wide, renderable).maximum
+    for col in getattr(renderable, "columns", []):
+        if col.overflow == "fold":
+            m = renderable._measure_column(con, wide, col)  # rich.table.Table's own measure
+            need -= m.maximum - min(m.maximum, FOLD_WIDTH)
+    return int(need)
+
 
 #: exit code of a refused command (bad settings, a library error, a damaged store)
 EXIT_ERROR = 2

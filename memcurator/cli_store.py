@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
-from memcurator.cli_common import console, fail
+from memcurator.cli_common import TableConsole, console, fail
 from memcurator.errors import InvalidInput, MemcuratorError, NamespaceNotFound
 from memcurator.files import dumps_strict
 
@@ -130,7 +129,7 @@ def entries(
             d.pop("embedding")
             print(dumps_strict(d, ensure_ascii=False))
         return
-    out = Console()
+    out = TableConsole()
     t = Table(
         title=f"{len(ents)} entries of {namespace!r}",
         title_justify="left",
@@ -186,7 +185,7 @@ def decisions(
     for d in rows:
         score = "—" if d.score != d.score else f"{d.score:.3g}"  # NaN: no score applies
         t.add_row(str(d.seq), str(d.step), d.action, d.entry_id, score, str(d.bytes), d.reason)
-    Console().print(t)
+    TableConsole().print(t)
 
 
 def namespaces(
@@ -224,7 +223,7 @@ def namespaces(
             str(r.decisions),
         ]
         t.add_row(*cells)
-    Console().print(t)
+    TableConsole().print(t)
 
 
 def delete_namespace(
@@ -441,7 +440,7 @@ def explain(
     """Say what a term of the tables and options means (victim accuracy, ρ, θ, B, ...)."""
     from memcurator.glossary import GLOSSARY, lookup
 
-    out = Console()
+    out = TableConsole()
     if term is None:
         for t in GLOSSARY:
             out.print(f"[bold]{t.name}[/bold]: {t.text}\n")

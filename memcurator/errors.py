@@ -93,3 +93,10 @@ class MissingExtra(MemcuratorError, ImportError):
 class RunsFailed(MemcuratorError, RuntimeError):
     """Some runs of a distributed benchmark (``bench --ray``) failed after their retries; the
     others finished and were saved, and ``--resume`` runs the missing ones."""
+
+
+class SharedNamespaceWarning(UserWarning):
+    """A :class:`~memcurator.Memory` opened without ``namespace=`` on a store whose implicit
+    ``"default"`` namespace another handle is using or already holds entries: every caller
+    that leaves ``namespace`` out reads and writes the same memory. Pass ``namespace=`` (or
+    ``namespace="default"`` to share it knowingly)."""

@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable, Iterable
 from typing import Any, Unpack
 
 import numpy as np
 
 from memcurator.embed import Embedder
-from memcurator.errors import EntryNotFound, InvalidInput
 from memcurator.lifecycle import (
     exchange,
     feedback,
@@ -23,31 +21,39 @@ from memcurator.lifecycle import (
     update,
     write,
 )
-from memcurator.lifecycle.context import RECALL_FIELD, UNSET, embedder_identity, open_context
+from memcurator.lifecycle.context import (
+    RECALL_FIELD,
+    UNSET,
+    Options,
+    embedder_identity,
+    open_context,
+)
 from memcurator.lifecycle.exchange import ShareOptions
 from memcurator.lifecycle.forget import ForgetResult
 from memcurator.lifecycle.keep import GovernResult
 from memcurator.lifecycle.recall import RecallOptions
 from memcurator.lifecycle.record import RecordOptions
-from memcurator.lifecycle.resident import ResidentSet
+from memcurator.lifecycle.view import MemoryView
 from memcurator.lifecycle.write import WriteOptions, WriteResult
 from memcurator.policy.base import Policy
 from memcurator.store.base import Store
 from memcurator.store.sizing import default_sizeof
 from memcurator.trust.auth import KeyRing, Signature
 from memcurator.trust.fingerprint import ReadWindow
-from memcurator.types import Entry, RecallResult, Task, Trajectory
+from memcurator.types import RecallResult, Task, Trajectory
 
 
-class Memory:
+class Memory(MemoryView):
     """An agent's experience memory under a policy and a byte budget.
 
     Parameters
     ----------
     path : str, default ":memory:"
         SQLite file of the store (created if missing). Ignored when ``store`` is given.
-    namespace : str, default "default"
-        One namespace per user/agent; every read and write is scoped to it.
+    namespace : str, optional
+        One namespace per user/agent; every read and write is scoped to it. Omitted: ``"default"``,
+        shared by every caller that omits it: a handle that finds it in use (another open handle,
+        entries in it) warns (:class:`~memcurator.errors.SharedNamespaceWarning`).
     policy : str or Policy, default "curator"
         A preset name (``memcurator policies``) or an instance.
     max_bytes : int or None, optional
@@ -123,7 +129,7 @@ class Memory:
     def __init__(
         self,
         path: str = ":memory:",
-        namespace: str = "default",
+        namespace: str | None = None,
         policy: str | Policy = "curator",
         max_bytes: int | None = UNSET,
         *,
@@ -144,164 +150,32 @@ class Memory:
         read_window: ReadWindow | None = None,
     ):
         self._ctx = ctx = open_context(
-            path,
-            namespace,
-            policy,
-            max_bytes,
-            store=store,
-            embedder=embedder,
-            sizeof=sizeof,
-            distiller=distiller,
-            max_text_bytes=max_text_bytes,
-            seed=seed,
-            candidates=candidates,
-            keyring=keyring,
-            lexical_weight=lexical_weight,
-            same_request=same_request,
-            log_keep=log_keep,
-            log_max_age_s=log_max_age_s,
-            vector_dtype=vector_dtype,
+            Options(
+                path,
+                namespace,
+                policy,
+                max_bytes,
+                store=store,
+                embedder=embedder,
+                sizeof=sizeof,
+                distiller=distiller,
+                max_text_bytes=max_text_bytes,
+                seed=seed,
+                candidates=candidates,
+                keyring=keyring,
+                lexical_weight=lexical_weight,
+                same_request=same_request,
+                log_keep=log_keep,
+                log_max_age_s=log_max_age_s,
+                vector_dtype=vector_dtype,
+                recall_in_store=recall_in_store,
+                read_window=read_window,
+            )
         )
-        self.store, self.namespace, self.policy = ctx.store, namespace, ctx.policy
+        self.store, self.namespace, self.policy = ctx.store, ctx.namespace, ctx.policy
         self.keyring = keyring
-        if read_window is not None:
-            if not isinstance(read_window, ReadWindow):
-                raise InvalidInput(f"read_window must be a ReadWindow, got {read_window!r}")
-            ctx.reads = read_window
-        if recall_in_store:
-            from memcurator.lifecycle.store_recall import rank_in_store
-            from memcurator.store.base import SearchableStore
-
-            why = rank_in_store(ctx.policy)
-            if ctx.max_bytes is not None:
-                why = (
-                    f"namespace {namespace!r} has a byte budget ({ctx.max_bytes} bytes): its Keep "
-                    "pass reads every resident entry, so its recall stays in memory"
-                )
-            if not isinstance(ctx.store, SearchableStore):
-                why = f"store {ctx.store.path} cannot search in the database (a SQLite store)"
-            if why is not None:
-                raise InvalidInput(f"recall_in_store: {why}")
-            ctx.recall_in_store = True
         if self.max_bytes is not None and self._ctx.res.used > self.max_bytes:
             self.govern()  # reopened with a smaller budget: restore it before anything else
-
-    @property
-    def step(self) -> int:
-        """The namespace's logical clock (shared by every handle on it)."""
-        if self._ctx.depth == 0:
-            self._ctx.sync()
-        return self._ctx.step
-
-    @step.setter
-    def step(self, value: int) -> None:
-        self._ctx.step = int(value)
-
-    @property
-    def max_bytes(self) -> int | None:
-        """The namespace's byte budget B (None: unbounded)."""
-        return self._ctx.max_bytes
-
-    @max_bytes.setter
-    def max_bytes(self, value: int | None) -> None:
-        self._ctx.max_bytes = value
-
-    @property
-    def energy_bytes(self) -> float:
-        """Energy proxy so far: bytes embedded plus resident bytes scanned (CURATOR Eq. 6)."""
-        return self._ctx.energy.total
-
-    @energy_bytes.setter
-    def energy_bytes(self, value: float) -> None:
-        self._ctx.energy.total = value
-
-    @property
-    def embedder(self) -> Embedder:
-        """The embedder of recall queries and new entries (stored vectors stay as they are)."""
-        return self._ctx.embedder
-
-    @embedder.setter
-    def embedder(self, value: Embedder) -> None:
-        self._ctx.embedder = value
-
-    @property
-    def vector_dtype(self) -> str:
-        """Precision the namespace stores its vectors in."""
-        return self._ctx.sizing.vector_dtype
-
-    def entry_bytes(self, text: str, meta: dict[str, Any], embedding: np.ndarray) -> int:
-        """``sizeof`` of an entry in this namespace's precision, bytes (:class:`.Sizing`)."""
-        return self._ctx.sizing.entry_bytes(text, meta, embedding)
-
-    @property
-    def matrix(self) -> np.ndarray:
-        """Embeddings of the resident entries, shape (n, d), float32, in ``entries()`` order."""
-        self._ctx.sync()
-        return self._ctx.res.matrix.copy()
-
-    @property
-    def used_bytes(self) -> int:
-        """Resident bytes ``sum(b(m))``."""
-        self._ctx.sync()
-        return self._ctx.res.used
-
-    def __len__(self) -> int:
-        self._ctx.sync()
-        return len(self._ctx.res.entries)
-
-    def entries(self) -> list[Entry]:
-        """Copies of the resident entries (editing them changes nothing stored)."""
-        self._ctx.sync()
-        return [ResidentSet.copy_of(m) for m in self._ctx.res.entries]
-
-    def visible(self, *, user: str | None = None) -> list[Entry]:
-        """Copies of the resident entries a recall by ``user`` may return: the candidate pool
-        of a read-time curator that scans the bank instead of recalling.
-
-        The same eligibility as recall (:func:`memcurator.lifecycle.recall.visible_rows`):
-        entries on trust probation (never injected until corroborated), content-free entries
-        and entries scoped to another user are left out. :meth:`entries` is the whole resident
-        set (administration: listing, export).
-
-        Examples
-        --------
-        >>> from memcurator import Memory
-        >>> mem = Memory(policy="curator", max_bytes=None)
-        >>> own = mem.write("Task: list pets\\nAction: SELECT * FROM pets;")
-        >>> ext = mem.write("Task: list cars\\nAction: SELECT * FROM cars;", origin="external")
-        >>> [m.id for m in mem.visible()] == [own.id], len(mem.entries())
-        (True, 2)
-        """
-        from memcurator.lifecycle.recall import visible_rows
-
-        self._ctx.sync()
-        res = self._ctx.res
-        rows = visible_rows(res, user)
-        return [
-            ResidentSet.copy_of(m)
-            for i, m in enumerate(res.entries)
-            if rows is None or bool(rows[i])
-        ]
-
-    def get(self, entry_id: str) -> Entry:
-        """A copy of one resident entry; :class:`EntryNotFound` for an id that is not resident."""
-        self._ctx.sync()
-        m = self._ctx.res.get(entry_id)
-        if m is None:
-            raise EntryNotFound(f"no entry {entry_id!r} in namespace {self.namespace!r}")
-        return ResidentSet.copy_of(m)
-
-    def decisions(self, *, since: int = 0, action: str | None = None) -> list[Any]:
-        """The decision log of this namespace, oldest first: the rows after sequence number
-        ``since`` (an integer >= 0; :class:`InvalidInput` otherwise)."""
-        if isinstance(since, bool) or not isinstance(since, numbers.Integral) or since < 0:
-            raise InvalidInput(f"since must be a sequence number, an integer >= 0, got {since!r}")
-        return self.store.decisions(self.namespace, since=int(since), action=action)
-
-    @property
-    def sketch(self) -> np.ndarray:
-        """The query sketch q̄ this memory advertises to peers (CURATOR Eq. 8), shape (d,)."""
-        return self.policy.sketch
 
     def observe(self, query: str) -> None:
         """Fold a query into the policy without recalling: :func:`.recall.observe`."""
@@ -414,21 +288,13 @@ class Memory:
 
     def close(self) -> None:
         """Persist the policy state and step (recall updates the sketch without a write), close."""
-        with self.store.transaction(namespace=self.namespace):
-            self._ctx.save_state()
-        self.store.close()
+        self._ctx.close()
 
     def __enter__(self) -> Memory:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def __repr__(self) -> str:
-        return (
-            f"Memory(namespace={self.namespace!r}, policy={self.policy!r}, "
-            f"max_bytes={self.max_bytes}, entries={len(self._ctx.res.entries)})"
-        )
 
 
 __all__ = ["RECALL_FIELD", "UNSET", "GovernResult", "Memory", "WriteResult", "embedder_identity"]

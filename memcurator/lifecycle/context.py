@@ -18,6 +18,8 @@ from __future__ import annotations
 import inspect
 import math
 import random
+import warnings
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,12 +30,14 @@ import numpy as np
 from memcurator import limits
 from memcurator.distill import ExtractiveDistiller
 from memcurator.embed import Embedder, HashingEmbedder
-from memcurator.errors import DimensionMismatch, InvalidInput
+from memcurator.errors import DimensionMismatch, InvalidInput, SharedNamespaceWarning
 from memcurator.lifecycle.checks import dedup_key, embed_checked
 from memcurator.lifecycle.derive import VectorDeriver, check_derivable
+from memcurator.lifecycle.query import RECALL_FIELD, embedder_identity
 from memcurator.lifecycle.resident import ResidentSet
 from memcurator.policy.base import Policy
 from memcurator.store.base import KEEP, REEMBED_PENDING, Store
+from memcurator.store.sizing import default_sizeof
 from memcurator.store.vectors import check_dtype, stored_vector
 from memcurator.trust.auth import OWNER, KeyRing
 from memcurator.trust.fingerprint import ReadWindow
@@ -41,20 +45,11 @@ from memcurator.trust.fingerprint import ReadWindow
 #: ``max_bytes`` not given: keep the namespace's stored budget (unbounded for a new one).
 UNSET: Any = KEEP
 
-#: What of an entry is embedded and indexed for recall (its ``Task:`` line: ``recall_text``).
-#: Part of the namespace's embedder identity, so a store embedded otherwise is detected.
-RECALL_FIELD = "task-line"
+#: The namespace of a :class:`~memcurator.Memory` opened without ``namespace=``.
+DEFAULT_NAMESPACE = "default"
 
-
-def embedder_identity(embedder: Embedder) -> str:
-    """The embedder identity a namespace stores: the embedder's name and what it embeds.
-
-    Examples
-    --------
-    >>> embedder_identity(HashingEmbedder())
-    'hashing-512-3-5-1+task-line'
-    """
-    return f"{embedder.name}+{RECALL_FIELD}"
+#: Handles open on an implicit default namespace in this process (for :func:`warn_if_shared`).
+_IMPLICIT: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 class DecisionLog:
@@ -350,6 +345,14 @@ class Context(Scope):
     def save_state(self) -> None:
         self.store.save_state(self.namespace, self.policy.name, self.step, self.policy.state())
 
+    def close(self) -> None:
+        """Persist the policy state and step (recall updates the sketch without a write), close
+        the store; a closed handle no longer counts as sharing its namespace."""
+        with self.store.transaction(namespace=self.namespace):
+            self.save_state()
+        self.store.close()
+        _IMPLICIT.discard(self)
+
     def new_id(self, text: str) -> str:
         return f"{dedup_key(text)[:10]}{self.rng.getrandbits(32):08x}"
 
@@ -358,48 +361,76 @@ class Context(Scope):
         return self.sizing.stored(embed_checked(self.embedder.embed, text))
 
 
-def check_options(
-    *,
-    max_bytes: Any,
-    vector_dtype: str | None,
-    keyring: KeyRing | None,
-    lexical_weight: Any,
-    same_request: Any,
-    log_keep: Any,
-    log_max_age_s: Any,
-    policy: Any,
-) -> None:
-    """Validate :class:`~memcurator.Memory`'s options before anything is opened.
+@dataclass(frozen=True)
+class Options:
+    """The options of one :class:`~memcurator.Memory` handle, named and defaulted as its
+    parameters (their meaning is documented there); built once by ``Memory`` and read by
+    :func:`open_context`."""
 
-    Raises
-    ------
-    InvalidInput
-        See :class:`~memcurator.Memory`.
-    """
-    if policy is None:
-        raise InvalidInput(
-            "policy is None; pass a preset name (see `memcurator policies`, e.g. 'curator') "
-            "or a Policy instance"
-        )
+    path: str = ":memory:"
+    namespace: str | None = None  # None: DEFAULT_NAMESPACE, implicitly (warn_if_shared)
+    policy: Any = "curator"
+    max_bytes: Any = UNSET
+    store: Store | None = None
+    embedder: Embedder | None = None
+    sizeof: Callable[..., int] = default_sizeof
+    distiller: Any = None
+    max_text_bytes: int = 65536
+    seed: int = 0
+    candidates: int = 12
+    keyring: KeyRing | None = None
+    lexical_weight: float = 0.5
+    same_request: float | None = 0.99
+    log_keep: int | None = 100_000
+    log_max_age_s: float | None = None
+    vector_dtype: str | None = None
+    recall_in_store: bool = False
+    read_window: ReadWindow | None = None
+
+    def check(self) -> None:
+        """Validate the options before anything is opened.
+
+        Raises
+        ------
+        InvalidInput
+            See :class:`~memcurator.Memory`.
+        """
+        if self.policy is None:
+            raise InvalidInput(
+                "policy is None; pass a preset name (see `memcurator policies`, e.g. 'curator') "
+                "or a Policy instance"
+            )
+        check_budget(self.max_bytes)
+        if self.vector_dtype is not None:
+            check_dtype(self.vector_dtype)
+        if self.keyring is not None and OWNER not in self.keyring.principals():
+            raise InvalidInput("keyring holds no owner key; add one with keyring.add(OWNER)")
+        if self.read_window is not None and not isinstance(self.read_window, ReadWindow):
+            raise InvalidInput(f"read_window must be a ReadWindow, got {self.read_window!r}")
+        _check_tuning(self.lexical_weight, self.same_request, self.log_keep, self.log_max_age_s)
+
+
+def check_budget(max_bytes: Any) -> None:
+    """Refuse a ``max_bytes`` that is not :data:`UNSET`, None or a positive integer
+    (:class:`InvalidInput`)."""
+    if max_bytes is UNSET or max_bytes is None:
+        return
     if (
-        max_bytes is not UNSET
-        and max_bytes is not None
-        and (
-            isinstance(max_bytes, bool)
-            or not isinstance(max_bytes, int | float)
-            or not math.isfinite(max_bytes)
-            or int(max_bytes) != max_bytes
-            or not 0 < max_bytes <= limits.MAX_INT
-        )
+        isinstance(max_bytes, bool)
+        or not isinstance(max_bytes, int | float)
+        or not math.isfinite(max_bytes)
+        or int(max_bytes) != max_bytes
+        or not 0 < max_bytes <= limits.MAX_INT
     ):
         raise InvalidInput(
             f"max_bytes must be a positive integer of at most {limits.MAX_INT} (MAX_INT) or "
             f"None, got {max_bytes!r}"
         )
-    if vector_dtype is not None:
-        check_dtype(vector_dtype)
-    if keyring is not None and OWNER not in keyring.principals():
-        raise InvalidInput("keyring holds no owner key; add one with keyring.add(OWNER)")
+
+
+def _check_tuning(
+    lexical_weight: Any, same_request: Any, log_keep: Any, log_max_age_s: Any
+) -> None:
     if not (isinstance(lexical_weight, int | float) and lexical_weight >= 0):
         raise InvalidInput(f"lexical_weight must be a number >= 0, got {lexical_weight!r}")
     if same_request is not None and not -1.0 <= float(same_request) <= 1.0:
@@ -412,81 +443,113 @@ def check_options(
         raise InvalidInput(f"log_max_age_s must be positive or None, got {log_max_age_s!r}")
 
 
-def open_context(
-    path: str,
-    namespace: str,
-    policy: str | Policy,
-    max_bytes: Any,
-    *,
-    store: Store | None,
-    embedder: Embedder | None,
-    sizeof: Callable[..., int],
-    distiller: Any,
-    max_text_bytes: int,
-    seed: int,
-    candidates: int,
-    keyring: KeyRing | None,
-    lexical_weight: float,
-    same_request: float | None,
-    log_keep: int | None,
-    log_max_age_s: float | None,
-    vector_dtype: str | None,
-) -> Context:
-    """Validate the options, open (or create) the namespace and build its context; the
-    parameters are :class:`~memcurator.Memory`'s.
+def warn_if_shared(ctx: Context) -> None:
+    """Warn (:class:`~memcurator.errors.SharedNamespaceWarning`) when ``ctx``, opened without
+    a namespace, shares the implicit default namespace: another live handle of this process
+    opened it implicitly on the same store (the same file or URL, or the same store object), or
+    it already holds entries (another process, or an earlier run, wrote them). A private
+    in-memory store is never shared."""
+    store = ctx.store
+    path = str(getattr(store, "path", ""))
+    private = path in ("", ":memory:")
+    others = [
+        h
+        for h in list(_IMPLICIT)
+        if h.store is store or (not private and str(getattr(h.store, "path", "")) == path)
+    ]
+    _IMPLICIT.add(ctx)
+    held = len(ctx.res.entries)
+    if not others and (private or held == 0):
+        return
+    who = f"{len(others)} other open handle(s)" if others else f"{held} entries already in it"
+    warnings.warn(
+        f"namespace not given: this Memory uses the implicit {DEFAULT_NAMESPACE!r} namespace "
+        f"of {path or 'its store'}, shared with every caller that leaves namespace out "
+        f"({who}); pass namespace='...' to keep this memory apart, or "
+        f"namespace={DEFAULT_NAMESPACE!r} to share it knowingly",
+        SharedNamespaceWarning,
+        stacklevel=4,  # the caller of Memory(...)
+    )
+
+
+def open_context(opts: Options) -> Context:
+    """Validate the options, open (or create) the namespace and build its context.
 
     Raises
     ------
     InvalidInput, DimensionMismatch, UnknownName
         See :class:`~memcurator.Memory`.
     """
-    check_options(
-        max_bytes=max_bytes,
-        vector_dtype=vector_dtype,
-        keyring=keyring,
-        lexical_weight=lexical_weight,
-        same_request=same_request,
-        log_keep=log_keep,
-        log_max_age_s=log_max_age_s,
-        policy=policy,
-    )
+    opts.check()
+    namespace = DEFAULT_NAMESPACE if opts.namespace is None else opts.namespace
+    store = opts.store
     if store is None:
         from memcurator.store import open_store  # a SQLite file, or a postgresql:// URL
 
-        store = open_store(path)
-    emb = embedder if embedder is not None else HashingEmbedder()
-    if vector_dtype is not None:
-        check_derivable(emb, vector_dtype)  # before the namespace is created
+        store = open_store(opts.path)
+    emb = opts.embedder if opts.embedder is not None else HashingEmbedder()
+    if opts.vector_dtype is not None:
+        check_derivable(emb, opts.vector_dtype)  # before the namespace is created
+    policy = opts.policy
     if isinstance(policy, str):
         from memcurator.policy import create_policy
 
         policy = create_policy(policy)
     policy.attach(emb.dim)
+    max_bytes = opts.max_bytes
     store.create_namespace(
         namespace,
         embedder=embedder_identity(emb),
         dim=emb.dim,
         max_bytes=max_bytes if max_bytes is None or max_bytes is UNSET else int(max_bytes),
-        vector_dtype=KEEP if vector_dtype is None else vector_dtype,
+        vector_dtype=KEEP if opts.vector_dtype is None else opts.vector_dtype,
     )
-    return Context(
+    ctx = Context(
         store,
         namespace,
         policy,
         emb,
-        Sizing(sizeof),
-        DecisionLog(store, namespace, policy.name, keep=log_keep, max_age_s=log_max_age_s),
-        distiller=distiller if distiller is not None else ExtractiveDistiller(),
-        keyring=keyring,
-        max_text_bytes=max_text_bytes,
-        candidates=candidates,
-        lexical_weight=float(lexical_weight),
-        same_request=same_request,
-        seed=seed,
+        Sizing(opts.sizeof),
+        DecisionLog(
+            store, namespace, policy.name, keep=opts.log_keep, max_age_s=opts.log_max_age_s
+        ),
+        distiller=opts.distiller if opts.distiller is not None else ExtractiveDistiller(),
+        keyring=opts.keyring,
+        max_text_bytes=opts.max_text_bytes,
+        candidates=opts.candidates,
+        lexical_weight=float(opts.lexical_weight),
+        same_request=opts.same_request,
+        seed=opts.seed,
     )
+    if opts.read_window is not None:
+        ctx.reads = opts.read_window
+    if opts.recall_in_store:
+        _recall_in_store(ctx)
+    if opts.namespace is None:
+        warn_if_shared(ctx)
+    return ctx
+
+
+def _recall_in_store(ctx: Context) -> None:
+    """Switch ``ctx``'s recall to the store's search, or say why it cannot (InvalidInput)."""
+    from memcurator.lifecycle.store_recall import rank_in_store
+    from memcurator.store.base import SearchableStore
+
+    why = rank_in_store(ctx.policy)
+    if ctx.max_bytes is not None:
+        why = (
+            f"namespace {ctx.namespace!r} has a byte budget ({ctx.max_bytes} bytes): its Keep "
+            "pass reads every resident entry, so its recall stays in memory"
+        )
+    if not isinstance(ctx.store, SearchableStore):
+        why = f"store {ctx.store.path} cannot search in the database (a SQLite store)"
+    if why is not None:
+        raise InvalidInput(f"recall_in_store: {why}")
+    ctx.recall_in_store = True
 
 
 __all__ = [
+    "DEFAULT_NAMESPACE",
     "RECALL_FIELD",
     "UNSET",
     "Context",
@@ -494,7 +557,9 @@ __all__ = [
     "EnergyMeter",
     "Scope",
     "Sizing",
-    "check_options",
+    "Options",
+    "check_budget",
     "embedder_identity",
     "open_context",
+    "warn_if_shared",
 ]

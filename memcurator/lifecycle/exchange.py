@@ -68,25 +68,10 @@ def share(
     DimensionMismatch
         ``peer_sketch`` has the wrong dimension.
     """
-    if not ctx.policy.can_share:
-        raise InvalidInput(f"policy {ctx.policy.name!r} cannot share; use a curator policy")
-    sk = np.asarray(peer_sketch, dtype=np.float64)
-    if sk.shape != (ctx.embedder.dim,):
-        raise DimensionMismatch(f"peer sketch has shape {sk.shape}, expected ({ctx.embedder.dim},)")
-    if not np.all(np.isfinite(sk)):
-        raise InvalidInput("peer sketch contains NaN or infinite values")
-    if not isinstance(peer, str):
-        raise InvalidInput(f"peer must be a string, got {peer!r}")
+    sk = _share_sketch(ctx, peer_sketch, peer)
     res = ctx.res
     ctx.sync()
-    out: list[SharedEntry | ForgetNotice] = []
-    notices = ctx.store.pending_notices(ctx.namespace, peer)
-    if notices:
-        with ctx.transaction():
-            for eid in notices:
-                out.append(ForgetNotice(eid))
-                ctx.store.notice_sent(ctx.namespace, eid, peer)
-                ctx.log(ctx.step, "notice", eid, float("nan"), f"forget notice to peer {peer!r}", 0)
+    out: list[SharedEntry | ForgetNotice] = list(_notices(ctx, peer))
     # personal data never leaves the memory; nor does an entry on trust probation (sharing it
     # would launder an unproven entry into a peer's channel)
     rows = [i for i, m in enumerate(res.entries) if not m.meta.get("_personal") and injectable(m)]
@@ -136,6 +121,33 @@ def share(
     return out
 
 
+def _share_sketch(ctx: Context, peer_sketch: Any, peer: Any) -> np.ndarray:
+    """The peer's sketch as float64 (d,), or the error :func:`share` raises."""
+    if not ctx.policy.can_share:
+        raise InvalidInput(f"policy {ctx.policy.name!r} cannot share; use a curator policy")
+    sk = np.asarray(peer_sketch, dtype=np.float64)
+    if sk.shape != (ctx.embedder.dim,):
+        raise DimensionMismatch(f"peer sketch has shape {sk.shape}, expected ({ctx.embedder.dim},)")
+    if not np.all(np.isfinite(sk)):
+        raise InvalidInput("peer sketch contains NaN or infinite values")
+    if not isinstance(peer, str):
+        raise InvalidInput(f"peer must be a string, got {peer!r}")
+    return sk
+
+
+def _notices(ctx: Context, peer: str) -> list[ForgetNotice]:
+    """A forget notice for every entry shared with ``peer`` and forgotten since (logged)."""
+    notices = ctx.store.pending_notices(ctx.namespace, peer)
+    out = []
+    if notices:
+        with ctx.transaction():
+            for eid in notices:
+                out.append(ForgetNotice(eid))
+                ctx.store.notice_sent(ctx.namespace, eid, peer)
+                ctx.log(ctx.step, "notice", eid, float("nan"), f"forget notice to peer {peer!r}", 0)
+    return out
+
+
 def reputation(ctx: Context) -> PeerReputation | None:
     """The policy's peer reputation (its ``reputation`` estimator), or None if it keeps none."""
     get = getattr(ctx.policy, "estimator", None)
@@ -176,50 +188,66 @@ def receive(ctx: Context, shared: Iterable[Any], peer: str) -> list[WriteResult]
         ``ForgetNotice`` (checked before anything is written); an advertised q or a that is
         not finite, a < 1; text the write checks refuse.
     """
+    shared = _checked_batch(shared, peer)
+    rep = reputation(ctx) or PeerReputation()
+    out = []
+    for s in shared:
+        if isinstance(s, ForgetNotice):
+            _forget_notice(ctx, s, peer)
+        else:
+            out.append(_receive_one(ctx, s, peer, rep))
+    return out
+
+
+def _checked_batch(shared: Any, peer: Any) -> list[Any]:
+    """``shared`` as a list, or :class:`InvalidInput` for a bad ``peer`` or anything in the
+    batch that is not a ``SharedEntry`` / ``ForgetNotice`` (checked before anything is written:
+    a bad batch writes nothing)."""
     if not isinstance(peer, str) or not peer:
         raise InvalidInput("peer must be a non-empty string")
     if isinstance(shared, (str, bytes)) or not isinstance(shared, Iterable):
         raise InvalidInput("shared must be a list of SharedEntry / ForgetNotice (share's output)")
     shared = list(shared)
     bad = [type(s).__name__ for s in shared if not isinstance(s, (SharedEntry, ForgetNotice))]
-    if bad:  # checked before anything is written: a bad batch writes nothing
+    if bad:
         raise InvalidInput(f"shared holds {bad[0]}, not SharedEntry / ForgetNotice")
-    rep = reputation(ctx) or PeerReputation()
-    out = []
-    for s in shared:
-        if isinstance(s, ForgetNotice):
-            ctx.sync()
-            for m in list(ctx.res.entries):
-                if m.meta.get(RECEIVED_FROM) == peer and m.meta.get("source_id") == s.source_id:
-                    forget(ctx, [m.id], reason=f"forget notice from peer {peer!r} ({s.source_id})")
-            continue
-        a_adv = float(s.a)
-        if not np.isfinite(a_adv) or a_adv < 1.0 or not np.isfinite(float(s.q)):
-            raise InvalidInput(f"advertised q={s.q!r}, a={s.a!r} must be finite, a >= 1")
-        text = check_text(s.text, ctx.max_text_bytes)
-        e_b = ctx.sizing.entry_bytes(text, {}, ctx.embedder.embed(text))
-        a = recompute_abstraction_gain(text, getattr(s, "raw_text", None))
-        q = rep.shrink_q(peer, float(np.clip(s.q, -1.0, 1.0)), 0.0)
-        out.append(
-            write(
-                ctx,
-                text,
-                origin="peer",
-                kind=s.kind,
-                origin_detail=peer,
-                raw_bytes=int(round(a * e_b)),
-                stats={"q_adv": q},
-                meta={
-                    RECEIVED_FROM: peer,
-                    "source_id": str(s.source_id),
-                    "advertised_q": float(s.q),
-                    "advertised_a": a_adv,
-                },
-                signature=getattr(s, "signature", None) if ctx.keyring is not None else None,
-                derived_from=[{"kind": "peer", "id": peer}],
-            )
-        )
-    return out
+    return shared
+
+
+def _forget_notice(ctx: Context, s: ForgetNotice, peer: str) -> None:
+    """Forget the copy received from ``peer`` under the notice's source id."""
+    ctx.sync()
+    for m in list(ctx.res.entries):
+        if m.meta.get(RECEIVED_FROM) == peer and m.meta.get("source_id") == s.source_id:
+            forget(ctx, [m.id], reason=f"forget notice from peer {peer!r} ({s.source_id})")
+
+
+def _receive_one(ctx: Context, s: SharedEntry, peer: str, rep: PeerReputation) -> WriteResult:
+    """Write one entry a peer sent, its advertised numbers recomputed or shrunk."""
+    a_adv = float(s.a)
+    if not np.isfinite(a_adv) or a_adv < 1.0 or not np.isfinite(float(s.q)):
+        raise InvalidInput(f"advertised q={s.q!r}, a={s.a!r} must be finite, a >= 1")
+    text = check_text(s.text, ctx.max_text_bytes)
+    e_b = ctx.sizing.entry_bytes(text, {}, ctx.embedder.embed(text))
+    a = recompute_abstraction_gain(text, getattr(s, "raw_text", None))
+    q = rep.shrink_q(peer, float(np.clip(s.q, -1.0, 1.0)), 0.0)
+    return write(
+        ctx,
+        text,
+        origin="peer",
+        kind=s.kind,
+        origin_detail=peer,
+        raw_bytes=int(round(a * e_b)),
+        stats={"q_adv": q},
+        meta={
+            RECEIVED_FROM: peer,
+            "source_id": str(s.source_id),
+            "advertised_q": float(s.q),
+            "advertised_a": a_adv,
+        },
+        signature=getattr(s, "signature", None) if ctx.keyring is not None else None,
+        derived_from=[{"kind": "peer", "id": peer}],
+    )
 
 
 def log_reputation(ctx: Context) -> None:

@@ -14,7 +14,7 @@ from memcurator.lifecycle.exchange import log_reputation
 from memcurator.lifecycle.keep import evict_victims
 from memcurator.lifecycle.resident import ResidentSet
 from memcurator.trust.provenance import corroborate
-from memcurator.types import RecallResult
+from memcurator.types import Entry, RecallResult
 
 
 def check_reward(reward: object) -> float:
@@ -78,38 +78,12 @@ def feedback(
         raise InvalidInput(f"verified must be True or False, got {verified!r}")
     ids = limits.check_ids(list(dict.fromkeys(used)))  # one outcome per entry, first-seen order
     ctx.sync()
-    gone = [i for i in ids if i not in ctx.res.index]
-    if gone:  # checked before the transaction: a rollback would reload the policy's state
-        unknown = sorted(set(gone) - ctx.store.known_ids(ctx.namespace, gone))
-        if unknown:
-            raise EntryNotFound(
-                f"no entry {unknown[0]!r} was ever in namespace {ctx.namespace!r}"
-                + (f" (and {len(unknown) - 1} more unknown ids)" if len(unknown) > 1 else "")
-                + "; pass the ids recall returned (evicted or forgotten ones are skipped)"
-            )
+    _check_known(ctx, ids)  # before the transaction: a rollback would reload the policy's state
     with ctx.transaction():
         res = ctx.res
         injected = [res.entries[res.index[i]] for i in ids if i in res.index]
         for m in injected:
-            m.uses += 1
-            m.last_used_step = ctx.step
-            if r >= 0.5:
-                m.successes += 1
-            else:
-                m.failures += 1
-            if (
-                verified
-                and r >= 0.5
-                and corroborate(m.meta, f"verified outcome at step {ctx.step}")
-            ):
-                ctx.log(
-                    ctx.step,
-                    "corroborate",
-                    m.id,
-                    r,
-                    f"off probation: verified outcome (execution check) reward {r:g}",
-                    m.bytes,
-                )
+            _count_use(ctx, m, r, verified)
         updates = ctx.policy.feedback(
             r, [ResidentSet.copy_of(m) for m in injected], ctx.step, features
         )
@@ -122,6 +96,40 @@ def feedback(
         evict_victims(res, ctx.policy, ctx.step, ctx.log)
         log_reputation(ctx)
         ctx.save_state()
+
+
+def _check_known(ctx: Context, ids: list[str]) -> None:
+    """Refuse ids that were never entries of the namespace (:class:`EntryNotFound`); ids no
+    longer resident (evicted or forgotten since) pass, to be skipped."""
+    gone = [i for i in ids if i not in ctx.res.index]
+    if not gone:
+        return
+    unknown = sorted(set(gone) - ctx.store.known_ids(ctx.namespace, gone))
+    if unknown:
+        raise EntryNotFound(
+            f"no entry {unknown[0]!r} was ever in namespace {ctx.namespace!r}"
+            + (f" (and {len(unknown) - 1} more unknown ids)" if len(unknown) > 1 else "")
+            + "; pass the ids recall returned (evicted or forgotten ones are skipped)"
+        )
+
+
+def _count_use(ctx: Context, m: Entry, r: float, verified: bool) -> None:
+    """Count one use of ``m`` with reward ``r``; a verified success corroborates it (logged)."""
+    m.uses += 1
+    m.last_used_step = ctx.step
+    if r >= 0.5:
+        m.successes += 1
+    else:
+        m.failures += 1
+    if verified and r >= 0.5 and corroborate(m.meta, f"verified outcome at step {ctx.step}"):
+        ctx.log(
+            ctx.step,
+            "corroborate",
+            m.id,
+            r,
+            f"off probation: verified outcome (execution check) reward {r:g}",
+            m.bytes,
+        )
 
 
 __all__ = ["check_reward", "feedback"]

@@ -62,4 +62,40 @@ def check_recall_args(k: Any, min_score: Any, meta: Any = None) -> None:
             limits.check_meta_value(v, f"meta filter {key!r}")
 
 
-__all__ = ["check_recall_args", "query_vector"]
+#: What of an entry is embedded and indexed for recall (its ``Task:`` line: ``recall_text``).
+#: Part of the namespace's embedder identity, so a store embedded otherwise is detected.
+RECALL_FIELD = "task-line"
+
+
+def embedder_identity(embedder: Embedder) -> str:
+    """The embedder identity a namespace stores: the embedder's name and what it embeds.
+
+    Examples
+    --------
+    >>> from memcurator.embed import HashingEmbedder
+    >>> embedder_identity(HashingEmbedder())
+    'hashing-512-3-5-1+task-line'
+    """
+    return f"{embedder.name}+{RECALL_FIELD}"
+
+
+def best_finite(scores: np.ndarray, k: int) -> list[int]:
+    """Positions of the ``k`` best finite ``scores``, best first, ties in order (NaN and
+    ``-inf`` are never ranked).
+
+    Examples
+    --------
+    >>> best_finite(np.array([0.2, np.nan, 0.9, 0.2, -np.inf]), 3)
+    [2, 0, 3]
+    """
+    ok = np.isfinite(scores)
+    return [int(j) for j in np.argsort(-np.where(ok, scores, -np.inf), kind="stable") if ok[j]][:k]
+
+
+__all__ = [
+    "RECALL_FIELD",
+    "best_finite",
+    "check_recall_args",
+    "embedder_identity",
+    "query_vector",
+]

@@ -20,7 +20,7 @@ from typing import Any
 from memcurator.errors import InvalidInput
 from memcurator.lifecycle.checks import check_text
 from memcurator.lifecycle.context import Context
-from memcurator.trust.fingerprint import Match
+from memcurator.trust.fingerprint import Match, ReadWindow
 from memcurator.trust.provenance import parse_sources
 
 #: longest text one :func:`observe_read` accepts, UTF-8 bytes (observe a longer page in parts)
@@ -74,11 +74,12 @@ def observe_read(ctx: Context, text: Any, source: str = "tool_output", user: Any
 
 
 def observed_sources(
-    ctx: Context, text: str, user: str | None
+    reads: ReadWindow, text: str, user: str | None
 ) -> tuple[list[dict[str, str]], Match | None]:
-    """The sources ``text`` copies from the handle's read window, as ``derived_from`` items
-    marked ``"via": "observed"``, and the match (None, ``[]`` when it copies nothing)."""
-    m = ctx.reads.match(text, user)
+    """The sources ``text`` copies from a handle's read window (``ctx.reads``), as
+    ``derived_from`` items marked ``"via": "observed"``, and the match (None, ``[]`` when it
+    copies nothing)."""
+    m = reads.match(text, user)
     if m is None:
         return [], None
     out = []

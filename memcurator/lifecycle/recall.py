@@ -16,13 +16,14 @@ import numpy as np
 
 from memcurator import limits
 from memcurator.lifecycle.context import Context
-from memcurator.lifecycle.query import check_recall_args, query_vector
+from memcurator.lifecycle.query import best_finite, check_recall_args, query_vector
 from memcurator.lifecycle.resident import ResidentSet
-from memcurator.lifecycle.versions import prefer_newer
+from memcurator.lifecycle.versions import prefer_newer, superseders, supersedes
 from memcurator.policy.base import Policy, Ranking
 from memcurator.retrieve import dense_topk, row_dots, rrf_fuse
 from memcurator.retrieve.eligible import top_k_eligible
-from memcurator.retrieve.hybrid import blend_scores
+from memcurator.retrieve.hybrid import blend_scores, recall_text
+from memcurator.trust.provenance import CHANNEL_ORDER, entry_taint
 from memcurator.types import Entry, RecallResult
 
 
@@ -107,74 +108,37 @@ def recall(
     empty = RecallResult([], np.zeros(0), [], None, step)
     if n == 0:
         return empty
-    M = res.matrix
-    mask = visible_rows(res, user)
-    only = policy.recallable(res.entries)  # entries the rank never returns (EDM: no PEI)
-    if only is not None:
-        mask = only if mask is None else mask & only
-    filtered = mask is not None or where is not None or min_score is not None
-    test = None
-    if where is not None:
-        seen: dict[int, bool] = {}
-
-        def test(i: int) -> bool:
-            if i not in seen:
-                seen[i] = bool(where(ResidentSet.copy_of(res.entries[i])))
-            return seen[i]
-
-    sims = None
     kc = n if policy.recall_all else max(candidates, int(k))  # a pool < k could not return k
-    if not policy.recall_all:
-        v = policy.admission_sketch(M)
-        if v is not None:
-            # the next write's admission reads E @ v (the propensity normaliser): take it in
-            # the same pass over the matrix, bitwise as admission would
-            sims, dots = row_dots(M, [e_q, v])
-            res.entries.sketch_dots = (v.copy(), res.entries.generation, dots)
-    if not filtered:
-        b_ids, b_sc = res.bm25.search(query, kc)
-        if policy.recall_all:
-            pool = np.arange(n)
-        else:
-            d_ids, _ = dense_topk(M, e_q, kc, sims=sims)
-            pool, _ = rrf_fuse([b_ids, d_ids], k=2 * kc)
-    else:
-        # eligibility before the cut: each leg takes its best kc among the rows that pass
-        if sims is None:
-            sims = M @ e_q
-        if min_score is not None:
-            above = sims >= min_score
-            mask = above if mask is None else mask & above
-        bm = res.bm25.scores(query)
-        if bm is None:
-            b_ids, b_sc = np.zeros(0, dtype=int), np.zeros(0)
-        else:
-            # as BM25Index.search ranks them (float64), so an all-passing filter changes nothing
-            bm64 = np.asarray(bm, dtype=np.float64)
-            b_ids, b_sc = top_k_eligible(bm64, kc, mask=mask, test=test, positive=True)
-        d_ids, _ = top_k_eligible(sims, kc, mask=mask, test=test)
-        if policy.recall_all:
-            pool = np.sort(d_ids)  # every eligible row, in store order
-        else:
-            pool, _ = rrf_fuse([b_ids, d_ids], k=2 * kc)
-    cos = (M[pool] @ e_q).astype(np.float64)
+    pool, (b_ids, b_sc) = _pool(res, policy, query, e_q, kc, user, where, min_score)
+    marked = standing = None
+    if same_request is not None and not policy.recall_all:
+        cols = res.entries.columns
+        marked, standing = cols.column(("of", _supersedes)) > 0, cols.column(("of", _standing))
+        pool = superseders(
+            pool,
+            res.matrix,
+            marked,
+            standing,
+            _eligible(res, policy, e_q, user, where, min_score),
+        )
+    cos = (res.matrix[pool] @ e_q).astype(np.float64)
     cands = [res.entries[i] for i in pool]
     if not cands:
         return empty
     ranking = as_ranking(policy.rerank(cands, cos, e_q, step))
-    lex = np.zeros(len(pool))
-    at = {int(i): j for j, i in enumerate(pool)}
-    for i, sc in zip(b_ids, b_sc, strict=True):
-        pos = at.get(int(i))
-        if pos is not None:
-            lex[pos] = sc
+    lex = _on_pool(pool, b_ids, b_sc)
     scores = blend_scores(ranking.scores, lex, lexical_weight=lexical_weight)
     if same_request is not None:
         scores = prefer_newer(
-            scores, cands, pool, res.matrix[pool], same_request, max(int(k), candidates)
+            scores,
+            cands,
+            pool,
+            res.matrix[pool],
+            same_request,
+            max(int(k), candidates),
+            None if marked is None or standing is None else (marked[pool], standing[pool]),
         )
-    ok = np.isfinite(scores)  # NaN or -inf scores are never ranked
-    order = [j for j in np.argsort(-np.where(ok, scores, -np.inf), kind="stable") if ok[j]][:k]
+    order = best_finite(scores, k)
     feats = None
     if ranking.features is not None:
         feats = {cands[j].id: np.array(ranking.features[j]) for j in order}
@@ -185,6 +149,117 @@ def recall(
         feats,
         step,
     )
+
+
+def _supersedes(m: Entry) -> float:
+    """1.0 when ``m`` is a note (no ``Task:`` record) whose text says it replaces earlier
+    notes (:func:`.versions.supersedes`); a task record's versions are its ``Task:`` line's."""
+    return float(recall_text(m.text) == m.text and supersedes(m.text))
+
+
+def _standing(m: Entry) -> float:
+    """How little ``m`` is trusted: the index of its channel in ``CHANNEL_ORDER`` (0: own or
+    corroborated), the taint of its sources counted (:func:`~.provenance.entry_taint`)."""
+    return float(CHANNEL_ORDER.index(entry_taint(m.meta, m.origin)))
+
+
+def _eligible(
+    res: ResidentSet,
+    policy: Policy,
+    e_q: np.ndarray,
+    user: str | None,
+    where: Callable[[Entry], bool] | None,
+    min_score: float | None,
+) -> Callable[[int], bool]:
+    """Whether a row outside the pool may still be recalled (a superseding note joining it):
+    the same eligibility as the pool's rows."""
+    vis = visible_rows(res, user)
+    only = policy.recallable(res.entries)
+    test = _where_test(res, where)
+
+    def ok(i: int) -> bool:
+        if (vis is not None and not vis[i]) or (only is not None and not only[i]):
+            return False
+        if min_score is not None and float(res.matrix[i] @ e_q) < min_score:
+            return False
+        return test is None or bool(test(i))
+
+    return ok
+
+
+def _on_pool(pool: np.ndarray, ids: np.ndarray, sc: np.ndarray) -> np.ndarray:
+    """The BM25 leg's scores ``sc`` of rows ``ids`` laid on ``pool``'s order (0 elsewhere)."""
+    lex = np.zeros(len(pool))
+    at = {int(i): j for j, i in enumerate(pool)}
+    for i, x in zip(ids, sc, strict=True):
+        pos = at.get(int(i))
+        if pos is not None:
+            lex[pos] = x
+    return lex
+
+
+def _where_test(res: ResidentSet, where: Callable[[Entry], bool] | None) -> Any:
+    """``where`` as a row test (called once per row, on a copy), or None."""
+    if where is None:
+        return None
+    seen: dict[int, bool] = {}
+
+    def test(i: int) -> bool:
+        if i not in seen:
+            seen[i] = bool(where(ResidentSet.copy_of(res.entries[i])))
+        return seen[i]
+
+    return test
+
+
+def _pool(
+    res: ResidentSet,
+    policy: Policy,
+    query: str,
+    e_q: np.ndarray,
+    kc: int,
+    user: str | None,
+    where: Callable[[Entry], bool] | None,
+    min_score: float | None,
+) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """Steps 1-2 of :func:`recall`: the candidate rows and the BM25 leg (rows, scores)."""
+    M = res.matrix
+    mask = visible_rows(res, user)
+    only = policy.recallable(res.entries)  # entries the rank never returns (EDM: no PEI)
+    if only is not None:
+        mask = only if mask is None else mask & only
+    sims = None
+    if not policy.recall_all:
+        v = policy.admission_sketch(M)
+        if v is not None:
+            # the next write's admission reads E @ v (the propensity normaliser): take it in
+            # the same pass over the matrix, bitwise as admission would
+            sims, dots = row_dots(M, [e_q, v])
+            res.entries.sketch_dots = (v.copy(), res.entries.generation, dots)
+    if mask is None and where is None and min_score is None:
+        b_ids, b_sc = res.bm25.search(query, kc)
+        if policy.recall_all:
+            return np.arange(len(res.entries)), (b_ids, b_sc)
+        d_ids, _ = dense_topk(M, e_q, kc, sims=sims)
+        return rrf_fuse([b_ids, d_ids], k=2 * kc)[0], (b_ids, b_sc)
+    # eligibility before the cut: each leg takes its best kc among the rows that pass
+    if sims is None:
+        sims = M @ e_q
+    if min_score is not None:
+        above = sims >= min_score
+        mask = above if mask is None else mask & above
+    test = _where_test(res, where)
+    bm = res.bm25.scores(query)
+    if bm is None:
+        b_ids, b_sc = np.zeros(0, dtype=int), np.zeros(0)
+    else:
+        # as BM25Index.search ranks them (float64), so an all-passing filter changes nothing
+        bm64 = np.asarray(bm, dtype=np.float64)
+        b_ids, b_sc = top_k_eligible(bm64, kc, mask=mask, test=test, positive=True)
+    d_ids, _ = top_k_eligible(sims, kc, mask=mask, test=test)
+    if policy.recall_all:
+        return np.sort(d_ids), (b_ids, b_sc)  # every eligible row, in store order
+    return rrf_fuse([b_ids, d_ids], k=2 * kc)[0], (b_ids, b_sc)
 
 
 def observe(ctx: Context, query: str) -> None:

@@ -30,7 +30,12 @@ import numpy as np
 
 from memcurator.embed import Embedder
 from memcurator.errors import DimensionMismatch, InvalidInput
-from memcurator.lifecycle.query import check_recall_args, query_vector
+from memcurator.lifecycle.query import (
+    best_finite,
+    check_recall_args,
+    embedder_identity,
+    query_vector,
+)
 from memcurator.lifecycle.versions import prefer_newer
 from memcurator.policy.base import Policy
 from memcurator.retrieve import rrf_fuse
@@ -179,8 +184,7 @@ def recall_in_store(
     if same_request is not None:
         order_pos = np.array([pos_of[e.id] for e in cands], dtype=np.int64)
         scores = prefer_newer(scores, cands, order_pos, E, same_request, kc)
-    ok = np.isfinite(scores)
-    order = [j for j in np.argsort(-np.where(ok, scores, -np.inf), kind="stable") if ok[j]][:k]
+    order = best_finite(scores, k)
     return RecallResult(
         [cands[j].id for j in order], scores[order], [cands[j] for j in order], None, step
     )
@@ -234,7 +238,6 @@ class StoreRecall:
         ef_search: int | None = None,
     ):
         from memcurator.embed import HashingEmbedder
-        from memcurator.lifecycle.context import embedder_identity
 
         if not isinstance(store, SearchableStore):
             raise InvalidInput(

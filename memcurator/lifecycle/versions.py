@@ -5,13 +5,100 @@ request; the newer one is the current version (a corrected answer, a migrated sc
 wins, in recall and in Keep, unless the older is **proven better**: the newer has been used and
 the older's net outcome (successes - failures) exceeds the newer's by at least ``margin``. An
 older entry's praise from before its replacement existed is no proof: the newer had no chance.
+
+**Supersession.** A note can also say in words that it replaces earlier ones on its topic
+("latest, replaces all earlier ones", "supersedes", "as of 2026-11-02", "updated", "no longer",
+"now uses", "from now on", "instead of": :func:`supersedes`), though its text is no
+near-duplicate of theirs. Such a note is a newer version of every older entry on the same topic
+(cosine >= :data:`SAME_TOPIC`) that a recall considers: it joins the candidate pool whenever
+one of them does (:func:`superseders`), and those older entries rank just below it unless they
+are proven better.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 import numpy as np
 
 from memcurator.types import Entry
+
+#: Cosine (over the recall embeddings) at or above which a superseding note and an older entry
+#: are on one topic. Hashing embedder: notes on one subject 0.33-0.53 in the tests' examples,
+#: unrelated notes sharing a few words ("uses tool alpha") about 0.22.
+SAME_TOPIC = 0.3
+
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
+#: Words by which a note says it replaces what was said before (prose, not SQL: ``REPLACE(``
+#: and ``updated_at`` do not match).
+SUPERSESSION = re.compile(
+    r"\b(?:replaces|replacing|supersedes|superseding|superseded|overrides|updated|"
+    r"no longer|from now on|instead of|"
+    rf"as of (?:\d+|today|now|{_MONTH})|"
+    r"(?:now|has now|have now) (?:uses?|runs?|is|are|points?|lives?|goes|requires?|needs?|"
+    r"moved|switched|changed)|"
+    r"(?:changed|switched|moved|migrated) (?:to|over to)|"
+    r"(?:latest|newest|current) (?:version|note|update|instructions?))\b",
+    re.IGNORECASE,
+)
+
+
+def supersedes(text: str) -> bool:
+    """Whether ``text`` says it replaces what was said before (:data:`SUPERSESSION`).
+
+    Examples
+    --------
+    >>> supersedes("Deploy note (latest, replaces all earlier ones): now uses tool beta")
+    True
+    >>> supersedes("As of March the VPN needs a hardware key")
+    True
+    >>> supersedes("UPDATE t SET updated_at = REPLACE(name, 'a', 'b')")
+    False
+    """
+    return SUPERSESSION.search(text) is not None
+
+
+def superseders(
+    pool: np.ndarray,
+    emb: np.ndarray,
+    marked: np.ndarray,
+    standing: np.ndarray,
+    eligible: Callable[[int], bool],
+    topic: float = SAME_TOPIC,
+) -> np.ndarray:
+    """``pool`` (row positions) with every eligible superseding row newer than a pool row on
+    its topic, and trusted at least as much, appended (a note that replaces a candidate is a
+    candidate too).
+
+    Parameters
+    ----------
+    pool : ndarray of int, shape (p,)
+    emb : ndarray, shape (n, d)
+        Unit embeddings of all rows (row position = insertion order).
+    marked : ndarray of bool, shape (n,)
+        Rows whose text :func:`supersedes`.
+    standing : ndarray, shape (n,)
+        How little each row is trusted (0: own; larger: less): a note replaces only what is
+        trusted no more than it, so an outside note saying "previous instructions no longer
+        apply" never outranks the owner's entries.
+    eligible : callable row -> bool
+        The recall's eligibility (visibility, filters).
+    """
+    rows = np.flatnonzero(marked)
+    rows = rows[~np.isin(rows, pool)]
+    if rows.size == 0 or pool.size == 0:
+        return pool
+    near = (
+        (emb[rows] @ emb[pool].T >= topic)
+        & (rows[:, None] > pool[None, :])
+        & (standing[rows][:, None] <= standing[pool][None, :])
+    )
+    add = [
+        int(r) for r, hit in zip(rows, near.any(axis=1), strict=True) if hit and eligible(int(r))
+    ]
+    return np.concatenate([pool, np.array(add, dtype=pool.dtype)]) if add else pool
+
 
 #: Net-outcome lead (successes - failures) an older version needs over a used newer one.
 OUTCOME_MARGIN = 2
@@ -55,6 +142,8 @@ def prefer_newer(
     emb: np.ndarray,
     same_request: float,
     top: int,
+    marked: tuple[np.ndarray, np.ndarray] | None = None,
+    topic: float = SAME_TOPIC,
 ) -> np.ndarray:
     """Scores where no older version of a request outranks a newer one not proven worse.
 
@@ -74,7 +163,14 @@ def prefer_newer(
     same_request : float
         Cosine at or above which two entries are versions of one request.
     top : int
-        How many of the best candidates are compared (the rest cannot be raised by this).
+        How many of the best candidates are compared (the rest cannot be raised by this);
+        all of them when one of them supersedes.
+    marked : (ndarray of bool, ndarray), each of shape (n,), optional
+        Candidates whose text :func:`supersedes`, and how little each candidate is trusted
+        (see :func:`superseders`): a superseding candidate is also a newer version of every
+        older one with cosine >= ``topic`` trusted no more than it.
+    topic : float
+        See :data:`SAME_TOPIC`.
 
     Returns
     -------
@@ -84,17 +180,31 @@ def prefer_newer(
     fin = np.flatnonzero(np.isfinite(s))
     if fin.size < 2:
         return s
-    best = fin[np.argsort(-s[fin], kind="stable")][:top]
+    sup = np.zeros(len(s), dtype=bool) if marked is None else np.asarray(marked[0], dtype=bool)
+    rank = np.zeros(len(s)) if marked is None else np.asarray(marked[1])
+    # with a superseding candidate every candidate is compared: one it replaces may rank
+    # anywhere in the pool, and lowering only the best would lift the next one above it
+    best = fin[np.argsort(-s[fin], kind="stable")][: len(s) if sup[fin].any() else top]
     by_age = best[np.argsort(-order[best], kind="stable")]  # newest first
     sims = emb[by_age] @ emb[by_age].T
     for a in range(1, len(by_age)):
         i = by_age[a]
         for b in range(a):
             j = by_age[b]
-            if sims[a, b] >= same_request and s[i] >= s[j]:
-                if not proven_better(cands[i], cands[j]):
-                    s[i] = np.nextafter(s[j], -np.inf)
+            same = sims[a, b] >= same_request or (
+                sup[j] and sims[a, b] >= topic and rank[j] <= rank[i]
+            )
+            if same and s[i] >= s[j] and not proven_better(cands[i], cands[j]):
+                s[i] = np.nextafter(s[j], -np.inf)
     return s
 
 
-__all__ = ["OUTCOME_MARGIN", "prefer_newer", "proven_better"]
+__all__ = [
+    "OUTCOME_MARGIN",
+    "SAME_TOPIC",
+    "SUPERSESSION",
+    "prefer_newer",
+    "proven_better",
+    "superseders",
+    "supersedes",
+]

@@ -7,7 +7,16 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from memcurator.errors import BudgetExceeded, InvalidInput
+from memcurator.errors import InvalidInput
+from memcurator.lifecycle.admission import (
+    Admission,
+    check_signature_type,
+    hold_tool_output,
+    log_downgrades,
+    oversize,
+    screen,
+    set_probation,
+)
 from memcurator.lifecycle.agree import release_by_agreement
 from memcurator.lifecycle.checks import (
     MAX_DETAIL_BYTES,
@@ -20,22 +29,15 @@ from memcurator.lifecycle.checks import (
     sha1,
 )
 from memcurator.lifecycle.context import Context
-from memcurator.lifecycle.keep import keep_pass
-from memcurator.lifecycle.reads import observed_reason, observed_sources
+from memcurator.lifecycle.keep import GovernResult, keep_pass
 from memcurator.store.sizing import stats_bytes
 from memcurator.trust.auth import Claim, Signature
-from memcurator.trust.domains import tool_output_instructions
 from memcurator.trust.provenance import (
-    CHANNEL_ORDER,
-    DERIVED_FROM,
     HELD_FOR,
     PROBATION,
-    TAINT,
     VOUCHED,
     corroborate,
-    entry_taint,
     parse_sources,
-    taint_of,
     vouch,
 )
 from memcurator.types import KINDS, ORIGINS, Entry
@@ -50,13 +52,23 @@ class WriteResult:
     id : str or None
         The entry id (None when rejected before an id was useful).
     admitted : bool
+        The entry is in memory now: it passed the gate (or reinforced an identical resident)
+        and the Keep pass it triggered did not evict it. An entry the gate admitted and that
+        pass then evicted is not admitted (``id`` in ``evicted``; the reason says so; the log
+        has both its ``admit`` and its ``evict`` row).
     reason : str
     score : float
         The policy's admission score (NaN where none applies).
     evicted : list of str
-        Ids evicted by the governance pass this write triggered (may include ``id`` itself).
+        Ids evicted by the governance pass this write triggered (``id`` only when not
+        ``admitted``).
     distilled : list of str
         Ids distilled in that pass.
+
+    Raises
+    ------
+    InvalidInput
+        ``admitted`` with ``id`` in ``evicted``: fields that contradict each other.
     """
 
     id: str | None
@@ -65,6 +77,23 @@ class WriteResult:
     score: float = float("nan")
     evicted: list[str] = field(default_factory=list)
     distilled: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.admitted and self.id is not None and self.id in self.evicted:
+            raise InvalidInput(
+                f"a WriteResult cannot be admitted with its own id {self.id!r} evicted"
+            )
+
+    @staticmethod
+    def kept(
+        eid: str, reason: str, score: float, evicted: list[str], distilled: list[str]
+    ) -> WriteResult:
+        """The result of an entry the gate admitted and its Keep pass ran on: not admitted when
+        that pass evicted it."""
+        if eid in evicted:
+            reason += "; then evicted by the Keep pass this write triggered (decision log: evict)"
+            return WriteResult(eid, False, reason, score, evicted, distilled)
+        return WriteResult(eid, True, reason, score, evicted, distilled)
 
 
 class WriteOptions(TypedDict, total=False):
@@ -178,175 +207,166 @@ def write(
     BudgetExceeded
         The entry alone is larger than ``max_bytes`` (logged as a rejection first).
     """
+    adm = _admission(ctx, text, origin, kind, origin_detail, meta, user=user, personal=personal)
+    check_step(step)
+    stats = check_stats(stats)
+    adm.sources = parse_sources(derived_from)
+    check_signature_type(ctx.keyring, signature)
+    e = embed_checked(ctx.embedder.embed, adm.text)
+    with ctx.transaction():
+        st = ctx.step if step is None else int(step)
+        e = ctx.sizing.stored(e)  # in the namespace's precision, read after the sync above
+        screen(ctx, adm, signature, user)
+        existing = ctx.res.by_key(adm.meta["text_sha1"])
+        if existing is not None:
+            return _reinforce(ctx, st, existing, adm)
+        on_probation = set_probation(adm, bool(ctx.policy.probation))
+        cand = _candidate(ctx, adm, e, st, stats, raw_text, raw_bytes)
+        log_downgrades(ctx.log, st, cand.id, cand.bytes, adm)
+        oversized = oversize(
+            ctx.log,
+            st,
+            cand.id,
+            cand.bytes,
+            ctx.max_bytes,
+            "entry of {b} bytes is larger than the whole budget max_bytes={max_bytes}",
+            "entry of {b} bytes can never fit max_bytes={max_bytes}; distill it or raise the "
+            "budget",
+        )
+        if oversized is None:
+            ok, score, reason = ctx.policy.admit(cand, ctx.res.entries, ctx.res.matrix, st)
+            if not ok:
+                ctx.log(st, "reject", cand.id, score, reason, cand.bytes)
+                return WriteResult(cand.id, False, reason, score)
+            if on_probation:
+                reason += (
+                    f"; on probation ({adm.meta[PROBATION]}): kept, not injected until corroborated"
+                )
+            g = _store(ctx, st, cand, score, reason)
+    if oversized is not None:
+        raise oversized
+    return WriteResult.kept(cand.id, reason, score, g.evicted, g.distilled)
+
+
+def check_step(step: Any) -> None:
+    """Refuse a ``step`` that is not None or an integer >= 0 (:class:`InvalidInput`)."""
+    if step is not None and (
+        isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0
+    ):
+        raise InvalidInput(f"step must be an integer >= 0, got {step!r}")
+
+
+def _admission(
+    ctx: Context,
+    text: Any,
+    origin: str,
+    kind: str,
+    origin_detail: Any,
+    meta: dict[str, Any] | None,
+    *,
+    user: str | None,
+    personal: bool,
+) -> Admission:
+    """The checked text, origin, kind, detail and metadata of a new entry.
+
+    Raises
+    ------
+    InvalidInput
+        See :func:`write`.
+    """
     text = check_text(text, ctx.max_text_bytes)
     if origin not in ORIGINS:
         raise InvalidInput(f"origin must be one of {list(ORIGINS)}, got {origin!r}")
     if kind not in KINDS:
         raise InvalidInput(f"kind must be raw, insight or skill, got {kind!r}")
-    if step is not None and (
-        isinstance(step, bool) or not isinstance(step, numbers.Integral) or step < 0
-    ):
-        raise InvalidInput(f"step must be an integer >= 0, got {step!r}")
-    detail = check_detail(origin_detail)
-    meta = check_meta(meta, ctx.max_text_bytes, user, personal)
-    stats = check_stats(stats)
-    meta["text_sha1"] = dedup_key(text)
-    sources = parse_sources(derived_from)
-    # what the text copies of the outside content this handle observed (declared or not)
-    observed, match = observed_sources(ctx, text, user)
-    claimed = origin
-    origin, downgrade = verify_origin(ctx, text, origin, detail, kind, signature)
-    # authenticated: a key ring proved the claim (without one, nothing is proven)
-    proven = ctx.keyring is not None and not downgrade and origin in ("self", "peer")
-    if downgrade:
-        meta["claimed_origin"] = claimed
-    e = embed_checked(ctx.embedder.embed, text)
-    oversized: BudgetExceeded | None = None
-    with ctx.transaction():
-        st = ctx.step if step is None else int(step)
-        res = ctx.res
-        e = ctx.sizing.stored(e)  # in the namespace's precision, read after the sync above
-        taint_why = ""
-        if sources or observed:
-            meta[DERIVED_FROM] = sources + observed
-            taints = {
-                s["id"]: entry_taint(m.meta, m.origin)
-                for s in sources
-                if s["kind"] == "entry" and (m := res.get(s["id"])) is not None
-            }
-            gone = [s["id"] for s in sources if s["kind"] == "entry" and s["id"] not in taints]
-            if gone:
-                # evicted or forgotten since it was read: its standing is unknown now, so it
-                # counts as outside; an id never seen here is a caller's error
-                known = ctx.store.known_ids(ctx.namespace, gone)
-                taints.update({i: "external" for i in gone if i in known})
-            taint = taint_of(sources + observed, taints)
-            if taint != "self":
-                meta[TAINT] = taint
-            if CHANNEL_ORDER.index(taint) > CHANNEL_ORDER.index(origin):
-                why = []
-                if sources:
-                    names = ", ".join(
-                        f"{s['kind']}:{s['id']}" if s["id"] else s["kind"] for s in sources
-                    )
-                    why.append(f"{origin} claim for content derived from {names}")
-                if match is not None:
-                    why.append(observed_reason(match))
-                claim = "" if sources else f"{origin} claim "
-                taint_why = "taint: " + "; ".join(why) + f"; {claim}handled as {taint}"
-                meta.setdefault("claimed_origin", claimed)
-                origin, proven = taint, False
-        existing = res.by_key(meta["text_sha1"])
-        if existing is not None:
-            existing.reinforcement += 1
-            agreed = False
-            if PROBATION in existing.meta and HELD_FOR not in existing.meta and proven:
-                principal = f"{origin}:{detail}"
-                if vouch(existing.meta, principal):
-                    agreed = corroborate(
-                        existing.meta,
-                        f"agreement of {len(existing.meta[VOUCHED])} authenticated sources",
-                    )
-            res.edited([existing.id])
-            ctx.store.update(existing)
-            ctx.log(
-                st,
-                "reinforce",
-                existing.id,
-                float("nan"),
-                f"same text written again by {origin}; reinforcement={existing.reinforcement}",
-                existing.bytes,
+    return Admission(
+        text,
+        kind,
+        origin,
+        check_detail(origin_detail),
+        check_meta(meta, ctx.max_text_bytes, user, personal) | {"text_sha1": dedup_key(text)},
+        origin,
+        fresh=True,
+    )
+
+
+def _reinforce(ctx: Context, st: int, existing: Entry, adm: Admission) -> WriteResult:
+    """The same text written again: reinforce the resident copy; two authenticated principals
+    vouching for an entry on probation (not one held for what it says) corroborate it."""
+    existing.reinforcement += 1
+    agreed = False
+    if PROBATION in existing.meta and HELD_FOR not in existing.meta and adm.proven:
+        if vouch(existing.meta, f"{adm.origin}:{adm.detail}"):
+            agreed = corroborate(
+                existing.meta,
+                f"agreement of {len(existing.meta[VOUCHED])} authenticated sources",
             )
-            if agreed:
-                ctx.log(
-                    st,
-                    "corroborate",
-                    existing.id,
-                    float("nan"),
-                    "off probation: same text from authenticated sources "
-                    + ", ".join(existing.meta[VOUCHED]),
-                    existing.bytes,
-                )
-            return WriteResult(existing.id, True, "reinforced an identical resident entry")
-        on_probation = bool(ctx.policy.probation) and origin != "self"
-        if on_probation:
-            meta[PROBATION] = f"origin {origin}" + (" (tainted)" if taint_why else "")
-            if proven:
-                meta[VOUCHED] = [f"{origin}:{detail}"]
-        elif ctx.policy.probation:
-            on_probation = hold_tool_output(meta, origin, text)
-        ctx.energy.add(len(text.encode("utf-8")))
-        # every stored field counts: text, meta and embedding (sizeof), the origin detail and
-        # the statistics the caller wrote
-        extra = len(detail.encode("utf-8")) + stats_bytes(stats)
-        b = ctx.sizing.entry_bytes(text, meta, e) + extra
-        b0 = ctx.sizing.entry_bytes(raw_text, meta, e) + extra if raw_text else b
-        if raw_bytes is not None:
-            b0 = int(raw_bytes)
-        eid = ctx.new_id(text)
-        if downgrade:
-            ctx.log(st, "downgrade", eid, float("nan"), downgrade, b)
-        if taint_why:
-            ctx.log(st, "downgrade", eid, float("nan"), taint_why, b)
-        cand = Entry(
-            eid,
-            ctx.namespace,
-            kind,
-            text,
-            b,
-            max(b0, b),
-            e,
-            origin,
-            detail,
-            created_step=st,
-            meta=meta,
-            stats=stats,
+    ctx.res.edited([existing.id])
+    ctx.store.update(existing)
+    ctx.log(
+        st,
+        "reinforce",
+        existing.id,
+        float("nan"),
+        f"same text written again by {adm.origin}; reinforcement={existing.reinforcement}",
+        existing.bytes,
+    )
+    if agreed:
+        ctx.log(
+            st,
+            "corroborate",
+            existing.id,
+            float("nan"),
+            "off probation: same text from authenticated sources "
+            + ", ".join(existing.meta[VOUCHED]),
+            existing.bytes,
         )
-        if ctx.max_bytes is not None and b > ctx.max_bytes:
-            # Log and commit the rejection, then raise outside the transaction: raising inside
-            # it would roll the 'reject' decision back with everything else.
-            ctx.log(
-                st,
-                "reject",
-                eid,
-                float("nan"),
-                f"entry of {b} bytes is larger than the whole budget max_bytes={ctx.max_bytes}",
-                b,
-            )
-            oversized = BudgetExceeded(
-                f"entry of {b} bytes can never fit max_bytes={ctx.max_bytes}; distill it or "
-                "raise the budget"
-            )
-        else:
-            ok, score, reason = ctx.policy.admit(cand, res.entries, res.matrix, st)
-            if not ok:
-                ctx.log(st, "reject", eid, score, reason, b)
-                return WriteResult(eid, False, reason, score)
-            if on_probation:
-                reason += (
-                    f"; on probation ({meta[PROBATION]}): kept, not injected until corroborated"
-                )
-            ctx.store.insert(cand)
-            res.add(cand)
-            ctx.log(st, "admit", eid, score, reason, b)
-            if ctx.policy.probation:
-                release_by_agreement(ctx, st, cand)
-            g = keep_pass(ctx, st)
-            ctx.save_state()
-    if oversized is not None:
-        raise oversized
-    return WriteResult(eid, True, reason, score, g.evicted, g.distilled)
+    return WriteResult(existing.id, True, "reinforced an identical resident entry")
 
 
-def hold_tool_output(meta: dict[str, Any], origin: str, text: str) -> bool:
-    """Put an own record whose tool output carries an instruction on probation (mutating
-    ``meta``); whether it did. Outside content inside the record, held for what it says
-    (``meta["_held_for"]``), so only a verified outcome releases it, not more writers."""
-    said = tool_output_instructions(text)
-    if said:
-        meta[PROBATION] = f"origin {origin}, its tool output instructs: {said[0]}"[:300]
-        meta[HELD_FOR] = "tool output instruction"
-    return bool(said)
+def _candidate(
+    ctx: Context,
+    adm: Admission,
+    e: Any,
+    st: int,
+    stats: dict[str, float],
+    raw_text: str | None,
+    raw_bytes: int | None,
+) -> Entry:
+    """The new entry as it would be stored, sized: every stored field counts (text, meta and
+    embedding through ``sizeof``, the origin detail and the statistics the caller wrote)."""
+    ctx.energy.add(len(adm.text.encode("utf-8")))
+    extra = len(adm.detail.encode("utf-8")) + stats_bytes(stats)
+    b = ctx.sizing.entry_bytes(adm.text, adm.meta, e) + extra
+    b0 = ctx.sizing.entry_bytes(raw_text, adm.meta, e) + extra if raw_text else b
+    if raw_bytes is not None:
+        b0 = int(raw_bytes)
+    return Entry(
+        ctx.new_id(adm.text),
+        ctx.namespace,
+        adm.kind,
+        adm.text,
+        b,
+        max(b0, b),
+        e,
+        adm.origin,
+        adm.detail,
+        created_step=st,
+        meta=adm.meta,
+        stats=stats,
+    )
+
+
+def _store(ctx: Context, st: int, cand: Entry, score: float, reason: str) -> GovernResult:
+    """Insert the admitted ``cand``, log it, release by agreement, run the Keep pass."""
+    ctx.store.insert(cand)
+    ctx.res.add(cand)
+    ctx.log(st, "admit", cand.id, score, reason, cand.bytes)
+    if ctx.policy.probation:
+        release_by_agreement(ctx, st, cand)
+    g = keep_pass(ctx, st)
+    ctx.save_state()
+    return g
 
 
 def sign(ctx: Context, text: str, *, kind: str = "insight", origin_detail: str = "") -> Signature:
@@ -363,37 +383,6 @@ def sign(ctx: Context, text: str, *, kind: str = "insight", origin_detail: str =
     return ctx.keyring.sign(Claim(ctx.namespace, "self", origin_detail, kind, text))
 
 
-def verify_origin(
-    ctx: Context, text: str, origin: str, origin_detail: str, kind: str, signature: Any
-) -> tuple[str, str]:
-    """The origin the memory may act on, and the reason when a claim was downgraded.
-
-    Without a key ring every claim is taken as given (``("origin", "")``). With one, a
-    ``self`` or ``peer`` claim must carry a valid signature over
-    :class:`~memcurator.trust.auth.Claim` ``(namespace, origin, origin_detail, kind, text)``;
-    otherwise it is handled as ``"external"`` and the reason is returned for the decision log.
-
-    Raises
-    ------
-    InvalidInput
-        A signature given to a memory without a key ring, or one that is not a Signature.
-    """
-    if signature is not None and not isinstance(signature, Signature):
-        raise InvalidInput(
-            f"signature must be a Signature (Memory.sign / KeyRing.sign), got "
-            f"{type(signature).__name__}"
-        )
-    ring = ctx.keyring
-    if ring is None:
-        if signature is not None:
-            raise InvalidInput("a signature was given but this memory has no keyring to check it")
-        return origin, ""
-    v = ring.verify(Claim(ctx.namespace, origin, origin_detail, kind, text), signature)
-    if v.downgraded:
-        return "external", v.reason
-    return origin, ""
-
-
 __all__ = [
     "MAX_DETAIL_BYTES",
     "WriteOptions",
@@ -403,9 +392,9 @@ __all__ = [
     "check_text",
     "dedup_key",
     "embed_checked",
+    "check_step",
     "hold_tool_output",
     "sha1",
     "sign",
-    "verify_origin",
     "write",
 ]

@@ -27,6 +27,8 @@ def _extractor(key: Hashable) -> Extract:
     if isinstance(key, tuple) and len(key) == 3 and key[0] == "stat":
         name, dflt = str(key[1]), float(key[2])
         return lambda m: m.stats.get(name, dflt)
+    if isinstance(key, tuple) and len(key) == 2 and key[0] == "of" and callable(key[1]):
+        return key[1]  # ("of", f): any per-entry number f(entry), cached like the others
     if key == "bytes":
         return lambda m: m.bytes
     if key == "raw_bytes":
@@ -70,7 +72,8 @@ class EntryColumns:
     ``"log_reinforcement"`` (log1p of the reinforcement count), ``"specificity"``,
     ``"instruction_likeness"`` (the text statistics of
     :func:`memcurator.value.provenance.text_stats`) and
-    ``("stat", name, repr(default))``, ``entry.stats.get(name, default)`` (:meth:`stat`).
+    ``("stat", name, repr(default))``, ``entry.stats.get(name, default)`` (:meth:`stat`), and
+    ``("of", f)``: ``f(entry)`` for any module-level function ``f`` (one key per function).
 
     Examples
     --------

@@ -1,0 +1,329 @@
+"""The admission pipeline: the named steps every text offered to a memory passes, whether it
+is a new entry (:func:`memcurator.lifecycle.write.write`, and :func:`.exchange.receive`, which
+writes what a peer sent) or a new version of a resident entry
+(:func:`memcurator.lifecycle.update.update`).
+
+Steps, in order (:data:`STEPS`); each is a small function that gets only what it uses:
+
+1. **provenance** (:func:`provenance`) — the declared sources (``derived_from``), the outside
+   content the text copies from this handle's read window, and the standing of every entry it
+   names as a source;
+2. **signature** (:func:`check_signature`) — with a key ring, a ``self``/``peer`` claim needs a
+   valid signature, else it is handled as ``external``;
+3. **taint** (:func:`apply_taint`) — a claim more trusted than its sources is handled as the
+   least trusted source;
+4. **probation** (:func:`set_probation`) — an unproven origin is kept, not injected, until
+   corroborated; an own record whose tool output instructs its reader is held;
+5. **size** (:func:`oversize`) — an entry larger than the whole budget is refused;
+6. **gate** — the policy's admission component (for a trust-gated policy, the domain and harm
+   checks of :func:`memcurator.trust.gate.assess`), given the candidate with its trusted origin.
+
+The state the steps pass along is one :class:`Admission`: the text, its claimed and trusted
+origin, its metadata (where taint and probation are recorded) and the ``downgrade`` reasons
+for the decision log. What differs between a new entry and a new version is what the steps are
+told (``fresh``, the phrasing of a reason), never which steps run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from memcurator.errors import BudgetExceeded, InvalidInput
+from memcurator.lifecycle.context import Context
+from memcurator.lifecycle.reads import observed_reason, observed_sources
+from memcurator.trust.auth import Claim, KeyRing, Signature
+from memcurator.trust.domains import tool_output_instructions
+from memcurator.trust.fingerprint import Match, ReadWindow
+from memcurator.trust.provenance import (
+    CHANNEL_ORDER,
+    DERIVED_FROM,
+    HELD_FOR,
+    PROBATION,
+    TAINT,
+    VOUCHED,
+    entry_taint,
+    taint_of,
+)
+
+#: The steps in the order they run.
+STEPS = ("provenance", "signature", "taint", "probation", "size", "gate")
+
+
+@dataclass
+class Admission:
+    """One text on its way through the pipeline.
+
+    Attributes
+    ----------
+    text : str
+    kind : str
+    claimed : str
+        The origin as claimed (a write) or as stored (an update).
+    detail : str
+        ``origin_detail``: the principal with ``claimed``.
+    meta : dict
+        The metadata the entry will be stored with; the steps record taint and probation here.
+    origin : str
+        The trusted origin so far (an update starts from the least trusted of the stored
+        origin and its taint).
+    fresh : bool
+        A new entry (True) or a new version of a resident one (False).
+    proven : bool
+        A key ring proved the claim and nothing downgraded it since.
+    downgrades : list of str
+        One ``downgrade`` decision-log reason per step that lowered the trust.
+    note : str or None
+        What the probation reason adds for the step that downgraded (None: none did).
+    sources, observed : list of dict
+        Declared sources (:func:`~memcurator.trust.provenance.parse_sources`) and the observed
+        ones (``"via": "observed"``); ``match`` is the read-window match behind ``observed``.
+    source_taints : dict of str to str
+        The standing of each entry named as a source (entry id -> channel).
+    """
+
+    text: str
+    kind: str
+    claimed: str
+    detail: str
+    meta: dict[str, Any]
+    origin: str
+    fresh: bool
+    proven: bool = False
+    downgrades: list[str] = field(default_factory=list)
+    note: str | None = None
+    sources: list[dict[str, str]] = field(default_factory=list)
+    observed: list[dict[str, str]] = field(default_factory=list)
+    match: Match | None = None
+    source_taints: dict[str, str] = field(default_factory=dict)
+
+    def downgrade(self, origin: str, reason: str, note: str) -> None:
+        """Handle the text as ``origin`` from now on, for ``reason`` (logged ``downgrade``)."""
+        self.origin, self.proven, self.note = origin, False, note
+        self.downgrades.append(reason)
+
+
+# ------------------------------------------------------------------------------- provenance
+def provenance(
+    adm: Admission,
+    reads: ReadWindow,
+    user: str | None,
+    resident: Any,
+    known_ids: Any,
+) -> None:
+    """Step 1: fill ``adm.observed``/``adm.match`` from the read window (what the text copies of
+    outside content this handle observed for ``user``) and ``adm.source_taints`` for the
+    declared entry sources.
+
+    ``resident.get(id)`` gives a resident entry; ``known_ids(ids)`` the ids of those ever in
+    the namespace: one evicted or forgotten since it was read counts as outside (its standing is
+    unknown now), while an id never seen here is the caller's error (raised by :func:`apply_taint`).
+    """
+    adm.observed, adm.match = observed_sources(reads, adm.text, user)
+    taints = {
+        s["id"]: entry_taint(e.meta, e.origin)
+        for s in adm.sources
+        if s["kind"] == "entry" and (e := resident.get(s["id"])) is not None
+    }
+    gone = [s["id"] for s in adm.sources if s["kind"] == "entry" and s["id"] not in taints]
+    if gone:
+        known = known_ids(gone)
+        taints.update({i: "external" for i in gone if i in known})
+    adm.source_taints = taints
+
+
+# -------------------------------------------------------------------------------- signature
+def check_signature_type(ring: KeyRing | None, signature: Any) -> None:
+    """Refuse a ``signature`` that is not a :class:`Signature`, or one given without a key ring.
+
+    Raises
+    ------
+    InvalidInput
+    """
+    if signature is not None and not isinstance(signature, Signature):
+        raise InvalidInput(
+            f"signature must be a Signature (Memory.sign / KeyRing.sign), got "
+            f"{type(signature).__name__}"
+        )
+    if ring is None and signature is not None:
+        raise InvalidInput("a signature was given but this memory has no keyring to check it")
+
+
+def verify_claim(ring: KeyRing | None, namespace: str, adm: Admission, signature: Any) -> str:
+    """Why the key ring refuses ``adm``'s claim under ``signature`` (empty: proven, or no key
+    ring to ask). A claim is :class:`~memcurator.trust.auth.Claim` ``(namespace, origin,
+    origin_detail, kind, text)``.
+
+    Raises
+    ------
+    InvalidInput
+        See :func:`check_signature_type`.
+    """
+    check_signature_type(ring, signature)
+    if ring is None:
+        return ""
+    v = ring.verify(Claim(namespace, adm.claimed, adm.detail, adm.kind, adm.text), signature)
+    return v.reason if v.downgraded else ""
+
+
+def check_signature(adm: Admission, ring: KeyRing | None, namespace: str, signature: Any) -> None:
+    """Step 2: with a key ring, a ``self``/``peer`` claim not already tainted needs a valid
+    signature; without one it is handled as ``external`` (the claim kept as
+    ``meta["claimed_origin"]``). Sets ``adm.proven`` when the ring proved it.
+
+    Raises
+    ------
+    InvalidInput
+        See :func:`check_signature_type`.
+    """
+    down = verify_claim(ring, namespace, adm, signature)
+    if down and adm.origin in ("self", "peer") and TAINT not in adm.meta:
+        if adm.fresh:
+            adm.meta["claimed_origin"] = adm.claimed
+            adm.downgrade("external", down, "")
+        else:
+            adm.meta.setdefault("claimed_origin", adm.claimed)
+            adm.meta[TAINT] = "external"
+            adm.downgrade(
+                "external",
+                f"update: {down}; {adm.origin} entry handled as external",
+                " (unsigned update)",
+            )
+    adm.proven = ring is not None and not adm.downgrades and adm.origin in ("self", "peer")
+
+
+# ------------------------------------------------------------------------------------ taint
+def apply_taint(adm: Admission) -> None:
+    """Step 3: record what the content was derived from (``meta["_derived_from"]``, the
+    observed sources marked ``"via": "observed"``) and handle a claim more trusted than its
+    least trusted source as that source (``meta["_taint"]``).
+
+    A new entry records the taint of its sources whenever it is not ``self``; a new version
+    records it only when it lowers the entry's standing (its earlier taint stays).
+
+    Raises
+    ------
+    InvalidInput
+        An ``entry:<id>`` source that was never an entry of this namespace.
+    """
+    new = adm.sources + adm.observed
+    if not new:
+        return
+    if adm.fresh:
+        adm.meta[DERIVED_FROM] = new
+    else:
+        have = list(adm.meta.get(DERIVED_FROM, []))
+        adm.meta[DERIVED_FROM] = have + [s for s in new if s not in have]
+    taint = taint_of(new, adm.source_taints)
+    if adm.fresh and taint != "self":
+        adm.meta[TAINT] = taint
+    if CHANNEL_ORDER.index(taint) <= CHANNEL_ORDER.index(adm.origin):
+        return
+    adm.meta[TAINT] = taint
+    adm.meta.setdefault("claimed_origin", adm.claimed)
+    adm.downgrade(taint, _taint_reason(adm, taint), " (tainted)")
+
+
+def _taint_reason(adm: Admission, taint: str) -> str:
+    if not adm.fresh:
+        said = observed_reason(adm.match) if adm.match is not None else ""
+        return f"taint: update {said}; {adm.origin} entry handled as {taint}"
+    why = []
+    if adm.sources:
+        names = ", ".join(f"{s['kind']}:{s['id']}" if s["id"] else s["kind"] for s in adm.sources)
+        why.append(f"{adm.origin} claim for content derived from {names}")
+    if adm.match is not None:
+        why.append(observed_reason(adm.match))
+    claim = "" if adm.sources else f"{adm.origin} claim "
+    return "taint: " + "; ".join(why) + f"; {claim}handled as {taint}"
+
+
+# -------------------------------------------------------------------------------- probation
+def set_probation(adm: Admission, probation: bool) -> bool:
+    """Step 4, under a policy with probation (``probation``): put an unproven entry on
+    probation (a new entry whose trusted origin is not ``self``, or a version a step just
+    downgraded), vouched by its principal when a key ring proved it; hold an own record whose
+    tool output instructs its reader (:func:`hold_tool_output`). Whether it is on probation
+    now because of this step."""
+    if not probation:
+        return False
+    if adm.origin != "self" and (adm.fresh or adm.note is not None):
+        adm.meta[PROBATION] = f"origin {adm.origin}{adm.note or ''}"
+        if adm.proven:
+            adm.meta[VOUCHED] = [f"{adm.origin}:{adm.detail}"]
+        return True
+    if adm.origin == "self" and PROBATION not in adm.meta:
+        return hold_tool_output(adm.meta, adm.origin, adm.text)
+    return False
+
+
+def hold_tool_output(meta: dict[str, Any], origin: str, text: str) -> bool:
+    """Put an own record whose tool output carries an instruction on probation (mutating
+    ``meta``); whether it did. Outside content inside the record, held for what it says
+    (``meta["_held_for"]``), so only a verified outcome releases it, not more writers."""
+    said = tool_output_instructions(text)
+    if said:
+        meta[PROBATION] = f"origin {origin}, its tool output instructs: {said[0]}"[:300]
+        meta[HELD_FOR] = "tool output instruction"
+    return bool(said)
+
+
+# ------------------------------------------------------------------------------------- size
+def oversize(
+    log: Any, step: int, eid: str, nbytes: int, max_bytes: int | None, reason: str, message: str
+) -> BudgetExceeded | None:
+    """Step 5: an entry of ``nbytes`` that can never fit ``max_bytes`` (None: unbounded) is
+    refused: its ``reject`` row (``reason``) is logged and the error to raise once the
+    transaction committed is returned (raised inside it, the row would roll back with
+    everything else); None when it fits. ``reason`` and ``message`` may use ``{b}`` (the
+    entry's bytes) and ``{max_bytes}``.
+
+    Examples
+    --------
+    >>> rows = []
+    >>> def log(*row): rows.append(row)
+    >>> oversize(log, 0, "e1", 10, 10, "", "") is None
+    True
+    >>> err = oversize(log, 0, "e1", 11, 10, "{b} > {max_bytes}", "never fits {max_bytes}")
+    >>> str(err), rows[0][1], rows[0][4]
+    ('never fits 10', 'reject', '11 > 10')
+    """
+    if max_bytes is None or nbytes <= max_bytes:
+        return None
+    log(step, "reject", eid, float("nan"), reason.format(b=nbytes, max_bytes=max_bytes), nbytes)
+    return BudgetExceeded(message.format(b=nbytes, max_bytes=max_bytes))
+
+
+def screen(ctx: Context, adm: Admission, signature: Any, user: str | None) -> None:
+    """Steps 1-3 (provenance, signature, taint) on ``ctx``'s namespace, inside its transaction.
+
+    Raises
+    ------
+    InvalidInput
+        A bad signature, or an ``entry:<id>`` source that was never an entry here.
+    """
+    provenance(adm, ctx.reads, user, ctx.res, lambda ids: ctx.store.known_ids(ctx.namespace, ids))
+    check_signature(adm, ctx.keyring, ctx.namespace, signature)
+    apply_taint(adm)
+
+
+def log_downgrades(log: Any, step: int, eid: str, nbytes: int, adm: Admission) -> None:
+    """One ``downgrade`` row per step that lowered ``adm``'s trust, in step order."""
+    for why in adm.downgrades:
+        log(step, "downgrade", eid, float("nan"), why, nbytes)
+
+
+__all__ = [
+    "STEPS",
+    "Admission",
+    "apply_taint",
+    "check_signature",
+    "check_signature_type",
+    "hold_tool_output",
+    "log_downgrades",
+    "oversize",
+    "provenance",
+    "screen",
+    "set_probation",
+    "verify_claim",
+]
