@@ -26,6 +26,7 @@ from memcurator.lifecycle import (
 from memcurator.lifecycle.context import RECALL_FIELD, UNSET, embedder_identity, open_context
 from memcurator.lifecycle.exchange import ShareOptions
 from memcurator.lifecycle.forget import ForgetResult
+from memcurator.lifecycle.handle_lock import thread_safe
 from memcurator.lifecycle.keep import GovernResult
 from memcurator.lifecycle.recall import RecallOptions
 from memcurator.lifecycle.record import RecordOptions
@@ -39,8 +40,12 @@ from memcurator.trust.fingerprint import ReadWindow
 from memcurator.types import Entry, RecallResult, Task, Trajectory
 
 
+@thread_safe
 class Memory:
     """An agent's experience memory under a policy and a byte budget.
+
+    Safe to share between threads: every method and property holds the handle's re-entrant
+    lock (:mod:`memcurator.lifecycle.handle_lock`), so calls through one handle take turns.
 
     Parameters
     ----------

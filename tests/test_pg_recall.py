@@ -250,7 +250,7 @@ def test_migration_from_v1_fills_the_new_columns(pg_url: str) -> None:
             '\'{"f": "hr"}\')'
         )
     s = PostgresStore(pg_url)
-    assert s.schema_version() == 2
+    assert s.schema_version() == pgschema.SCHEMA_VERSION
     assert s._one("SELECT rtsv::text, metab ->> 'f' FROM entries") == ("'count':1 'orders':2", "hr")
     assert [h.id for h in s.search("n", "orders", np.array([1.0, 0.0]), 1).lexical] == ["a"]
     s.close()

@@ -14,6 +14,7 @@ is the SQLite schema v3 (:mod:`memcurator.store.schema`) in PostgreSQL terms:
   ``memcurator.compacting`` for its own transaction only).
 - ``mc_changes``: one version counter per namespace, bumped by every write transaction that
   touched it; the change token is their sum (a row is never deleted, so the sum only grows).
+  Version 3 makes it the namespace's change-feed number (``mc_feed``, see ``_V3``).
 
 Version 2 adds what in-database recall (:meth:`memcurator.store.postgres.PostgresStore.search`)
 reads, as generated columns so that no writer has to fill them and existing rows get them at
@@ -39,7 +40,7 @@ from typing import Any
 
 from memcurator.errors import StoreError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Advisory-lock class ids (the first key of ``pg_advisory_xact_lock(int, int)``).
 LOCK_MIGRATE = 0x6D630001
@@ -155,7 +156,43 @@ ALTER TABLE entries ALTER COLUMN stats SET STATISTICS 0;
 ALTER TABLE entries ALTER COLUMN origin_detail SET STATISTICS 0
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
+# v3: the change feed (:meth:`memcurator.store.postgres.PostgresStore.changes_since`). A row
+# trigger on ``entries`` records each changed id in ``mc_feed`` with the number its transaction
+# will leave in ``mc_changes.v`` (v + 1: a writer holds the namespace's lock until it commits,
+# and bumps v once at commit, so numbers follow the commit order of the namespace and a reader
+# never sees a number whose rows are still to come). ``mc_changes.floor``: below it the feed
+# was trimmed. Rows written before v3 are in no feed: a handle opened after the migration
+# starts from the number then.
+_V3 = """
+ALTER TABLE mc_changes ADD COLUMN floor BIGINT NOT NULL DEFAULT 0;
+UPDATE mc_changes SET floor = v;
+CREATE TABLE mc_feed (
+    namespace TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    PRIMARY KEY (namespace, entry_id)
+);
+CREATE INDEX mc_feed_seq ON mc_feed(namespace, seq);
+CREATE FUNCTION mc_feed_row() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    ns TEXT;
+    eid TEXT;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        ns := OLD.namespace; eid := OLD.id;
+    ELSE
+        ns := NEW.namespace; eid := NEW.id;
+    END IF;
+    INSERT INTO mc_feed(namespace, entry_id, seq)
+    VALUES (ns, eid, COALESCE((SELECT v FROM mc_changes WHERE namespace = ns), 0) + 1)
+    ON CONFLICT (namespace, entry_id) DO UPDATE SET seq = EXCLUDED.seq;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER entries_feed AFTER INSERT OR UPDATE OR DELETE ON entries
+    FOR EACH ROW EXECUTE FUNCTION mc_feed_row()
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3}
 
 
 def current_version(conn: Any) -> int:

@@ -49,7 +49,9 @@ from memcurator.errors import (
     StoreError,
 )
 from memcurator.store.base import (
+    FEED_HORIZON,
     KEEP,
+    Changes,
     Hit,
     NamespaceInfo,
     NamespaceStats,
@@ -220,6 +222,7 @@ class PostgresStore(DecisionLogReads):
         #: what the last :meth:`secure_erase` found (why it returned False, if it did)
         self.erase_report = ""
         lock_ms = int(self.timeout_s * 1000)
+        self._probe()
         self._pool = psycopg_pool.ConnectionPool(
             url,
             min_size=1,
@@ -248,6 +251,44 @@ class PostgresStore(DecisionLogReads):
                 self._run(lambda: migrate(c))
 
     # ------------------------------------------------------------------ plumbing
+    #: Longest wait for one connection attempt, seconds (a wrong host or port fails fast).
+    CONNECT_TIMEOUT_S = 5.0
+
+    def _probe(self) -> None:
+        """Connect once before the pool does, so that a refused connection raises at once with
+        its real cause (:func:`~memcurator.store.pgerrors.connect_cause`); a cause that can
+        pass (a server starting up, no free slot) is retried until ``timeout_s``."""
+        from memcurator.store.pgerrors import connect_cause
+
+        deadline = time.monotonic() + self.timeout_s
+        each = max(1, int(min(self.CONNECT_TIMEOUT_S, self.timeout_s)))
+        while True:
+            try:
+                self._pg.connect(self.url, autocommit=True, connect_timeout=each).close()
+                return
+            except self._pg.Error as e:
+                cause, transient = connect_cause(e)
+                if not transient or time.monotonic() + 0.5 > deadline:
+                    raise StoreError(
+                        f"cannot connect to PostgreSQL at {self.path}: {cause}"
+                    ) from None
+                time.sleep(0.5)
+
+    def _lock_message(self) -> str:
+        """Who holds the locks a writer waits for, asked on a connection of its own (the
+        waiting one is in an aborted transaction); best effort, a few seconds at most."""
+        from memcurator.store.pgerrors import lock_holders
+
+        try:
+            with self._pg.connect(self.url, autocommit=True, connect_timeout=2) as c:
+                c.execute("SET statement_timeout = 2000")
+                held = lock_holders(c)
+        except self._pg.Error as e:
+            return f"(could not ask who held it: {str(e).strip()})"
+        if not held:
+            return "(no session held one when asked right after: it was released meanwhile)"
+        return "held by " + "; ".join(held)
+
     def _run(self, fn: Callable[[], Any]) -> Any:
         """Call ``fn``; a psycopg error becomes memcurator's (no raw driver error escapes)."""
         pg = self._pg
@@ -255,8 +296,8 @@ class PostgresStore(DecisionLogReads):
             return fn()
         except pg.errors.LockNotAvailable as e:
             raise StoreError(
-                f"store {self.path}: a lock stayed held by another writer for more than "
-                f"{self.timeout_s:g} s; raise timeout_s or reduce concurrent writers"
+                f"store {self.path}: waited more than {self.timeout_s:g} s (timeout_s) for a "
+                f"lock, {self._lock_message()}"
             ) from e
         except pg.OperationalError as e:
             raise StoreError(
@@ -423,6 +464,46 @@ class PostgresStore(DecisionLogReads):
         :meth:`memcurator.store.base.Store.committed_token`."""
         own = getattr(self._tx, "own", None)
         return own if own is not None else self.change_token()
+
+    # ------------------------------------------------------------------ change feed
+    def change_seq(self, namespace: str) -> int:
+        """``namespace``'s change sequence number (:meth:`Store.change_seq`): its
+        ``mc_changes`` counter, bumped once by every transaction that wrote it."""
+        row = self._one("SELECT v FROM mc_changes WHERE namespace=%s", (namespace,))
+        return 0 if row is None else int(row[0])
+
+    def changes_since(self, namespace: str, since: int) -> Changes | None:
+        """Ids of ``namespace``'s entries changed after ``since`` (:meth:`Store.changes_since`);
+        one statement, so the number and the ids are of one snapshot."""
+        row = self._one(
+            "SELECT COALESCE(c.v, 0), COALESCE(c.floor, 0), ARRAY(SELECT entry_id FROM mc_feed "
+            "WHERE namespace=%s AND seq>%s ORDER BY seq) FROM (SELECT 1) one "
+            "LEFT JOIN mc_changes c ON c.namespace=%s",
+            (namespace, int(since), namespace),
+        )
+        assert row is not None
+        seq, floor = int(row[0]), int(row[1])
+        if since < floor or since > seq:
+            return None
+        return Changes(seq, list(row[2]))
+
+    def trim_changes(self, namespace: str, *, keep: int = FEED_HORIZON) -> int:
+        """Drop feed rows of deleted entries older than the last ``keep`` changes
+        (:meth:`Store.trim_changes`)."""
+        with self._writing(namespace):
+            cut = self.change_seq(namespace) - max(0, int(keep))
+            if cut <= 0:
+                return 0
+            n = self._x(
+                "DELETE FROM mc_feed f WHERE f.namespace=%s AND f.seq<=%s AND NOT EXISTS "
+                "(SELECT 1 FROM entries e WHERE e.namespace=f.namespace AND e.id=f.entry_id)",
+                (namespace, cut),
+            )
+            self._x(
+                "UPDATE mc_changes SET floor=GREATEST(floor, %s) WHERE namespace=%s",
+                (cut, namespace),
+            )
+        return n
 
     def schema_version(self) -> int:
         with self._conn() as c:
@@ -604,6 +685,14 @@ class PostgresStore(DecisionLogReads):
             self._x("UPDATE shared_out SET forgotten=true WHERE namespace=%s", (name,))
             self._x("DELETE FROM policy_state WHERE namespace=%s", (name,))
             self._x("DELETE FROM namespaces WHERE name=%s", (name,))
+            # the feed of a deleted namespace reaches back nowhere: its handles reload (v + 1:
+            # the number this transaction's commit leaves)
+            self._x("DELETE FROM mc_feed WHERE namespace=%s", (name,))
+            self._x(
+                "INSERT INTO mc_changes(namespace, v, floor) VALUES (%s, 0, 1) ON CONFLICT "
+                "(namespace) DO UPDATE SET floor = mc_changes.v + 1",
+                (name,),
+            )
             self._tx.infos.clear()
         self.secure_erase()
         return freed
@@ -910,6 +999,7 @@ class PostgresStore(DecisionLogReads):
             self.log(
                 namespace, step=step, action="compact", entry_id="", reason=reason, nbytes=nbytes
             )
+            self.trim_changes(namespace)  # the feed's tombstones are bounded with the log
         return n
 
     # ------------------------------------------------------------------ peers
@@ -1005,9 +1095,10 @@ class PostgresStore(DecisionLogReads):
         """Build (if absent) an HNSW index over ``namespace``'s vectors (cosine); its name.
 
         A partial expression index per namespace (the column has no dimension; the index
-        casts to the namespace's). ``m``: links per node per layer (pgvector default 16; more
-        raises recall and memory). ``ef_construction``: candidate list while building (default
-        64; more builds slower and better). Query-time breadth is ``ef_search`` of
+        casts to the namespace's), built ``CONCURRENTLY`` when called outside a transaction:
+        writers of every namespace go on while it builds. ``m``: links per node per layer
+        (pgvector default 16; more raises recall and memory). ``ef_construction``: candidate
+        list while building (default 64; more builds slower and better). Query-time breadth is ``ef_search`` of
         :meth:`nearest`. Not used by ``Memory.recall`` (which ranks its resident set in
         memory); for namespaces too large to hold in a process.
 
@@ -1021,8 +1112,13 @@ class PostgresStore(DecisionLogReads):
         expr, ops, _ = self._vec_expr(namespace)
         dtype = self.namespace(namespace).vector_dtype
         name = "entries_hnsw_" + format(abs(hash_ns(namespace)), "x")
+        # CONCURRENTLY (outside a transaction): the build takes SHARE UPDATE EXCLUSIVE, which
+        # no write waits for, so other namespaces (and this one) keep writing while it runs;
+        # a plain CREATE INDEX would hold SHARE on the whole table, stopping every writer
+        concurrent = self._tx.conn is None
         ddl = sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {} ON entries USING hnsw (" + expr + " " + ops + ") "
+            "CREATE INDEX " + ("CONCURRENTLY " if concurrent else "") + "IF NOT EXISTS {} ON "
+            "entries USING hnsw (" + expr + " " + ops + ") "
             "WITH (m = {}, ef_construction = {}) WHERE namespace = {} AND vec_dtype = {}"
         ).format(
             sql.Identifier(name),
@@ -1032,6 +1128,18 @@ class PostgresStore(DecisionLogReads):
             sql.Literal(dtype),
         )
         with self._conn() as c:
+            # a concurrent build cut off (lost connection, timeout) leaves an invalid index
+            # that IF NOT EXISTS would keep: drop it and build again
+            bad = self._run(
+                lambda: c.execute(
+                    "SELECT NOT i.indisvalid FROM pg_index i JOIN pg_class x ON x.oid = "
+                    "i.indexrelid WHERE x.relname = %s",
+                    (name,),
+                ).fetchone()
+            )
+            if bad and bad[0]:
+                drop = "DROP INDEX " + ("CONCURRENTLY " if concurrent else "") + "IF EXISTS {}"
+                self._run(lambda: c.execute(sql.SQL(drop).format(sql.Identifier(name))))
             self._run(lambda: c.execute(ddl))
         return name
 

@@ -10,7 +10,7 @@ import sqlite3
 
 from memcurator.errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS namespaces (
@@ -104,7 +104,45 @@ ALTER TABLE entries ADD COLUMN vec_dtype TEXT NOT NULL DEFAULT 'float32'
     CHECK (vec_dtype IN ('float32', 'float16', 'int8'));
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3}
+
+def _feed_trigger(event: str, row: str) -> str:
+    return f"""CREATE TRIGGER IF NOT EXISTS entries_feed_{event[0].lower()} AFTER {event} ON entries
+BEGIN
+INSERT INTO change_seq(namespace, v) VALUES ({row}.namespace, 1)
+    ON CONFLICT(namespace) DO UPDATE SET v = v + 1;
+INSERT INTO change_feed(namespace, entry_id, seq)
+    VALUES ({row}.namespace, {row}.id,
+            (SELECT v FROM change_seq WHERE namespace = {row}.namespace))
+    ON CONFLICT(namespace, entry_id) DO UPDATE SET seq = excluded.seq;
+END"""
+
+
+# v4: the change feed (:meth:`SQLiteStore.changes_since`). ``change_seq`` holds each
+# namespace's sequence number (bumped per changed row; writes are serialised by the file's
+# write lock, so the order is the commit order) and the ``floor`` below which the feed was
+# trimmed; ``change_feed`` holds, per entry id ever changed, the number of its latest change.
+# Triggers fill both, so every write path (reembed, transfer, ...) is in the feed.
+_V4 = ";\n".join(
+    [
+        """CREATE TABLE IF NOT EXISTS change_seq (
+    namespace TEXT PRIMARY KEY,
+    v INTEGER NOT NULL,
+    floor INTEGER NOT NULL DEFAULT 0
+)""",
+        """CREATE TABLE IF NOT EXISTS change_feed (
+    namespace TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (namespace, entry_id)
+)""",
+        "CREATE INDEX IF NOT EXISTS change_feed_seq ON change_feed(namespace, seq)",
+        _feed_trigger("INSERT", "NEW"),
+        _feed_trigger("UPDATE", "NEW"),
+        _feed_trigger("DELETE", "OLD"),
+    ]
+)
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 
 
 def migrate_check(version: int) -> None:
@@ -114,6 +152,20 @@ def migrate_check(version: int) -> None:
             f"store schema version {version} is newer than this memcurator's ({SCHEMA_VERSION}); "
             "upgrade memcurator"
         )
+
+
+def _statements(script: str) -> list[str]:
+    """``script`` cut into whole statements (a trigger body's ``;`` does not end one)."""
+    out: list[str] = []
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out
 
 
 def migrate(conn: sqlite3.Connection) -> int:
@@ -127,8 +179,7 @@ def migrate(conn: sqlite3.Connection) -> int:
     current = int(conn.execute("PRAGMA user_version").fetchone()[0])
     migrate_check(current)
     for v in range(current + 1, SCHEMA_VERSION + 1):
-        for stmt in MIGRATIONS[v].split(";\n"):
-            if stmt.strip():
-                conn.execute(stmt)
+        for stmt in _statements(MIGRATIONS[v]):
+            conn.execute(stmt)
         conn.execute(f"PRAGMA user_version={v}")
     return SCHEMA_VERSION
