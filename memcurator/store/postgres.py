@@ -1098,9 +1098,9 @@ class PostgresStore(DecisionLogReads):
         casts to the namespace's), built ``CONCURRENTLY`` when called outside a transaction:
         writers of every namespace go on while it builds. ``m``: links per node per layer
         (pgvector default 16; more raises recall and memory). ``ef_construction``: candidate
-        list while building (default 64; more builds slower and better). Query-time breadth is ``ef_search`` of
-        :meth:`nearest`. Not used by ``Memory.recall`` (which ranks its resident set in
-        memory); for namespaces too large to hold in a process.
+        list while building (default 64; more builds slower and better). Query-time breadth
+        is ``ef_search`` of :meth:`nearest`. Not used by ``Memory.recall`` (which ranks its
+        resident set in memory); for namespaces too large to hold in a process.
 
         Raises
         ------
