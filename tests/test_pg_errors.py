@@ -72,3 +72,31 @@ def test_a_lock_timeout_names_the_holder(pg_url: str) -> None:
     store.insert(_entry("b", 2))  # released: writes go on
     assert store.count("b") == 2
     store.close()
+
+
+def test_one_namespace_locked_does_not_stop_another(pg_url: str) -> None:
+    """While namespace a's table is held exclusively (what its VACUUM FULL holds during a
+    secure erase), namespace b writes, recalls, forgets with a secure erase of its own, and
+    builds its HNSW index (schema v4: one partition per namespace)."""
+    from memcurator import Memory
+    from memcurator.embed import HashingEmbedder
+    from memcurator.store.pgschema import partition_name
+
+    emb = HashingEmbedder(dim=32)
+    opened = [PostgresStore(pg_url, timeout_s=3) for _ in range(2)]
+    a = Memory(store=opened[0], namespace="a", policy="keep-all", embedder=emb)
+    b = Memory(store=opened[1], namespace="b", policy="keep-all", embedder=emb)
+    for i in range(5):
+        a.write(f"Task: list the parcels of depot {i}\nAction: SELECT {i};")
+        b.write(f"Task: count the visits of clinic {i}\nAction: SELECT {i};")
+    with psycopg.connect(pg_url, autocommit=True) as other, other.transaction():
+        other.execute(f'LOCK TABLE "{partition_name("a")}" IN ACCESS EXCLUSIVE MODE')
+        r = b.write("Task: count the visits of clinic 9\nAction: SELECT 9;")
+        assert r.admitted
+        assert b.recall("visits of clinic 9", k=1).ids == [r.id]
+        f = b.forget(r.id)
+        assert f.ids == [r.id] and f.erased, opened[1].erase_report
+        opened[1].ensure_hnsw("b")
+    assert len(a) == 5 and len(b) == 5
+    for s in opened:
+        s.close()

@@ -130,7 +130,7 @@ def test_rare_exact_term_is_found_by_the_full_text_leg(pg_url: str) -> None:
     assert hits.lexical[0].id == rare  # before ANALYZE: every word weighs 1, it holds most
     with s._conn() as c:
         c.execute("ANALYZE entries")
-    s._wstats = None
+    s._wstats.clear()
     hits = s.search("default", "ZX4471 billing run failed", emb.embed(line), 5)
     assert hits.lexical[0].id == rare
     assert hits.lexical[0].score > 2 * hits.lexical[1].score  # IDF: the rare word counts
