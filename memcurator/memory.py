@@ -30,6 +30,7 @@ from memcurator.lifecycle.context import (
 )
 from memcurator.lifecycle.exchange import ShareOptions
 from memcurator.lifecycle.forget import ForgetResult
+from memcurator.lifecycle.handle_lock import thread_safe
 from memcurator.lifecycle.keep import GovernResult
 from memcurator.lifecycle.recall import RecallOptions
 from memcurator.lifecycle.record import RecordOptions
@@ -43,8 +44,12 @@ from memcurator.trust.fingerprint import ReadWindow
 from memcurator.types import RecallResult, Task, Trajectory
 
 
+@thread_safe
 class Memory(MemoryView):
     """An agent's experience memory under a policy and a byte budget.
+
+    Safe to share between threads: every method and property holds the handle's re-entrant
+    lock (:mod:`memcurator.lifecycle.handle_lock`), so calls through one handle take turns.
 
     Parameters
     ----------

@@ -130,7 +130,7 @@ def test_rare_exact_term_is_found_by_the_full_text_leg(pg_url: str) -> None:
     assert hits.lexical[0].id == rare  # before ANALYZE: every word weighs 1, it holds most
     with s._conn() as c:
         c.execute("ANALYZE entries")
-    s._wstats = None
+    s._wstats.clear()
     hits = s.search("default", "ZX4471 billing run failed", emb.embed(line), 5)
     assert hits.lexical[0].id == rare
     assert hits.lexical[0].score > 2 * hits.lexical[1].score  # IDF: the rare word counts
@@ -250,7 +250,7 @@ def test_migration_from_v1_fills_the_new_columns(pg_url: str) -> None:
             '\'{"f": "hr"}\')'
         )
     s = PostgresStore(pg_url)
-    assert s.schema_version() == pgschema.SCHEMA_VERSION  # v2 and v3 applied
+    assert s.schema_version() == pgschema.SCHEMA_VERSION
     assert s._one("SELECT rtsv::text, metab ->> 'f' FROM entries") == ("'count':1 'orders':2", "hr")
     assert [h.id for h in s.search("n", "orders", np.array([1.0, 0.0]), 1).lexical] == ["a"]
     s.close()

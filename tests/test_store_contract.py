@@ -264,3 +264,97 @@ def test_a_commit_landing_right_after_ours_is_not_missed(
         a.get(x)
     assert x not in {e.id for e in a.entries()}
     assert x not in a.recall("orders of customer 1", k=5).ids
+
+
+def test_change_feed_lists_each_changed_id_once(backend: Backend) -> None:
+    """The feed of a namespace: inserts, updates and deletes after a number, each id once at
+    its latest change, in change order; other namespaces' changes and rollbacks are not in it."""
+    a, b = backend.connect(), backend.connect()
+    for ns in ("a", "b"):
+        a.create_namespace(ns, embedder="e", dim=4)
+    e = np.ones(4, dtype=np.float32) / 2
+    s0 = b.change_seq("a")
+    assert b.changes_since("a", s0) == (s0, [])
+    with a.transaction(namespace="a"):
+        a.insert(Entry("x", "a", "insight", "first", 10, 10, e))
+        a.insert(Entry("y", "a", "insight", "second", 10, 10, e))
+    a.insert(Entry("z", "b", "insight", "elsewhere", 10, 10, e))
+    got = b.changes_since("a", s0)
+    assert got is not None and got.ids == ["x", "y"] and got.seq > s0
+    s1 = got.seq
+    x = a.get("a", "x")
+    x.uses += 1
+    a.update(x)
+    a.delete("a", "y")
+    got = b.changes_since("a", s1)
+    assert got is not None and sorted(got.ids) == ["x", "y"] and got.seq > s1
+    assert b.changes_since("a", s0) == (got.seq, ["x", "y"])  # y's latest change is last
+    s2 = got.seq
+    with pytest.raises(RuntimeError):
+        with a.transaction(namespace="a"):
+            a.insert(Entry("w", "a", "insight", "rolled back", 10, 10, e))
+            raise RuntimeError("crash")
+    assert b.changes_since("a", s2) == (s2, [])
+    assert b.change_seq("a") == s2
+
+
+def test_a_handle_catches_up_by_the_change_only(
+    backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After another handle's write, feedback and forget, a loaded handle reads only the
+    changed entries (no reload of the namespace) and ends as a fresh load would."""
+    a = _memory(backend.connect(), max_bytes=None)
+    ids = [a.write(_text(i)).id for i in range(12)]
+    sb = backend.connect()
+    b = _memory(sb)
+    assert len(b) == 12
+    res = b._ctx.res
+    reloads = res.reloads
+    read: list[list[str]] = []
+    full: list[str] = []
+    get_many, entries = sb.get_many, sb.entries
+    monkeypatch.setattr(
+        sb, "get_many", lambda ns, want: read.append(list(want)) or get_many(ns, want)
+    )
+    monkeypatch.setattr(sb, "entries", lambda ns: full.append(ns) or entries(ns))
+    new = a.write(_text(99, " new")).id
+    r = a.recall("orders of customer 3", k=1)
+    a.feedback(r, 1.0)
+    a.forget(ids[5])
+    hit = b.recall("orders of customer 99 new", k=1)
+    assert hit.ids == [new]
+    assert res.reloads == reloads and full == [] and res.catchups >= 1
+    assert sum(len(w) for w in read) <= 3  # the new entry, the one given feedback, the forgotten
+    fresh = _memory(backend.connect())
+    assert [e.id for e in b.entries()] == [e.id for e in fresh.entries()]
+    assert [(e.uses, e.successes) for e in b.entries()] == [
+        (e.uses, e.successes) for e in fresh.entries()
+    ]
+    assert b.used_bytes == fresh.used_bytes == backend.connect().used_bytes("a")
+    np.testing.assert_array_equal(b.matrix, fresh.matrix)
+    with pytest.raises(EntryNotFound):
+        b.get(ids[5])
+
+
+def test_a_trimmed_feed_makes_a_handle_reload(backend: Backend) -> None:
+    a = _memory(backend.connect(), max_bytes=None)
+    ids = [a.write(_text(i)).id for i in range(6)]
+    b = _memory(backend.connect())
+    res = b._ctx.res
+    reloads = res.reloads
+    for i in ids[:3]:
+        a.forget(i)
+    assert backend.connect().trim_changes("a", keep=0) == 3  # the tombstones go
+    assert len(b) == 3 and res.reloads == reloads + 1  # behind the cut: a full reload
+    assert {e.id for e in b.entries()} == set(ids[3:])
+    a.write(_text(7))
+    assert len(b) == 4 and res.reloads == reloads + 1  # caught up again from the feed
+
+
+def test_a_deleted_namespace_is_reloaded_not_caught_up(backend: Backend) -> None:
+    s = backend.connect()
+    a = _memory(s, max_bytes=None)
+    a.write(_text(1))
+    seq = s.change_seq("a")
+    backend.connect().delete_namespace("a")
+    assert s.changes_since("a", seq) is None

@@ -2,8 +2,10 @@
 decision log, the step clock, entry sizing and the energy meter. No stage knows the facade.
 
 **What handles share.** The namespace, not the handle, owns the entries, the byte budget, the
-step clock and the policy's learned state. A context reloads all four whenever any commit from
-another handle or process is seen (the store's change token), and saves step and state in every
+step clock and the policy's learned state. Whenever any commit from another handle or process
+is seen (the store's change token), a context catches up on the entries from the namespace's
+change feed (only those changed, :class:`.ResidentSet`) and reads the other three again, and
+saves step and state in every
 transaction it commits, so a second handle continues the step where the first left it. Query
 observations (CURATOR's sketch) made by a recall are folded into the state saved by this
 handle's next commit; a handle that only recalls loses them to another handle's commit.
@@ -189,7 +191,8 @@ class Scope:
     stage that changes entries needs (forget needs no more, so the CLI builds only this).
 
     :meth:`transaction` syncs the resident set first and, after its own commit, marks it
-    current and applies the log's retention; a rollback makes the next sync reload it.
+    current and applies the log's retention; a rollback makes the next sync reload it
+    (:meth:`.ResidentSet.invalidate`).
     """
 
     def __init__(self, store: Store, namespace: str, res: ResidentSet, log: DecisionLog, step: int):
@@ -237,14 +240,20 @@ class Scope:
                 "a recall(where=...) callback cannot write to, give feedback to or forget from "
                 "the memory it filters; collect what to change and do it after recall returns"
             )
-        with self.store.transaction(namespace=self.namespace):
-            self.depth += 1
-            try:
-                if self.depth == 1:
-                    self.sync_usable()
-                yield
-            finally:
-                self.depth -= 1
+        try:
+            with self.store.transaction(namespace=self.namespace):
+                self.depth += 1
+                try:
+                    if self.depth == 1:
+                        self.sync_usable()
+                    yield
+                finally:
+                    self.depth -= 1
+        except BaseException:
+            # rolled back: what the stage changed in the resident set never reached the store
+            # (and is in no change feed): read the namespace again on the next sync
+            self.res.invalidate()
+            raise
         if self.depth == 0:
             self.res.mark_synced()
             self.log.compact(self.step, self.res)

@@ -1,8 +1,13 @@
 """The resident set: a namespace's entries in memory, their embedding matrix and byte account.
 
-It is a cache of the store, never a second source of truth: :meth:`ResidentSet.sync` reloads it
-whenever the store's change token changed (a commit or rollback from this handle, another handle
-on the same connection, or another process), so a failed transaction leaves no trace here.
+It is a cache of the store, never a second source of truth: :meth:`ResidentSet.sync` brings it
+up to date whenever the store's change token changed (a commit or rollback from this handle,
+another handle on the same connection, or another process). Another handle's commits are
+applied from the namespace's change feed (:meth:`memcurator.store.base.Store.changes_since`):
+only the entries changed since this set last looked are read, so catching up costs what the
+change costs, not what the namespace holds. The whole namespace is read again only when the
+feed cannot say (trimmed, the namespace deleted) and after a rollback of this set's own
+transaction (:meth:`ResidentSet.invalidate`), so a failed transaction leaves no trace here.
 """
 
 from __future__ import annotations
@@ -136,6 +141,11 @@ class ResidentSet:
         self.derive = derive
         self.same_request: float | None = SAME_REQUEST
         self._token: Any = None
+        #: the namespace's change sequence number this set reflects (None: reload on sync)
+        self._seq: int | None = None
+        #: full reloads and feed catch-ups so far (what :meth:`sync` did; for tests, benches)
+        self.reloads = 0
+        self.catchups = 0
         self.reload()
 
     # ------------------------------------------------------------------ cache
@@ -146,8 +156,11 @@ class ResidentSet:
         older token, so the next :meth:`sync` reloads again (read after, it would hide it).
         """
         token = self.store.change_token()
-        loaded = self.store.entries(self.namespace)
+        seq = self.store.change_seq(self.namespace)  # before the rows: a change between
+        loaded = self.store.entries(self.namespace)  # is read again
         self.entries = ResidentEntries(loaded if self.derive is None else self.derive(loaded))
+        self._seq = seq
+        self.reloads += 1
         # an empty set starts its (empty) graph now and links each add; a loaded one builds it
         # on first use
         self._near: dict[str, dict[str, float]] | None = None if self.entries else {}
@@ -190,11 +203,57 @@ class ResidentSet:
             near.setdefault(b.id, {})[a.id] = cosine
 
     def sync(self) -> bool:
-        """Reload if anything committed or rolled back since we last looked; True if it did."""
-        if not self.current():
+        """Catch up if anything committed or rolled back since we last looked; True if it did
+        (the caller then re-reads what else the namespace owns: budget, step, policy state).
+
+        Applies the namespace's change feed since the sequence number this set reflects: each
+        changed id is read once (:meth:`~memcurator.store.base.Store.get_many`) and replaces,
+        joins or leaves the set, O(changed entries · d) plus one indexed read. Reloads the
+        whole namespace when the feed does not reach back (trimmed or the namespace deleted)
+        or after :meth:`invalidate`.
+        """
+        if self.current():
+            return False
+        if self._seq is None:
             self.reload()
             return True
-        return False
+        token = self.store.change_token()  # first: a commit after it shows next time
+        feed = self.store.changes_since(self.namespace, self._seq)
+        if feed is None:
+            self.reload()
+            return True
+        if feed.ids:
+            self.apply(feed.ids)
+        self._seq = feed.seq
+        self._token = token
+        self.catchups += 1
+        return True
+
+    def apply(self, ids: list[str]) -> None:
+        """Bring entries ``ids`` in line with the store: a stored one replaces the resident of
+        its id or joins at the end (store order: a new id's change is its insert), an absent
+        one leaves. Idempotent: applying an id twice leaves the same set."""
+        got = self.store.get_many(self.namespace, ids)
+        if self.derive is not None:  # a derived precision: exact vectors, as on a reload
+            got = self.derive(got)
+        fresh = {m.id: m for m in got}
+        gone = {i for i in ids if i not in fresh and i in self.index}
+        if gone:
+            self.remove(gone)
+        for i in ids:
+            m = fresh.get(i)
+            if m is None:
+                continue
+            row = self.index.get(i)
+            if row is None:
+                self.add(m)
+            else:
+                self.replace(row, m)
+
+    def invalidate(self) -> None:
+        """This set may hold changes a rollback undid: the next :meth:`sync` reloads it."""
+        self._seq = None
+        self._token = None
 
     def touch(self, ids: list[str]) -> None:
         """Note that the counts of ``ids`` changed (feedback): the next victims pass sees them."""

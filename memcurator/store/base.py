@@ -14,6 +14,13 @@ What a backend owes the lifecycle:
   commit or rollback, from this handle or any other connection or process. Callers compare it
   for equality only (the resident set reloads when it changed); after its own commit a cache
   records :meth:`Store.committed_token`.
+- **A change feed per namespace** (:meth:`Store.changes_since`): a sequence number that grows
+  with every committed change to the namespace's entries, and the ids of the entries inserted,
+  updated or deleted after a given number (each id once, at its latest change), kept in the
+  store itself (a trigger on the entries table writes it, so no write path can miss it). A
+  resident set catches up on another handle's commits by reading only those ids
+  (:meth:`memcurator.lifecycle.resident.ResidentSet.sync`); ``None`` (the feed no longer
+  reaches back, :meth:`Store.trim_changes`) makes it reload the namespace.
 - **Secure delete** (:meth:`Store.delete` then :meth:`Store.secure_erase`): a deleted entry's
   text leaves every read path at commit, and its bytes leave the persistent medium (pages,
   journals) when :meth:`Store.secure_erase` returns True.
@@ -90,6 +97,26 @@ class VectorRow(NamedTuple):
     vector_bytes: int
 
 
+class Changes(NamedTuple):
+    """What :meth:`Store.changes_since` returns.
+
+    Attributes
+    ----------
+    seq : int
+        The namespace's change sequence number now (pass it as ``since`` next time).
+    ids : list of str
+        Entries inserted, updated or deleted after ``since``, each once, oldest change first.
+    """
+
+    seq: int
+    ids: list[str]
+
+
+#: Feed rows of deleted entries kept per namespace (:meth:`Store.trim_changes`): a handle
+#: further behind than this many changes reloads the namespace instead of catching up.
+FEED_HORIZON = 100_000
+
+
 @runtime_checkable
 class Store(Protocol):
     """A persistent entry store: namespaces, entries, policy state and the decision log.
@@ -131,6 +158,24 @@ class Store(Protocol):
         could take in a foreign commit made in between, which the cache never read."""
         ...
 
+    def change_seq(self, namespace: str) -> int:
+        """The namespace's change sequence number: grows with every commit that changed one
+        of its entries (0 for a namespace never written)."""
+        ...
+
+    def changes_since(self, namespace: str, since: int) -> Changes | None:
+        """The ids of ``namespace``'s entries changed (inserted, updated, deleted) after
+        sequence number ``since``, and the number now; None when the feed no longer reaches
+        back to ``since`` (trimmed, or the namespace deleted since): the caller reloads.
+        Reads only the changed rows (an index on ``(namespace, seq)``)."""
+        ...
+
+    def trim_changes(self, namespace: str, *, keep: int = FEED_HORIZON) -> int:
+        """Drop the feed rows of deleted entries older than the last ``keep`` changes (the
+        decision log keeps the tombstones); a handle behind the cut then reloads. Returns the
+        rows dropped. :meth:`compact_log` calls it with the default."""
+        ...
+
     def secure_erase(self) -> bool:
         """Make deleted bytes leave the persistent medium; False when it could not complete
         (inside a transaction, or another reader holds a snapshot that still needs them)."""
@@ -155,6 +200,10 @@ class Store(Protocol):
     def insert(self, entry: Entry) -> None: ...
 
     def get(self, namespace: str, entry_id: str) -> Entry: ...
+
+    def get_many(self, namespace: str, ids: list[str]) -> list[Entry]:
+        """The resident entries among ``ids``, in the order of ``ids`` (absent ids skipped)."""
+        ...
 
     def entries(self, namespace: str) -> list[Entry]: ...
 
@@ -306,8 +355,10 @@ class SearchableStore(Protocol):
 
 
 __all__ = [
+    "FEED_HORIZON",
     "KEEP",
     "REEMBED_PENDING",
+    "Changes",
     "Hit",
     "NamespaceInfo",
     "NamespaceStats",

@@ -14,6 +14,7 @@ is the SQLite schema v3 (:mod:`memcurator.store.schema`) in PostgreSQL terms:
   ``memcurator.compacting`` for its own transaction only).
 - ``mc_changes``: one version counter per namespace, bumped by every write transaction that
   touched it; the change token is their sum (a row is never deleted, so the sum only grows).
+  Version 3 makes it the namespace's change-feed number (``mc_feed``, see ``_V3``).
 
 Version 2 adds what in-database recall (:meth:`memcurator.store.postgres.PostgresStore.search`)
 reads, as generated columns so that no writer has to fill them and existing rows get them at
@@ -32,7 +33,7 @@ entry text there would outlive a delete. v2 sets the statistics target of ``text
 ``metab``, ``stats`` and ``origin_detail`` to 0 (none gathered); ``rtsv``'s common words are
 refreshed by :meth:`~memcurator.store.postgres.PostgresStore.secure_erase`.
 
-Version 3 admits the ``binary`` precision (sign bits in ``qvec``, like int8's BLOB layout).
+Version 5 admits the ``binary`` precision (sign bits in ``qvec``, like int8's BLOB layout).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from typing import Any
 
 from memcurator.errors import StoreError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 
 #: Advisory-lock class ids (the first key of ``pg_advisory_xact_lock(int, int)``).
 LOCK_MIGRATE = 0x6D630001
@@ -157,24 +158,141 @@ ALTER TABLE entries ALTER COLUMN stats SET STATISTICS 0;
 ALTER TABLE entries ALTER COLUMN origin_detail SET STATISTICS 0
 """
 
-# v3: the ``binary`` precision (sign bits, :mod:`memcurator.store.vectors`), stored in ``qvec``
-# as the BLOB layout like int8 (``bytea``; no existing row changes). The three CHECKs naming the
-# precisions are replaced by looser ones (PostgreSQL's default names for v1's constraints).
+# v3: the change feed (:meth:`memcurator.store.postgres.PostgresStore.changes_since`). A row
+# trigger on ``entries`` records each changed id in ``mc_feed`` with the number its transaction
+# will leave in ``mc_changes.v`` (v + 1: a writer holds the namespace's lock until it commits,
+# and bumps v once at commit, so numbers follow the commit order of the namespace and a reader
+# never sees a number whose rows are still to come). ``mc_changes.floor``: below it the feed
+# was trimmed. Rows written before v3 are in no feed: a handle opened after the migration
+# starts from the number then.
 _V3 = """
-ALTER TABLE namespaces DROP CONSTRAINT namespaces_vector_dtype_check;
-ALTER TABLE namespaces ADD CONSTRAINT namespaces_vector_dtype_check
-    CHECK (vector_dtype IN ('float32', 'float16', 'int8', 'binary'));
-ALTER TABLE entries DROP CONSTRAINT entries_vec_dtype_check;
-ALTER TABLE entries ADD CONSTRAINT entries_vec_dtype_check
-    CHECK (vec_dtype IN ('float32', 'float16', 'int8', 'binary'));
-ALTER TABLE entries DROP CONSTRAINT entries_check;
-ALTER TABLE entries ADD CONSTRAINT entries_check
+ALTER TABLE mc_changes ADD COLUMN floor BIGINT NOT NULL DEFAULT 0;
+UPDATE mc_changes SET floor = v;
+CREATE TABLE mc_feed (
+    namespace TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    seq BIGINT NOT NULL,
+    PRIMARY KEY (namespace, entry_id)
+);
+CREATE INDEX mc_feed_seq ON mc_feed(namespace, seq);
+CREATE FUNCTION mc_feed_row() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    ns TEXT;
+    eid TEXT;
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        ns := OLD.namespace; eid := OLD.id;
+    ELSE
+        ns := NEW.namespace; eid := NEW.id;
+    END IF;
+    INSERT INTO mc_feed(namespace, entry_id, seq)
+    VALUES (ns, eid, COALESCE((SELECT v FROM mc_changes WHERE namespace = ns), 0) + 1)
+    ON CONFLICT (namespace, entry_id) DO UPDATE SET seq = EXCLUDED.seq;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER entries_feed AFTER INSERT OR UPDATE OR DELETE ON entries
+    FOR EACH ROW EXECUTE FUNCTION mc_feed_row()
+"""
+
+_COLS = (
+    "pos, id, namespace, kind, text, bytes, raw_bytes, vec, hvec, qvec, vec_dtype, origin, "
+    "origin_detail, reinforcement, uses, successes, failures, created_step, last_used_step, "
+    "meta, stats"
+)
+
+
+def partition_name(namespace: str) -> str:
+    """The table holding ``namespace``'s entries (schema v4): ``entries_p_`` + md5 of the name.
+
+    Examples
+    --------
+    >>> partition_name("a")
+    'entries_p_0cc175b9c0f1b6a831c399e269772661'
+    """
+    import hashlib
+
+    return "entries_p_" + hashlib.md5(namespace.encode("utf-8")).hexdigest()
+
+
+# v4: one partition per namespace (LIST on ``namespace``), so that what rewrites or indexes
+# one namespace's rows locks that namespace's table only: a secure erase's VACUUM FULL and an
+# HNSW build (CONCURRENTLY, on the partition) never stop another tenant's reads or writes. The
+# rows are copied into the new table (positions kept), the old table dropped (its files are
+# unlinked at the next checkpoint). A DEFAULT partition catches a namespace created by older
+# code while this runs.
+_V4 = f"""
+DROP TRIGGER entries_feed ON entries;
+ALTER TABLE entries RENAME TO entries_v3;
+ALTER INDEX entries_ns_pos RENAME TO entries_v3_ns_pos;
+ALTER INDEX entries_rtsv RENAME TO entries_v3_rtsv;
+ALTER INDEX entries_pkey RENAME TO entries_v3_pkey;
+ALTER INDEX entries_pos_key RENAME TO entries_v3_pos_key;
+CREATE TABLE entries (
+    pos BIGINT GENERATED ALWAYS AS IDENTITY,
+    id TEXT NOT NULL,
+    namespace TEXT NOT NULL REFERENCES namespaces(name),
+    kind TEXT NOT NULL CHECK (kind IN ('raw', 'insight', 'skill')),
+    text TEXT NOT NULL CHECK (length(btrim(text)) > 0),
+    bytes BIGINT NOT NULL CHECK (bytes > 0),
+    raw_bytes BIGINT NOT NULL CHECK (raw_bytes > 0),
+    vec vector,
+    hvec halfvec,
+    qvec BYTEA,
+    vec_dtype TEXT NOT NULL DEFAULT 'float32'
+        CHECK (vec_dtype IN ('float32', 'float16', 'int8', 'binary')),
+    origin TEXT NOT NULL CHECK (origin IN ('self', 'peer', 'external')),
+    origin_detail TEXT NOT NULL DEFAULT '',
+    reinforcement BIGINT NOT NULL DEFAULT 0,
+    uses BIGINT NOT NULL DEFAULT 0,
+    successes BIGINT NOT NULL DEFAULT 0,
+    failures BIGINT NOT NULL DEFAULT 0,
+    created_step BIGINT NOT NULL DEFAULT 0,
+    last_used_step BIGINT NOT NULL DEFAULT -1,
+    meta TEXT NOT NULL DEFAULT '{{}}',
+    stats TEXT NOT NULL DEFAULT '{{}}',
+    metab jsonb GENERATED ALWAYS AS (meta::jsonb) STORED,
+    rtsv tsvector GENERATED ALWAYS AS (to_tsvector('simple'::regconfig, {_RECALL_TEXT})) STORED,
+    PRIMARY KEY (namespace, id),
     CHECK ((vec IS NOT NULL) = (vec_dtype = 'float32')
        AND (hvec IS NOT NULL) = (vec_dtype = 'float16')
        AND (qvec IS NOT NULL) = (vec_dtype IN ('int8', 'binary')))
+) PARTITION BY LIST (namespace);
+CREATE TABLE entries_default PARTITION OF entries DEFAULT;
+CREATE INDEX entries_ns_pos ON entries(namespace, pos);
+CREATE INDEX entries_rtsv ON entries USING gin (rtsv);
+ALTER TABLE entries ALTER COLUMN rtsv SET STATISTICS 1000;
+ALTER TABLE entries ALTER COLUMN text SET STATISTICS 0;
+ALTER TABLE entries ALTER COLUMN meta SET STATISTICS 0;
+ALTER TABLE entries ALTER COLUMN metab SET STATISTICS 0;
+ALTER TABLE entries ALTER COLUMN stats SET STATISTICS 0;
+ALTER TABLE entries ALTER COLUMN origin_detail SET STATISTICS 0;
+DO $$
+DECLARE r record;
+BEGIN
+    FOR r IN SELECT name FROM namespaces LOOP
+        EXECUTE format('CREATE TABLE %I PARTITION OF entries FOR VALUES IN (%L)',
+                       'entries_p_' || md5(r.name), r.name);
+    END LOOP;
+END $$;
+INSERT INTO entries ({_COLS}) OVERRIDING SYSTEM VALUE SELECT {_COLS} FROM entries_v3 ORDER BY pos;
+SELECT setval(pg_get_serial_sequence('entries', 'pos'),
+              COALESCE((SELECT max(pos) FROM entries_v3), 0) + 1, false);
+DROP TABLE entries_v3;
+CREATE TRIGGER entries_feed AFTER INSERT OR UPDATE OR DELETE ON entries
+    FOR EACH ROW EXECUTE FUNCTION mc_feed_row()
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3}
+# v5: the ``binary`` precision (sign bits, :mod:`memcurator.store.vectors`), stored in ``qvec``
+# with the BLOB layout like int8 (``bytea``; no existing row changes). v4's entries table already
+# admits it; the namespaces' CHECK naming the precisions is replaced by a looser one
+# (PostgreSQL's default name for v1's constraint).
+_V5 = """
+ALTER TABLE namespaces DROP CONSTRAINT namespaces_vector_dtype_check;
+ALTER TABLE namespaces ADD CONSTRAINT namespaces_vector_dtype_check
+    CHECK (vector_dtype IN ('float32', 'float16', 'int8', 'binary'))
+"""
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 
 
 def current_version(conn: Any) -> int:
@@ -222,4 +340,5 @@ __all__ = [
     "SCHEMA_VERSION",
     "current_version",
     "migrate",
+    "partition_name",
 ]

@@ -49,7 +49,9 @@ from memcurator.errors import (
     StoreError,
 )
 from memcurator.store.base import (
+    FEED_HORIZON,
     KEEP,
+    Changes,
     Hit,
     NamespaceInfo,
     NamespaceStats,
@@ -58,7 +60,13 @@ from memcurator.store.base import (
     Store,
     VectorRow,
 )
-from memcurator.store.pgschema import LOCK_NAMESPACE, LOCK_STORE, current_version, migrate
+from memcurator.store.pgschema import (
+    LOCK_NAMESPACE,
+    LOCK_STORE,
+    current_version,
+    migrate,
+    partition_name,
+)
 from memcurator.store.rowlogic import (
     DECISION_COLS,
     DecisionLogReads,
@@ -216,15 +224,23 @@ class PostgresStore(DecisionLogReads):
         self._event_lock = threading.Lock()
         self._closed = False
         self._hnsw: set[str] = set()  # namespaces whose HNSW index this handle ensured
-        self._wstats: tuple[float, tuple[dict[str, float], float, float]] | None = None
+        self._erase: set[str] = set()  # namespaces deleted from since the last secure_erase
+        self._wstats: dict[str, tuple[float, tuple[dict[str, float], float, float]]] = {}
         #: what the last :meth:`secure_erase` found (why it returned False, if it did)
         self.erase_report = ""
         lock_ms = int(self.timeout_s * 1000)
+        self._probe()
         self._pool = psycopg_pool.ConnectionPool(
             url,
             min_size=1,
             max_size=max(1, int(pool_size)),
-            kwargs={"autocommit": True, "options": f"-c lock_timeout={lock_ms}"},
+            kwargs={
+                "autocommit": True,
+                # custom plans only: a generic plan of a query on the partitioned entries
+                # table locks every namespace's partition, so it would wait behind another
+                # namespace's VACUUM FULL; a custom plan locks the one it reads
+                "options": f"-c lock_timeout={lock_ms} -c plan_cache_mode=force_custom_plan",
+            },
             check=psycopg_pool.ConnectionPool.check_connection,
             timeout=self.timeout_s,
             open=False,
@@ -248,6 +264,44 @@ class PostgresStore(DecisionLogReads):
                 self._run(lambda: migrate(c))
 
     # ------------------------------------------------------------------ plumbing
+    #: Longest wait for one connection attempt, seconds (a wrong host or port fails fast).
+    CONNECT_TIMEOUT_S = 5.0
+
+    def _probe(self) -> None:
+        """Connect once before the pool does, so that a refused connection raises at once with
+        its real cause (:func:`~memcurator.store.pgerrors.connect_cause`); a cause that can
+        pass (a server starting up, no free slot) is retried until ``timeout_s``."""
+        from memcurator.store.pgerrors import connect_cause
+
+        deadline = time.monotonic() + self.timeout_s
+        each = max(1, int(min(self.CONNECT_TIMEOUT_S, self.timeout_s)))
+        while True:
+            try:
+                self._pg.connect(self.url, autocommit=True, connect_timeout=each).close()
+                return
+            except self._pg.Error as e:
+                cause, transient = connect_cause(e)
+                if not transient or time.monotonic() + 0.5 > deadline:
+                    raise StoreError(
+                        f"cannot connect to PostgreSQL at {self.path}: {cause}"
+                    ) from None
+                time.sleep(0.5)
+
+    def _lock_message(self) -> str:
+        """Who holds the locks a writer waits for, asked on a connection of its own (the
+        waiting one is in an aborted transaction); best effort, a few seconds at most."""
+        from memcurator.store.pgerrors import lock_holders
+
+        try:
+            with self._pg.connect(self.url, autocommit=True, connect_timeout=2) as c:
+                c.execute("SET statement_timeout = 2000")
+                held = lock_holders(c)
+        except self._pg.Error as e:
+            return f"(could not ask who held it: {str(e).strip()})"
+        if not held:
+            return "(no session held one when asked right after: it was released meanwhile)"
+        return "held by " + "; ".join(held)
+
     def _run(self, fn: Callable[[], Any]) -> Any:
         """Call ``fn``; a psycopg error becomes memcurator's (no raw driver error escapes)."""
         pg = self._pg
@@ -255,8 +309,8 @@ class PostgresStore(DecisionLogReads):
             return fn()
         except pg.errors.LockNotAvailable as e:
             raise StoreError(
-                f"store {self.path}: a lock stayed held by another writer for more than "
-                f"{self.timeout_s:g} s; raise timeout_s or reduce concurrent writers"
+                f"store {self.path}: waited more than {self.timeout_s:g} s (timeout_s) for a "
+                f"lock, {self._lock_message()}"
             ) from e
         except pg.OperationalError as e:
             raise StoreError(
@@ -424,6 +478,46 @@ class PostgresStore(DecisionLogReads):
         own = getattr(self._tx, "own", None)
         return own if own is not None else self.change_token()
 
+    # ------------------------------------------------------------------ change feed
+    def change_seq(self, namespace: str) -> int:
+        """``namespace``'s change sequence number (:meth:`Store.change_seq`): its
+        ``mc_changes`` counter, bumped once by every transaction that wrote it."""
+        row = self._one("SELECT v FROM mc_changes WHERE namespace=%s", (namespace,))
+        return 0 if row is None else int(row[0])
+
+    def changes_since(self, namespace: str, since: int) -> Changes | None:
+        """Ids of ``namespace``'s entries changed after ``since`` (:meth:`Store.changes_since`);
+        one statement, so the number and the ids are of one snapshot."""
+        row = self._one(
+            "SELECT COALESCE(c.v, 0), COALESCE(c.floor, 0), ARRAY(SELECT entry_id FROM mc_feed "
+            "WHERE namespace=%s AND seq>%s ORDER BY seq) FROM (SELECT 1) one "
+            "LEFT JOIN mc_changes c ON c.namespace=%s",
+            (namespace, int(since), namespace),
+        )
+        assert row is not None
+        seq, floor = int(row[0]), int(row[1])
+        if since < floor or since > seq:
+            return None
+        return Changes(seq, list(row[2]))
+
+    def trim_changes(self, namespace: str, *, keep: int = FEED_HORIZON) -> int:
+        """Drop feed rows of deleted entries older than the last ``keep`` changes
+        (:meth:`Store.trim_changes`)."""
+        with self._writing(namespace):
+            cut = self.change_seq(namespace) - max(0, int(keep))
+            if cut <= 0:
+                return 0
+            n = self._x(
+                "DELETE FROM mc_feed f WHERE f.namespace=%s AND f.seq<=%s AND NOT EXISTS "
+                "(SELECT 1 FROM entries e WHERE e.namespace=f.namespace AND e.id=f.entry_id)",
+                (namespace, cut),
+            )
+            self._x(
+                "UPDATE mc_changes SET floor=GREATEST(floor, %s) WHERE namespace=%s",
+                (cut, namespace),
+            )
+        return n
+
     def schema_version(self) -> int:
         with self._conn() as c:
             return int(self._run(lambda: current_version(c)))
@@ -433,9 +527,11 @@ class PostgresStore(DecisionLogReads):
 
         ``DELETE`` leaves the row's bytes in its heap page (a dead tuple), plain ``VACUUM``
         marks the space reusable without zeroing it, and the WAL keeps the inserted row until
-        its segment is removed. So this runs ``VACUUM FULL entries`` (a new copy of the
-        table, its TOAST and its indexes without dead rows; the old files are unlinked at the
-        next checkpoint), ``ANALYZE entries`` and ``VACUUM FULL pg_statistic`` (the column
+        its segment is removed. So this runs ``VACUUM FULL`` of the partitions of the
+        namespaces this handle deleted from (schema v4: one table per namespace, so no other
+        namespace is locked; every partition in turn when it recorded none): a new copy of
+        the table, its TOAST and its indexes without dead rows; the old files are unlinked at
+        the next checkpoint; ``ANALYZE entries`` and ``VACUUM FULL pg_statistic`` (the column
         statistics hold sampled words of the full-text column, schema v2), ``pg_switch_wal()``
         and ``CHECKPOINT`` (WAL segments before it are
         removed). The guarantee needs ``wal_recycle=off`` (otherwise old segments are renamed
@@ -466,12 +562,33 @@ class PostgresStore(DecisionLogReads):
                 senders = c.execute("SELECT count(*) FROM pg_stat_replication").fetchone()[0]
                 if slots or senders:
                     why.append("a replication slot or standby holds or received the WAL")
-                c.execute("VACUUM FULL entries")
+                # only the partitions of namespaces this handle deleted from (and the default
+                # one): each rewrite locks its own namespace's table, no other tenant's
+                from psycopg import sql
+
+                erase, self._erase = sorted(self._erase), set()
+                parts = [
+                    t
+                    for t in [*map(partition_name, erase), "entries_default"]
+                    if erase and c.execute("SELECT to_regclass(%s)", (t,)).fetchone()[0]
+                ]
+                for t in parts:
+                    c.execute(sql.SQL("VACUUM FULL {}").format(sql.Identifier(t)))
+                    c.execute(sql.SQL("ANALYZE {}").format(sql.Identifier(t)))
+                if not parts:  # nothing known: every partition, one after another
+                    c.execute("VACUUM FULL entries")
                 # ANALYZE keeps sampled values in pg_statistic (rtsv's common words, schema
-                # v2): gather them again from the rows left, then rewrite the catalog
-                c.execute("ANALYZE entries")
+                # v2): gather them again from the rows left (the erased partitions above;
+                # the parent's inherited sample only where someone gathered one: autovacuum
+                # never does, and it reads every partition), then rewrite the catalog
+                parent = c.execute(
+                    "SELECT 1 FROM pg_stats WHERE tablename = 'entries' "
+                    "AND schemaname = current_schema() LIMIT 1"
+                ).fetchone()
+                if not parts or parent:
+                    c.execute("ANALYZE entries")
                 c.execute("VACUUM FULL pg_statistic")
-                self._wstats = None
+                self._wstats.clear()
                 c.execute("CHECKPOINT")
                 c.execute("SELECT pg_switch_wal()")
                 c.execute("CHECKPOINT")
@@ -523,6 +640,7 @@ class PostgresStore(DecisionLogReads):
                     "vector_dtype) VALUES (%s,%s,%s,%s,%s,%s)",
                     (name, embedder, int(dim), args.max_bytes, self.clock(), args.dtype),
                 )
+                self._partition(name)
                 self._tx.infos.clear()
                 return
             check_reopen(name, row, embedder, dim, args)
@@ -530,6 +648,17 @@ class PostgresStore(DecisionLogReads):
                 self._write(name)
                 self._x("UPDATE namespaces SET max_bytes=%s WHERE name=%s", (args.max_bytes, name))
                 self._tx.infos.clear()
+
+    def _partition(self, name: str) -> None:
+        """Inside a transaction: the table of ``name``'s entries (schema v4), if absent. Takes
+        the entries table's ACCESS EXCLUSIVE lock for a moment (new namespaces only)."""
+        from psycopg import sql
+
+        self._x(
+            sql.SQL("CREATE TABLE IF NOT EXISTS {} PARTITION OF entries FOR VALUES IN ({})")
+            .format(sql.Identifier(partition_name(name)), sql.Literal(name))
+            .as_string(self._tx.conn)
+        )
 
     def namespace(self, name: str) -> NamespaceInfo:
         """Raises :class:`NamespaceNotFound` if ``name`` does not exist.
@@ -601,9 +730,18 @@ class PostgresStore(DecisionLogReads):
             step = int(st[0]) if st else 0
             freed = self._tombstones(name, rows, step, reason)
             self._x("DELETE FROM entries WHERE namespace=%s", (name,))
+            self._erase.add(name)
             self._x("UPDATE shared_out SET forgotten=true WHERE namespace=%s", (name,))
             self._x("DELETE FROM policy_state WHERE namespace=%s", (name,))
             self._x("DELETE FROM namespaces WHERE name=%s", (name,))
+            # the feed of a deleted namespace reaches back nowhere: its handles reload (v + 1:
+            # the number this transaction's commit leaves)
+            self._x("DELETE FROM mc_feed WHERE namespace=%s", (name,))
+            self._x(
+                "INSERT INTO mc_changes(namespace, v, floor) VALUES (%s, 0, 1) ON CONFLICT "
+                "(namespace) DO UPDATE SET floor = mc_changes.v + 1",
+                (name,),
+            )
             self._tx.infos.clear()
         self.secure_erase()
         return freed
@@ -727,6 +865,7 @@ class PostgresStore(DecisionLogReads):
             )
             if row is None:
                 raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
+        self._erase.add(namespace)
         return int(row[0])
 
     def known_ids(self, namespace: str, ids: list[str]) -> set[str]:
@@ -910,6 +1049,7 @@ class PostgresStore(DecisionLogReads):
             self.log(
                 namespace, step=step, action="compact", entry_id="", reason=reason, nbytes=nbytes
             )
+            self.trim_changes(namespace)  # the feed's tombstones are bounded with the log
         return n
 
     # ------------------------------------------------------------------ peers
@@ -1004,12 +1144,14 @@ class PostgresStore(DecisionLogReads):
     def ensure_hnsw(self, namespace: str, *, m: int = 16, ef_construction: int = 64) -> str:
         """Build (if absent) an HNSW index over ``namespace``'s vectors (cosine); its name.
 
-        A partial expression index per namespace (the column has no dimension; the index
-        casts to the namespace's). ``m``: links per node per layer (pgvector default 16; more
-        raises recall and memory). ``ef_construction``: candidate list while building (default
-        64; more builds slower and better). Query-time breadth is ``ef_search`` of
-        :meth:`nearest`. Not used by ``Memory.recall`` (which ranks its resident set in
-        memory); for namespaces too large to hold in a process.
+        An expression index on the namespace's partition (schema v4; the column has no
+        dimension, the index casts to the namespace's), built ``CONCURRENTLY`` when called
+        outside a transaction: writers of every namespace go on while it builds. ``m``: links
+        per node per layer (pgvector default 16; more raises recall and memory).
+        ``ef_construction``: candidate list while building (default 64; more builds slower
+        and better). Query-time breadth is ``ef_search`` of :meth:`nearest`. Not used by
+        ``Memory.recall`` (which ranks its resident set in memory); for namespaces too large
+        to hold in a process.
 
         Raises
         ------
@@ -1021,18 +1163,38 @@ class PostgresStore(DecisionLogReads):
         expr, ops, _ = self._vec_expr(namespace)
         dtype = self.namespace(namespace).vector_dtype
         name = "entries_hnsw_" + format(abs(hash_ns(namespace)), "x")
+        # CONCURRENTLY (outside a transaction): the build takes SHARE UPDATE EXCLUSIVE, which
+        # no write waits for, so other namespaces (and this one) keep writing while it runs;
+        # a plain CREATE INDEX would hold SHARE on the whole table, stopping every writer
+        concurrent = self._tx.conn is None
         ddl = sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {} ON entries USING hnsw (" + expr + " " + ops + ") "
-            "WITH (m = {}, ef_construction = {}) WHERE namespace = {} AND vec_dtype = {}"
+            "CREATE INDEX " + ("CONCURRENTLY " if concurrent else "") + "IF NOT EXISTS {} ON "
+            "{} USING hnsw (" + expr + " " + ops + ") "
+            "WITH (m = {}, ef_construction = {}) WHERE vec_dtype = {}"
         ).format(
             sql.Identifier(name),
+            sql.Identifier(partition_name(namespace)),
             sql.Literal(int(m)),
             sql.Literal(int(ef_construction)),
-            sql.Literal(namespace),
             sql.Literal(dtype),
         )
         with self._conn() as c:
+            # a concurrent build cut off (lost connection, timeout) leaves an invalid index
+            # that IF NOT EXISTS would keep: drop it and build again
+            bad = self._run(
+                lambda: c.execute(
+                    "SELECT NOT i.indisvalid FROM pg_index i JOIN pg_class x ON x.oid = "
+                    "i.indexrelid WHERE x.relname = %s",
+                    (name,),
+                ).fetchone()
+            )
+            if bad and bad[0]:
+                drop = "DROP INDEX " + ("CONCURRENTLY " if concurrent else "") + "IF EXISTS {}"
+                self._run(lambda: c.execute(sql.SQL(drop).format(sql.Identifier(name))))
             self._run(lambda: c.execute(ddl))
+            if concurrent:  # the partition's row count, so the planner weighs the new index
+                part = sql.SQL("ANALYZE {}").format(sql.Identifier(partition_name(namespace)))
+                self._run(lambda: c.execute(part))
         return name
 
     def nearest(
@@ -1090,9 +1252,14 @@ class PostgresStore(DecisionLogReads):
         qtext = _vec_text(q if cast.startswith("vector") else q.astype(np.float16))
         cond = "" if where is None else f" AND ({where})"
         stmt = sql.SQL(
-            "SELECT id, 1 - (" + expr + " <=> %s::" + cast + ") FROM entries WHERE namespace = {} "
-            "AND vec_dtype = {}" + cond + " ORDER BY " + expr + " <=> %s::" + cast + " LIMIT %s"
-        ).format(sql.Literal(namespace), sql.Literal(self.namespace(namespace).vector_dtype))
+            # the namespace's own table (schema v4): a condition on the namespace would make
+            # its (namespace, pos) index look as good as the HNSW one to the planner
+            "SELECT id, 1 - (" + expr + " <=> %s::" + cast + ") FROM {} entries WHERE "
+            "vec_dtype = {}" + cond + " ORDER BY " + expr + " <=> %s::" + cast + " LIMIT %s"
+        ).format(
+            sql.Identifier(partition_name(namespace)),
+            sql.Literal(self.namespace(namespace).vector_dtype),
+        )
         with self._conn() as c:
 
             def go() -> list[Any]:
@@ -1239,22 +1406,19 @@ class PostgresStore(DecisionLogReads):
         if not exact and namespace not in self._hnsw:
             self.ensure_hnsw(namespace)
             self._hnsw.add(namespace)
-        scope = sql.SQL("namespace = {} AND vec_dtype = {}").format(
-            sql.Literal(namespace), sql.Literal(info.vector_dtype)
-        )
         dense_stmt = sql.SQL(
             "SELECT pos, id, 1 - ("
             + expr
             + " <=> %s::"
             + cast
-            + ") FROM entries WHERE {} AND "
+            + ") FROM {} entries WHERE vec_dtype = {} AND "
             + elig
             + " ORDER BY "
             + expr
             + " <=> %s::"
             + cast
             + " LIMIT %s"
-        ).format(scope)
+        ).format(sql.Identifier(partition_name(namespace)), sql.Literal(info.vector_dtype))
         dargs = (qtext, *eargs, qtext, int(k))
         ef = int(self.ef_search if ef_search is None else ef_search)
         with self._conn() as c:
@@ -1294,19 +1458,22 @@ class PostgresStore(DecisionLogReads):
         dense_hits.sort(key=lambda h: (-h.score, h.pos))
         return SearchHits(dense_hits, [Hit(int(r[0]), str(r[1]), float(r[2])) for r in lex])
 
-    def _word_stats(self, c: Any) -> tuple[dict[str, float], float, float]:
+    def _word_stats(self, c: Any, namespace: str) -> tuple[dict[str, float], float, float]:
         """(frequency of each common word, frequency below which words are not listed, rows)
-        of the entries' full-text column, from ``pg_stats`` (the last ANALYZE; autovacuum
-        keeps it current), cached for 60 s. Empty before the first ANALYZE."""
+        of the namespace's full-text column, from ``pg_stats`` of its partition (schema v4;
+        the last ANALYZE, autovacuum keeps it current: the same per-namespace document
+        frequencies as the in-memory BM25), cached for 60 s. Empty before the first ANALYZE."""
         now = time.monotonic()
-        cached = self._wstats
+        cached = self._wstats.get(namespace)
         if cached is not None and now - cached[0] < 60.0:
             return cached[1]
+        part = partition_name(namespace)
         row = c.execute(
             "SELECT s.most_common_elems::text::text[], s.most_common_elem_freqs, c.reltuples "
-            "FROM pg_class c LEFT JOIN pg_stats s ON s.tablename = 'entries' "
+            "FROM pg_class c LEFT JOIN pg_stats s ON s.tablename = %s "
             "AND s.attname = 'rtsv' AND s.schemaname = current_schema() "
-            "WHERE c.oid = 'entries'::regclass"
+            "WHERE c.oid = to_regclass(%s)",
+            (part, part),
         ).fetchone()
         words: dict[str, float] = {}
         floor, rows = 0.0, 0.0
@@ -1316,7 +1483,7 @@ class PostgresStore(DecisionLogReads):
             floor = float(freqs[len(row[0])]) if len(freqs) > len(row[0]) else 0.0
             rows = max(float(row[2] or 0.0), 0.0)
         out = (words, floor, rows)
-        self._wstats = (now, out)
+        self._wstats[namespace] = (now, out)
         return out
 
     def _lexical(
@@ -1324,7 +1491,7 @@ class PostgresStore(DecisionLogReads):
     ) -> list[Any]:
         """The full-text leg of :meth:`search` on connection ``c``: rows (pos, id, score)."""
         cap = int(self.lexical_scan)
-        freq, floor, n = self._word_stats(c)
+        freq, floor, n = self._word_stats(c, namespace)
         weights, selective = [], []
         for w in words:
             # df from the table's statistics: a listed word's frequency; an unlisted one is

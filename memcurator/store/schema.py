@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from memcurator.errors import StoreError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS namespaces (
@@ -105,12 +105,51 @@ ALTER TABLE entries ADD COLUMN vec_dtype TEXT NOT NULL DEFAULT 'float32'
     CHECK (vec_dtype IN ('float32', 'float16', 'int8'));
 """
 
+
+def _feed_trigger(event: str, row: str) -> str:
+    return f"""CREATE TRIGGER IF NOT EXISTS entries_feed_{event[0].lower()} AFTER {event} ON entries
+BEGIN
+INSERT INTO change_seq(namespace, v) VALUES ({row}.namespace, 1)
+    ON CONFLICT(namespace) DO UPDATE SET v = v + 1;
+INSERT INTO change_feed(namespace, entry_id, seq)
+    VALUES ({row}.namespace, {row}.id,
+            (SELECT v FROM change_seq WHERE namespace = {row}.namespace))
+    ON CONFLICT(namespace, entry_id) DO UPDATE SET seq = excluded.seq;
+END"""
+
+
+# v4: the change feed (:meth:`SQLiteStore.changes_since`). ``change_seq`` holds each
+# namespace's sequence number (bumped per changed row; writes are serialised by the file's
+# write lock, so the order is the commit order) and the ``floor`` below which the feed was
+# trimmed; ``change_feed`` holds, per entry id ever changed, the number of its latest change.
+# Triggers fill both, so every write path (reembed, transfer, ...) is in the feed.
+_V4 = ";\n".join(
+    [
+        """CREATE TABLE IF NOT EXISTS change_seq (
+    namespace TEXT PRIMARY KEY,
+    v INTEGER NOT NULL,
+    floor INTEGER NOT NULL DEFAULT 0
+)""",
+        """CREATE TABLE IF NOT EXISTS change_feed (
+    namespace TEXT NOT NULL,
+    entry_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (namespace, entry_id)
+)""",
+        "CREATE INDEX IF NOT EXISTS change_feed_seq ON change_feed(namespace, seq)",
+        _feed_trigger("INSERT", "NEW"),
+        _feed_trigger("UPDATE", "NEW"),
+        _feed_trigger("DELETE", "OLD"),
+    ]
+)
+
+
 _V3_DTYPES = "IN ('float32', 'float16', 'int8'))"
-_V4_DTYPES = "IN ('float32', 'float16', 'int8', 'binary'))"
+_V5_DTYPES = "IN ('float32', 'float16', 'int8', 'binary'))"
 
 
-def _v4(conn: sqlite3.Connection) -> None:
-    """v4: the ``binary`` precision (:mod:`memcurator.store.vectors`) passes the two CHECKs of v3.
+def _v5(conn: sqlite3.Connection) -> None:
+    """v5: the ``binary`` precision (:mod:`memcurator.store.vectors`) passes the two CHECKs of v3.
 
     SQLite cannot alter a CHECK; loosening one by rewriting the table's stored SQL is the
     documented procedure for it (sqlite.org/lang_altertable.html, "making other kinds of table
@@ -124,7 +163,7 @@ def _v4(conn: sqlite3.Connection) -> None:
         conn.execute(
             "UPDATE sqlite_master SET sql=replace(sql, ?, ?) "
             "WHERE type='table' AND name IN ('namespaces', 'entries')",
-            (_V3_DTYPES, _V4_DTYPES),
+            (_V3_DTYPES, _V5_DTYPES),
         )
         conn.execute(f"PRAGMA schema_version={version + 1}")
     finally:
@@ -132,18 +171,19 @@ def _v4(conn: sqlite3.Connection) -> None:
     n = conn.execute(
         "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN ('namespaces', "
         "'entries') AND instr(sql, ?) > 0",
-        (_V4_DTYPES,),
+        (_V5_DTYPES,),
     ).fetchone()[0]
     if n != 2:
-        raise StoreError(f"schema v4 migration found {n} of the 2 tables to loosen")
+        raise StoreError(f"schema v5 migration found {n} of the 2 tables to loosen")
 
 
-#: Version -> SQL statements (``;\n``-separated) or a function of the connection.
+#: Version -> SQL statements (``;\n``-separated, triggers whole) or a function of the connection.
 MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
     1: _V1,
     2: _V2,
     3: _V3,
-    4: _v4,
+    4: _V4,
+    5: _v5,
 }
 
 
@@ -154,6 +194,20 @@ def migrate_check(version: int) -> None:
             f"store schema version {version} is newer than this memcurator's ({SCHEMA_VERSION}); "
             "upgrade memcurator"
         )
+
+
+def _statements(script: str) -> list[str]:
+    """``script`` cut into whole statements (a trigger body's ``;`` does not end one)."""
+    out: list[str] = []
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        out.append(buf.strip())
+    return out
 
 
 def migrate(conn: sqlite3.Connection) -> int:
@@ -172,8 +226,7 @@ def migrate(conn: sqlite3.Connection) -> int:
             step(conn)
             conn.execute(f"PRAGMA user_version={v}")
             continue
-        for stmt in step.split(";\n"):
-            if stmt.strip():
-                conn.execute(stmt)
+        for stmt in _statements(step):
+            conn.execute(stmt)
         conn.execute(f"PRAGMA user_version={v}")
     return SCHEMA_VERSION

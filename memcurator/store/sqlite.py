@@ -27,7 +27,9 @@ from memcurator.errors import (
     StoreError,
 )
 from memcurator.store.base import (
+    FEED_HORIZON,
     KEEP,
+    Changes,
     NamespaceInfo,
     NamespaceStats,
     Store,
@@ -237,6 +239,67 @@ class SQLiteStore(DecisionLogReads):
             own = getattr(self, "_own", None)
             return own if own is not None else self.change_token()
 
+    # ------------------------------------------------------------------ change feed
+    def change_seq(self, namespace: str) -> int:
+        """``namespace``'s change sequence number (:meth:`Store.change_seq`)."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT v FROM change_seq WHERE namespace=?", (namespace,)
+            ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def changes_since(self, namespace: str, since: int) -> Changes | None:
+        """Ids of ``namespace``'s entries changed after ``since`` (:meth:`Store.changes_since`).
+
+        Examples
+        --------
+        >>> s = SQLiteStore(":memory:")
+        >>> s.create_namespace("a", embedder="hashing-4", dim=4)
+        >>> s.changes_since("a", 0)
+        Changes(seq=0, ids=[])
+        """
+        with self._lock:
+            # one read transaction: the number and the ids come from one snapshot
+            own = self._conn.in_transaction
+            if not own:
+                self._conn.execute("BEGIN")
+            try:
+                row = self._conn.execute(
+                    "SELECT v, floor FROM change_seq WHERE namespace=?", (namespace,)
+                ).fetchone()
+                seq, floor = (0, 0) if row is None else (int(row[0]), int(row[1]))
+                if since < floor or since > seq:
+                    return None
+                ids = [
+                    r[0]
+                    for r in self._conn.execute(
+                        "SELECT entry_id FROM change_feed WHERE namespace=? AND seq>? ORDER BY seq",
+                        (namespace, int(since)),
+                    )
+                ]
+            finally:
+                if not own:
+                    self._conn.execute("COMMIT")
+        return Changes(seq, ids)
+
+    def trim_changes(self, namespace: str, *, keep: int = FEED_HORIZON) -> int:
+        """Drop feed rows of deleted entries older than the last ``keep`` changes
+        (:meth:`Store.trim_changes`)."""
+        with self._tx() as c:
+            seq = self.change_seq(namespace)
+            cut = seq - max(0, int(keep))
+            if cut <= 0:
+                return 0
+            n = c.execute(
+                "DELETE FROM change_feed WHERE namespace=? AND seq<=? AND entry_id NOT IN "
+                "(SELECT id FROM entries WHERE namespace=?)",
+                (namespace, cut, namespace),
+            ).rowcount
+            c.execute(
+                "UPDATE change_seq SET floor=MAX(floor, ?) WHERE namespace=?", (cut, namespace)
+            )
+        return int(n)
+
     def schema_version(self) -> int:
         with self._lock:
             return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
@@ -388,6 +451,9 @@ class SQLiteStore(DecisionLogReads):
             c.execute("UPDATE shared_out SET forgotten=1 WHERE namespace=?", (name,))
             c.execute("DELETE FROM policy_state WHERE namespace=?", (name,))
             c.execute("DELETE FROM namespaces WHERE name=?", (name,))
+            # the feed of a deleted namespace reaches back nowhere: its handles reload
+            c.execute("DELETE FROM change_feed WHERE namespace=?", (name,))
+            c.execute("UPDATE change_seq SET floor=v WHERE namespace=?", (name,))
         self.secure_erase()
         return freed
 
@@ -441,6 +507,21 @@ class SQLiteStore(DecisionLogReads):
             self.namespace(namespace)  # a missing namespace is its own error
             raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
         return _row_to_entry(row)
+
+    def get_many(self, namespace: str, ids: list[str]) -> list[Entry]:
+        """The resident entries among ``ids``, in the order of ``ids`` (absent ids skipped)."""
+        want = list(dict.fromkeys(str(i) for i in ids))
+        got: dict[str, Entry] = {}
+        with self._lock:
+            for lo in range(0, len(want), 500):
+                part = want[lo : lo + 500]
+                rows = self._conn.execute(
+                    f"SELECT {_ENTRY_COLS}, {self._vec} FROM entries WHERE namespace=? AND id IN "
+                    f"({','.join('?' * len(part))})",
+                    (namespace, *part),
+                ).fetchall()
+                got.update((r[0], _row_to_entry(r)) for r in rows)
+        return [got[i] for i in want if i in got]
 
     def entries(self, namespace: str) -> list[Entry]:
         """All resident entries of ``namespace`` in insertion order."""
@@ -765,6 +846,7 @@ class SQLiteStore(DecisionLogReads):
             self.log(
                 namespace, step=step, action="compact", entry_id="", reason=reason, nbytes=nbytes
             )
+            self.trim_changes(namespace)  # the feed's tombstones are bounded with the log
         return n
 
     # ------------------------------------------------------------------ peers
