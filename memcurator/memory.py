@@ -98,17 +98,11 @@ class Memory(MemoryView):
         ``binary`` stores sign bits only and derives the exact vectors from the texts on load
         (:mod:`memcurator.lifecycle.derive`): a deterministic embedder only (hashing).
     recall_in_store : bool, default False
-        Recall's candidate pool comes from the store (pgvector HNSW + full-text in
-        PostgreSQL, :mod:`memcurator.lifecycle.store_recall`) instead of the in-memory
-        resident set. Only for a store that can search (PostgreSQL) and an unbounded policy
-        ranking by cosine (keep-all, raw banks; :func:`.store_recall.rank_in_store` says
-        why not otherwise). This handle still loads the resident set for its writes; a
-        reader that only recalls uses :class:`.store_recall.StoreRecall`, which loads nothing.
+        Recall's candidates come from the store (PostgreSQL: pgvector HNSW + full text,
+        :mod:`memcurator.lifecycle.store_recall`, which says which stores and policies can).
     read_window : ReadWindow, optional
-        Where :meth:`observe_read` keeps the fingerprints of outside content the agent read
-        (:class:`~memcurator.trust.fingerprint.ReadWindow`: shingle size, bound, match rule);
-        default ``ReadWindow()`` (5-word shingles, the last 20,000 distinct ones). In this
-        process and this handle only: not stored, not seen by another handle.
+        Where :meth:`observe_read` keeps fingerprints of outside content the agent read
+        (:class:`~memcurator.trust.fingerprint.ReadWindow`); this handle only, not stored.
 
     Raises
     ------

@@ -477,7 +477,7 @@ def warn_if_shared(ctx: Context) -> None:
         f"({who}); pass namespace='...' to keep this memory apart, or "
         f"namespace={DEFAULT_NAMESPACE!r} to share it knowingly",
         SharedNamespaceWarning,
-        stacklevel=4,  # the caller of Memory(...)
+        stacklevel=5,  # the caller of Memory(...), through the thread_safe __init__
     )
 
 
