@@ -218,43 +218,14 @@ class TrustGate(Component):
         self._conflict_embed = HashingEmbedder()
 
     def admit(self, candidate: Entry, resident: list[Entry], E: np.ndarray, step: int) -> Verdict:
-        near: list[tuple[str, str]] = []
         rho_est = self._est["rho"]
-        res_dots = None
         # The agent's own (verified) record of a request it solved: one that contradicts a
         # resident record of the same request is a newer version (a schema migration, a
         # corrected answer), which recall and Keep order by recency and outcomes; it is not
         # an attack, so its neighbours are not looked up. Its content (SQL dry run,
         # instruction-likeness) is still checked.
         own_record = candidate.origin == "self" and structure(candidate.text) == "task_action"
-        if resident:
-            # in the resident matrix's own precision: no (n, d) float64 copy per write; the
-            # propensity's normaliser (E @ q̄) comes from the last recall's pass over the
-            # matrix when nothing changed since, else from this one
-            M = np.asarray(E).reshape(len(resident), -1)
-            dt = M.dtype if M.dtype.kind == "f" else np.dtype(np.float64)
-            sk = rho_est.sketch_like(M)
-            cached = getattr(resident, "cached_dots", None)
-            if sk is not None and cached is not None:
-                res_dots = cached(sk)
-            vecs = (
-                []
-                if own_record or not self.neighbours
-                else [np.asarray(candidate.embedding, dtype=dt)]
-            )
-            if sk is not None and res_dots is None:
-                vecs.append(sk)
-            dots = row_dots(M, vecs) if vecs else []
-            if sk is not None and res_dots is None:
-                res_dots = dots[-1]
-            if not own_record and self.neighbours:
-                top = _top_stable(dots[0], self.neighbours)
-                # an entry on probation is unproven: it cannot veto a newcomer by contradiction
-                near = [
-                    (resident[int(i)].id, resident[int(i)].text)
-                    for i in top
-                    if injectable(resident[int(i)])
-                ]
+        near, res_dots = self._neighbourhood(candidate, resident, E, own_record)
         peer = candidate.meta.get(RECEIVED_FROM)
         rep = self._est["reputation"].rep
         quarantined = rep.quarantine_reason(peer) if isinstance(peer, str) and peer else None
@@ -272,14 +243,7 @@ class TrustGate(Component):
         if not a.admit:
             return Verdict(False, a.risk, f"trust-gate: {a.reason}")
         t = rho_est.candidate_terms(candidate, resident, E, res_dots=res_dots)
-        V = float(t.V[-1])
-        credit = ""
-        if a.conflicts and V > 0.0:
-            # A new entry has no outcomes of its own: its V̂ is borrowed (the namespace's
-            # helpfulness prior, the residents' propensity). Value earned by other entries
-            # never buys admission for one that contradicts residents (issue 33, kind 2).
-            credit = f" (V={V:.3f} not credited: contradicts residents and has no outcomes)"
-            V = 0.0
+        V, credit = _credited_value(float(t.V[-1]), bool(a.conflicts))
         net = V - rho_est.lam * a.risk
         pen = 0.0
         if rho_est.energy is not None:
@@ -294,6 +258,63 @@ class TrustGate(Component):
         if net - pen <= self.theta:
             return Verdict(False, net - pen, f"{head} <= theta={self.theta:g}")
         return Verdict(True, net - pen, f"{head} > theta={self.theta:g}")
+
+    def _neighbourhood(
+        self, candidate: Entry, resident: list[Entry], E: np.ndarray, own_record: bool
+    ) -> tuple[list[tuple[str, str]], np.ndarray | None]:
+        """(near, res_dots): the (id, text) of the candidate's nearest injectable residents
+        (none for the agent's own record, or with ``neighbours=0``), and ``E @ q̄`` for the
+        propensity's normaliser (None when the estimator takes none).
+
+        Both come from one pass over the resident matrix, in its own precision (no (n, d)
+        float64 copy per write); ``E @ q̄`` comes from the last recall's pass over the matrix
+        when nothing changed since.
+        """
+        if not resident:
+            return [], None
+        rho_est = self._est["rho"]
+        M = np.asarray(E).reshape(len(resident), -1)
+        dt = M.dtype if M.dtype.kind == "f" else np.dtype(np.float64)
+        sk = rho_est.sketch_like(M)
+        cached = getattr(resident, "cached_dots", None)
+        res_dots = cached(sk) if sk is not None and cached is not None else None
+        look = not own_record and bool(self.neighbours)
+        vecs = [np.asarray(candidate.embedding, dtype=dt)] if look else []
+        if sk is not None and res_dots is None:
+            vecs.append(sk)
+        dots = row_dots(M, vecs) if vecs else []
+        if sk is not None and res_dots is None:
+            res_dots = dots[-1]
+        if not look:
+            return [], res_dots
+        top = _top_stable(dots[0], self.neighbours)
+        # an entry on probation is unproven: it cannot veto a newcomer by contradiction
+        near = [
+            (resident[int(i)].id, resident[int(i)].text)
+            for i in top
+            if injectable(resident[int(i)])
+        ]
+        return near, res_dots
+
+
+def _credited_value(V: float, conflicts: bool) -> tuple[float, str]:
+    """(V̂ credited, note for the reason): a candidate that contradicts residents is credited
+    no positive V̂.
+
+    A new entry has no outcomes of its own: its V̂ is borrowed (the namespace's helpfulness
+    prior, the residents' propensity). Value earned by other entries never buys admission for
+    one that contradicts residents (issue 33, kind 2).
+
+    Examples
+    --------
+    >>> _credited_value(0.4, conflicts=True)
+    (0.0, ' (V=0.400 not credited: contradicts residents and has no outcomes)')
+    >>> _credited_value(0.4, conflicts=False), _credited_value(-0.2, conflicts=True)
+    ((0.4, ''), (-0.2, ''))
+    """
+    if conflicts and V > 0.0:
+        return 0.0, f" (V={V:.3f} not credited: contradicts residents and has no outcomes)"
+    return V, ""
 
 
 def _top_stable(x: np.ndarray, k: int) -> np.ndarray:
