@@ -71,13 +71,13 @@ COMPLEXITY_CEILING = {
     "limits": 15,  # limits.py:check_meta_value
     "llm": 15,
     "memory": 15,
-    "policy": 25,  # policy/trust.py:TrustGate.admit
+    "policy": 20,  # policy/__init__.py:_override (TrustGate.admit was 25, 27 after issue 33; now 10)
     "portable": 18,  # portable.py:import_namespace
     "registry": 15,
     "retrieve": 15,
     "service": 15,
     "store": 22,  # store/reembed.py:reembed
-    "trust": 39,  # trust/action_risk.py:action_findings
+    "trust": 28,  # trust/action_risk.py:observation_findings (action_findings was 39, now 18)
     "types": 15,
     "value": 24,  # value/curator.py:CuratorScorer.score_arrays
 }
