@@ -50,10 +50,22 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
     # /docs and the OpenAPI-driven probes of tests/test_service*.py, which cover /v1);
     # tests/test_inspector_api.py probes these for keys, scopes and isolation
     r = APIRouter(prefix="/ui/api", tags=["inspector"], include_in_schema=False)
-    replays: dict[str, views.UsageReplay] = {}  # per namespace; advanced under its tenant lock
+    _namespace_routes(r, key_of)
+    _entry_routes(r, key_of)
+    _log_and_recall_routes(r, key_of)
+    _probation_routes(r, key_of)
+    _peer_and_glossary_routes(r, key_of)
+    return r
 
-    def pool(request: Request) -> Any:
-        return request.app.state.pool
+
+def _pool(request: Request) -> Any:
+    """The service's tenant pool."""
+    return request.app.state.pool
+
+
+def _namespace_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
+    """``/whoami``, ``/overview`` and ``/usage``."""
+    replays: dict[str, views.UsageReplay] = {}  # per namespace; advanced under its tenant lock
 
     @r.get("/whoami")
     def whoami(key: KeyInfo = Depends(key_of)) -> Json:
@@ -69,16 +81,20 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
     def overview(request: Request, key: KeyInfo = Depends(key_of)) -> Json:
         """The key's namespace: budget, policy, entries by state, kind and origin (read)."""
         key.require("read")
-        with pool(request).using(key) as t:
+        with _pool(request).using(key) as t:
             return views.overview(t.memory)
 
     @r.get("/usage")
     def usage(request: Request, key: KeyInfo = Depends(key_of)) -> Json:
         """Bytes used over the decision log, replayed, and the budget (read)."""
         key.require("read")
-        with pool(request).using(key) as t:
+        with _pool(request).using(key) as t:
             replay = replays.setdefault(key.namespace, views.UsageReplay())
             return views.usage(t.memory, replay)
+
+
+def _entry_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
+    """``/entries``, ``/entries/{id}`` and ``/entries/{id}/value``."""
 
     @r.get("/entries")
     def entries(
@@ -96,7 +112,7 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
     ) -> Json:
         """One page of resident entries by text search and filters (read)."""
         key.require("read")
-        with pool(request).using(key) as t:
+        with _pool(request).using(key) as t:
             return views.list_entries(
                 t.memory,
                 q=q,
@@ -114,15 +130,19 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
     def entry(request: Request, entry_id: str, key: KeyInfo = Depends(key_of)) -> Json:
         """One entry of the key's namespace, resident or only in the log (read)."""
         key.require("read")
-        with pool(request).using(key) as t:
+        with _pool(request).using(key) as t:
             return views.entry_detail(t.memory, entry_id)
 
     @r.get("/entries/{entry_id}/value")
     def entry_value(request: Request, entry_id: str, key: KeyInfo = Depends(key_of)) -> Json:
         """A resident entry's value terms under the namespace's policy (read)."""
         key.require("read")
-        with pool(request).using(key) as t:
+        with _pool(request).using(key) as t:
             return views.value_terms(t.memory, entry_id)
+
+
+def _log_and_recall_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
+    """``/decisions`` and ``/recall``."""
 
     @r.get("/decisions")
     def decisions(
@@ -137,7 +157,7 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
     ) -> Json:
         """The decision log newest first, filtered by action, reason, origin, entry (read)."""
         key.require("read")
-        with pool(request).using(key) as t:
+        with _pool(request).using(key) as t:
             return views.decisions_page(
                 t.memory,
                 action=action,
@@ -154,7 +174,7 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
         neither observes the query nor logs anything."""
         key.require("read")
         where = compile_where(body.where)
-        with pool(request).using(key) as t:
+        with _pool(request).using(key) as t:
             return views.recall_explained(
                 t.memory,
                 body.query,
@@ -163,6 +183,10 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
                 user=body.user,
                 min_score=body.min_score,
             )
+
+
+def _probation_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
+    """``/probation`` and its two actions (admin scope)."""
 
     @r.get("/probation")
     def probation(
@@ -173,7 +197,7 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
     ) -> Json:
         """Entries on trust probation with their evidence (read)."""
         key.require("read")
-        with pool(request).using(key) as t:
+        with _pool(request).using(key) as t:
             return views.probation_queue(t.memory, offset=offset, limit=limit)
 
     @r.post("/probation/{entry_id}/release")
@@ -185,7 +209,7 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
     ) -> Json:
         """Release an entry from probation (admin scope), logged with the key's name."""
         key.require("admin")
-        with pool(request).using(key) as t:
+        with _pool(request).using(key) as t:
             return views.release(t.memory, entry_id, key.name, reason)
 
     @r.post("/probation/{entry_id}/forget")
@@ -197,8 +221,12 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
     ) -> Json:
         """Forget an entry on probation (admin scope), logged with the key's name."""
         key.require("admin")
-        with pool(request).using(key) as t:
+        with _pool(request).using(key) as t:
             return views.forget_held(t.memory, entry_id, key.name, reason)
+
+
+def _peer_and_glossary_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
+    """``/peers`` and ``/glossary``."""
 
     @r.get("/peers")
     def peers(request: Request, key: KeyInfo = Depends(key_of)) -> Json:
@@ -206,7 +234,7 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
         or admin scope, as the hub's routes)."""
         if "peer" not in key.scopes and "admin" not in key.scopes:
             raise Forbidden("the hub's traffic needs the 'peer' or 'admin' scope")
-        with pool(request).using(key) as t:
+        with _pool(request).using(key) as t:
             return views.peer_traffic(t.memory, request.app.state.hub, key.namespace)
 
     @r.get("/glossary")
@@ -215,8 +243,6 @@ def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
         from memcurator.glossary import GLOSSARY
 
         return [{"name": g.name, "text": g.text, "aliases": list(g.aliases)} for g in GLOSSARY]
-
-    return r
 
 
 __all__ = ["RecallProbe", "inspector_router"]

@@ -200,6 +200,46 @@ def usage(memory: Memory, replay: UsageReplay | None = None, points: int = PLOT_
     }
 
 
+def _text_test(q: str | None) -> Callable[[Entry], bool] | None:
+    """``q`` as a case-insensitive substring of the text, the id or the origin detail."""
+    if not q:
+        return None
+    needle = q.casefold()
+    return lambda e: (
+        needle in e.text.casefold() or needle in e.id or needle in e.origin_detail.casefold()
+    )
+
+
+def _meta_test(meta_key: str | None, meta_value: str | None) -> Callable[[Entry], bool] | None:
+    """``meta_key`` present (no ``meta_value``) or its value, compared as text."""
+    if not meta_key:
+        return None
+    if meta_value is None or meta_value == "":
+        return lambda e: meta_key in e.meta
+    return lambda e: str(e.meta.get(meta_key, "\0")) == meta_value
+
+
+def _entry_tests(
+    distilled: set[str],
+    *,
+    q: str | None,
+    state: str | None,
+    kind: str | None,
+    origin: str | None,
+    meta_key: str | None,
+    meta_value: str | None,
+) -> list[Callable[[Entry], bool]]:
+    """The tests of :func:`list_entries`'s filters, one per filter given."""
+    tests: list[Callable[[Entry], bool] | None] = [
+        (lambda e: e.kind == kind) if kind else None,
+        (lambda e: e.origin == origin) if origin else None,
+        (lambda e: state_of(e, distilled) == state) if state is not None else None,
+        _meta_test(meta_key, meta_value),
+        _text_test(q),
+    ]
+    return [t for t in tests if t is not None]
+
+
 def list_entries(
     memory: Memory,
     *,
@@ -227,31 +267,17 @@ def list_entries(
         raise InvalidInput(f"state must be one of {', '.join(STATES)}, got {state!r}")
     res = _res(memory)
     distilled = distilled_ids(memory) if state is not None and state != "probation" else set()
-    needle = q.casefold() if q else None
-    tests: list[Callable[[Entry], bool]] = []
-    if kind:
-        tests.append(lambda e: e.kind == kind)
-    if origin:
-        tests.append(lambda e: e.origin == origin)
-    if state is not None:
-        tests.append(lambda e: state_of(e, distilled) == state)
-    if meta_key:
-        if meta_value is None or meta_value == "":
-            tests.append(lambda e: meta_key in e.meta)
-        else:
-            tests.append(lambda e: str(e.meta.get(meta_key, "\0")) == meta_value)
-    if needle:
-        tests.append(
-            lambda e: (
-                needle in e.text.casefold()
-                or needle in e.id
-                or needle in e.origin_detail.casefold()
-            )
-        )
-    ents: Iterable[Entry] = res.entries
-    if newest_first:
-        ents = reversed(res.entries)
-    sel = [e for e in ents if all(t(e) for t in tests)] if tests else list(ents)
+    tests = _entry_tests(
+        distilled,
+        q=q,
+        state=state,
+        kind=kind,
+        origin=origin,
+        meta_key=meta_key,
+        meta_value=meta_value,
+    )
+    ents: Iterable[Entry] = reversed(res.entries) if newest_first else res.entries
+    sel = [e for e in ents if all(t(e) for t in tests)]
     page = sel[offset : offset + limit]
     if state is None and page:
         distilled = distilled_ids(memory)
@@ -381,6 +407,45 @@ def entry_origins(memory: Memory) -> dict[str, str]:
     return {e.id: e.origin for e in _res(memory).entries}
 
 
+def _log_rows(memory: Memory, action: str | None, before: int | None) -> Iterable[Decision]:
+    """The namespace's decisions newest first (``seq < before``), of ``action`` if given."""
+    if not action:
+        return newest_first(memory, before)
+    # the store filters by action itself: read only those rows
+    rows: Iterable[Decision] = reversed(
+        memory.store.decisions(memory.namespace, since=0, action=action)
+    )
+    if before is not None:
+        rows = (d for d in rows if d.seq < before)
+    return rows
+
+
+def _origin_test(memory: Memory, origin: str | None) -> Callable[[Decision], bool] | None:
+    """A row's entry is of ``origin``: the resident entry's, else the one its reason names."""
+    if not origin:
+        return None
+    origins = entry_origins(memory)
+
+    def test(d: Decision) -> bool:
+        o = origins.get(d.entry_id)
+        return f"origin {origin}" in d.reason if o is None else o == origin
+
+    return test
+
+
+def _decision_tests(
+    memory: Memory, *, reason: str | None, origin: str | None, entry_id: str | None
+) -> list[Callable[[Decision], bool]]:
+    """The tests of :func:`decisions_page`'s filters (but ``action``), one per filter given."""
+    needle = reason.casefold() if reason else None
+    tests: list[Callable[[Decision], bool] | None] = [
+        (lambda d: d.entry_id == entry_id) if entry_id else None,
+        (lambda d: needle in d.reason.casefold()) if needle else None,
+        _origin_test(memory, origin),
+    ]
+    return [t for t in tests if t is not None]
+
+
 def decisions_page(
     memory: Memory,
     *,
@@ -396,28 +461,12 @@ def decisions_page(
     ``reason`` is a case-insensitive substring; ``origin`` matches the entry's origin where the
     entry is resident, else the origin the row's reason names (``origin peer``, ...).
     """
-    needle = reason.casefold() if reason else None
-    origins = entry_origins(memory) if origin else {}
+    tests = _decision_tests(memory, reason=reason, origin=origin, entry_id=entry_id)
     out: list[dict[str, Any]] = []
     nxt = None
-    rows: Iterable[Decision]
-    if action:  # the store filters by action itself: read only those rows
-        rows = reversed(memory.store.decisions(memory.namespace, since=0, action=action))
-        if before is not None:
-            rows = (d for d in rows if d.seq < before)
-    else:
-        rows = newest_first(memory, before)
-    for d in rows:
-        if entry_id and d.entry_id != entry_id:
+    for d in _log_rows(memory, action, before):
+        if not all(t(d) for t in tests):
             continue
-        if needle and needle not in d.reason.casefold():
-            continue
-        if origin:
-            o = origins.get(d.entry_id)
-            if o is None and f"origin {origin}" not in d.reason:
-                continue
-            if o is not None and o != origin:
-                continue
         if len(out) == limit:
             nxt = out[-1]["seq"]
             break
