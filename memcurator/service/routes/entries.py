@@ -66,19 +66,23 @@ def _select(
     times: tuple[float | None, float | None],
 ) -> list[Entry]:
     """The entries that pass every given filter (None: no filter)."""
-    lo, hi = steps
-    after, before = times
+    lo, hi = _or(steps[0], -math.inf), _or(steps[1], math.inf)
+    after, before = _or(times[0], -math.inf), _or(times[1], math.inf)
     return [
         e
         for e in es
         if (kind is None or e.kind == kind)
         and (origin is None or e.origin == origin)
         and (user is None or e.meta.get("_user") == user)
-        and (lo is None or e.created_step >= lo)
-        and (hi is None or e.created_step <= hi)
-        and (after is None or admitted.get(e.id, -math.inf) >= after)
-        and (before is None or admitted.get(e.id, math.inf) <= before)
+        and lo <= e.created_step <= hi
+        and after <= admitted.get(e.id, -math.inf)
+        and admitted.get(e.id, math.inf) <= before
     ]
+
+
+def _or(value: float | None, default: float) -> float:
+    """``value``, or ``default`` (an open end of a range) when it is None."""
+    return default if value is None else value
 
 
 @router.get("/v1/entries", response_model=EntriesPage, tags=["entries"])
