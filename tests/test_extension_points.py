@@ -153,7 +153,7 @@ def test_a_store_backend_passes_the_contract_suite_and_serves_a_memory(tmp_path:
     AuditedStore.audit = []
 
     # --- example: store backend, contract
-    def backend(folder: Path) -> contract.Backend:
+    def backend(folder: Path) -> contract.Backend:  # contract: tests/test_store_contract.py
         path = folder / "audited.sqlite"
         return contract.Backend(
             "audited",
