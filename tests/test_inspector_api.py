@@ -318,3 +318,66 @@ def test_the_page_routes_stay_out_of_the_api_contract(env: Any) -> None:
     paths = c.get("/openapi.json").json()["paths"]
     assert not [p for p in paths if p.startswith("/ui")]
     assert "/v1/write" in paths
+
+
+def _state(c: TestClient, k: Any, who: str) -> Any:
+    """What a read must leave as it was: the namespace, its log and its entries."""
+    ns = c.get(f"/v1/namespaces/{'a' if who.startswith('a') else 'b'}", headers=k.h(who)).json()
+    log = c.get("/v1/decisions", headers=k.h(who)).json()
+    ents = c.get("/v1/entries", headers=k.h(who)).json()
+    return ns, log, ents
+
+
+def test_recall_playground_shows_the_top_k_texts_without_a_read_time_curator(env: Any) -> None:
+    c, k = env
+    texts = _texts(6)
+    for t in texts:
+        _w(c, k, "a", t)
+    _w(c, k, "a_ext", SQL_B)  # on probation: never injected
+    before = _state(c, k, "a")
+    body = {"query": "count the rows of table t4 where col1 is set", "k": 2}
+    r = c.post("/ui/api/recall", json=body, headers=k.h("a_read")).json()
+    inj = r["inject"]
+    assert inj["curator"] is None and inj["note"].startswith("this policy injects the top-k")
+    ids = [x["id"] for x in r["candidates"]]
+    assert inj["source_ids"] == ids and len(ids) == 2
+    by_id = {x["id"]: x["preview"] for x in r["candidates"]}  # short texts: the whole text
+    assert inj["payload"] == "\n\n".join(by_id[i] for i in ids)
+    assert texts[4] in inj["payload"] and SQL_B not in inj["payload"]
+    assert _state(c, k, "a") == before
+
+
+@pytest.mark.parametrize(
+    ("policy", "operator", "fell_back"),
+    [("curator/align", "align", False), ("jitmem/untrained", "llm-brief", True)],
+)
+def test_recall_playground_shows_the_read_time_curators_payload_and_changes_nothing(
+    tmp_path: Path, policy: str, operator: str, fell_back: bool
+) -> None:
+    from memcurator.service.app import create_app
+
+    k = make_keys()
+    k.table.configure("b", policy=policy)
+    app = create_app(str(tmp_path / "s.db"), keys=k.table)
+    try:
+        with TestClient(app) as c:
+            for t in _texts(6):
+                _w(c, k, "b", t)
+            cur = app.state.pool.tenant("b").memory.policy.curator
+            seen, pending = cur._seen, cur._pending
+            before = _state(c, k, "b")
+            q = "count the rows of table t9 where col0 is set"
+            r = c.post("/ui/api/recall", json={"query": q, "k": 2}, headers=k.h("b")).json()
+            inj = r["inject"]
+            assert inj["curator"] == "JitMemCurator" and inj["operator"] == operator
+            assert inj["payload"].startswith(f"Task: {q}\nAction: SELECT COUNT(*) FROM t")
+            assert inj["source_ids"] and inj["raw_chars"] > 0
+            # no model runs in the inspector: an LLM operator's call fails and falls back
+            assert any("fell back to align" in n for n in inj["notes"]) is fell_back
+            assert _state(c, k, "b") == before
+            assert (cur._seen, cur._pending) == (seen, pending)  # the curator's state as well
+            bad = c.post("/ui/api/recall", json={"query": q, "domain": "nope"}, headers=k.h("b"))
+            assert bad.status_code == 422 and "nope" in bad.text
+            assert _state(c, k, "b") == before
+    finally:
+        app.state.pool.close()

@@ -202,6 +202,11 @@ def test_recall_playground_ranks_with_scores(drv: Any, server: dict[str, Any]) -
         json={"query": "open support tickets count", "k": 3, "observe": False},
     ).json()["ids"]
     assert [r.find_element(By.CSS_SELECTOR, "a").text for r in rows] == ids
+    # what the model would be given: this policy has no read-time curator, so the top-k texts
+    assert "injects the top-k texts as they are" in drv.find_element(By.ID, "inject-note").text
+    assert "support tickets" in drv.find_element(By.ID, "inject-payload").text
+    drawn = drv.find_elements(By.CSS_SELECTOR, "#inject a")
+    assert [a.text for a in drawn] == ids
 
 
 def test_eviction_and_its_reason_after_the_budget_bites(drv: Any, server: dict[str, Any]) -> None:

@@ -482,12 +482,16 @@ def recall_explained(
     where: Callable[[Entry], bool] | None = None,
     user: str | None = None,
     min_score: float | None = None,
+    domain: str = "sql",
 ) -> dict[str, Any]:
     """A recall that changes nothing (``observe=False``), with each candidate's dense
-    (cosine) and lexical (BM25 over the best) scores beside the policy's ranked score, and
-    what each filter left out of the resident set."""
+    (cosine) and lexical (BM25 over the best) scores beside the policy's ranked score, what
+    each filter left out of the resident set, and what the model would be given
+    (``inject``: :func:`memcurator.service.inspector.inject.would_inject`; ``domain`` names a
+    read-time curator's aligner)."""
     from memcurator.lifecycle.query import query_vector
     from memcurator.lifecycle.recall import other_users_rows
+    from memcurator.service.inspector.inject import would_inject
 
     r = memory.recall(query, k=k, where=where, user=user, min_score=min_score, observe=False)
     res = _res(memory)
@@ -528,6 +532,7 @@ def recall_explained(
             "where filter": removed_where,
         },
         "candidates": cands,
+        "inject": would_inject(memory, query, r, where=where, user=user, domain=domain),
     }
 
 

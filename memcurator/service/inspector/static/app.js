@@ -345,7 +345,19 @@ function recallResult(r) {
         el("td", {}, c.rank), el("td", {}, entryLink(c.id)), el("td", { class: "preview" }, c.preview),
         el("td", { class: "num" }, num(c.score)), el("td", { class: "num" }, num(c.dense)), el("td", { class: "num" }, num(c.lexical)))))))
       : el("p", { class: "note", id: "candidates" }, "nothing recalled"),
-    el("p", { class: "note" }, "ranked score: the policy's score plus the lexical blend (what recall sorts by); dense: cosine of query and entry; lexical: BM25 over the best BM25 of the query."));
+    el("p", { class: "note" }, "ranked score: the policy's score plus the lexical blend (what recall sorts by); dense: cosine of query and entry; lexical: BM25 over the best BM25 of the query."),
+    injectBox(r.inject));
+}
+
+function injectBox(i) {
+  return el("section", { id: "inject" },
+    el("h3", {}, "What the model would be given"),
+    el("p", { class: "note", id: "inject-note" }, i.note, i.curator ? ` — operator ${i.operator}` : ""),
+    i.payload ? el("pre", { class: "text", id: "inject-payload" }, i.payload)
+      : el("p", { class: "note", id: "inject-payload" }, "nothing: an empty payload"),
+    el("p", { class: "muted" }, "drawn from ", ...i.source_ids.flatMap((s, n) => n ? [", ", entryLink(s)] : [entryLink(s)]),
+      i.source_ids.length ? "" : "no entry", `; raw text read: ${fmt(i.raw_chars)} characters`),
+    i.notes.length ? el("ul", { class: "note" }, ...i.notes.map((n) => el("li", {}, n))) : null);
 }
 
 /* ------------------------------------------------------------------ trust */
