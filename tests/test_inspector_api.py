@@ -381,3 +381,43 @@ def test_recall_playground_shows_the_read_time_curators_payload_and_changes_noth
             assert _state(c, k, "b") == before
     finally:
         app.state.pool.close()
+
+
+def _fb(c: TestClient, k: Any, ids: list[str], reward: float) -> None:
+    r = c.post("/v1/feedback", json={"used": ids, "reward": reward}, headers=k.h("a"))
+    assert r.status_code == 204, r.text
+
+
+def test_entry_page_shows_the_feedback_it_got(env: Any) -> None:
+    c, k = env
+    texts = _texts(3)
+    good, bad = (_w(c, k, "a", t)["id"] for t in texts[:2])
+    held = _w(c, k, "a_ext", texts[2])["id"]
+    for r in (1.0, 0.0, 1.0):
+        _fb(c, k, [good], r)
+    for _ in range(4):  # the curator policy's feedback quarantine: 0/4 successes evicts
+        _fb(c, k, [bad], 0.0)
+    with c.app.state.pool.using(k.table.authenticate(k.tokens["a"])) as t:  # type: ignore[attr-defined]
+        assert t.memory.trial_outcome(held, True, "the query ran and matched the checker")
+
+    def fb(i: str) -> dict[str, Any]:
+        r = c.get(f"/ui/api/entries/{i}", headers=k.h("a_read"))
+        assert r.status_code == 200, r.text
+        return dict(r.json()["feedback"])
+
+    g = fb(good)
+    assert g["counts"] == {"uses": 3, "successes": 2, "failures": 1, "last_used_step": 0}
+    assert g["logged"] == [] and "keeps no row per feedback call" in g["note"]
+    b = fb(bad)
+    assert "counts" not in b  # evicted: its counts went with it, its rows did not
+    assert [x["action"] for x in b["logged"]] == ["evict"]
+    assert "feedback quarantine: 0/4 successes" in b["logged"][0]["reason"]
+    h = fb(held)
+    assert h["counts"]["uses"] == 1 and h["counts"]["successes"] == 1
+    assert [(x["action"], x["reward"]) for x in h["logged"]] == [
+        ("trial", 1.0),
+        ("corroborate", 1.0),
+    ]
+    log = c.get("/v1/decisions", headers=k.h("a")).json()["decisions"]
+    steps = {d["seq"]: d["step"] for d in log}
+    assert all(x["step"] == steps[x["seq"]] for x in b["logged"] + h["logged"])

@@ -129,6 +129,11 @@ def test_written_entry_is_found_in_the_page(drv: Any, server: dict[str, Any]) ->
     tl = drv.find_elements(By.CSS_SELECTOR, "#entrydecisions li")
     assert [li.get_attribute("data-action") for li in tl] == ["admit"]
     assert "explain: trust gate" in tl[0].text
+    # its feedback: none yet, and the log keeps no row per feedback call (said in the page)
+    counts = drv.find_element(By.ID, "feedbackcounts").text
+    assert "uses\n0" in counts and "failures\n0" in counts
+    assert "No outcome wrote a row" in drv.find_element(By.ID, "feedbackrows").text
+    assert "keeps no row per feedback call" in drv.find_element(By.ID, "feedback").text
     # the value terms of the namespace's policy (curator: rho and its parts)
     value = WebDriverWait(drv, WAIT_S).until(lambda d: d.find_elements(By.ID, "value"))
     assert "rho" in value[0].text

@@ -363,9 +363,43 @@ def decision_out(d: Decision) -> dict[str, Any]:
     }
 
 
+#: words in the reason of the rows a task's outcome writes about an entry: a verified success
+#: that corroborated it, a contained trial, a feedback-quarantine eviction or verdict
+FEEDBACK_MARKS = ("verified outcome", "contained trial", "feedback quarantine")
+#: what the page says about the rows the log does not keep
+NO_FEEDBACK_ROWS = (
+    "The decision log keeps no row per feedback call: the counts are the entry's own (uses, "
+    "successes with reward >= 0.5, failures), and the rows listed are those an outcome wrote "
+    "(a verified outcome, a contained trial, a feedback-quarantine eviction), each with its "
+    "step and reward."
+)
+
+
+def feedback_history(e: Entry | None, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The feedback an entry got: its counts (resident entries only) and the rows of its
+    decisions an outcome wrote (``rows``: :func:`decision_out` of the entry's decisions)."""
+    logged = [
+        {"seq": r["seq"], "step": r["step"], "action": r["action"], "reward": r["score"],
+         "reason": r["reason"]}
+        for r in rows
+        if r["action"] == "trial" or any(m in r["reason"] for m in FEEDBACK_MARKS)
+    ]  # fmt: skip
+    out: dict[str, Any] = {"logged": logged, "note": NO_FEEDBACK_ROWS}
+    if e is not None:
+        out["counts"] = {
+            "uses": e.uses,
+            "successes": e.successes,
+            "failures": e.failures,
+            "last_used_step": e.last_used_step,
+        }
+        out["stats"] = {k: _num(float(v)) for k, v in e.stats.items()}
+    return out
+
+
 def entry_detail(memory: Memory, entry_id: str) -> dict[str, Any]:
-    """One entry: text, provenance, trust and every decision that touched it (its value terms
-    are :func:`value_terms`). The log is read back from its end to the row that made the entry.
+    """One entry: text, provenance, trust, the feedback it got (:func:`feedback_history`) and
+    every decision that touched it (its value terms are :func:`value_terms`). The log is read
+    back from its end to the row that made the entry.
 
     An entry no longer resident (evicted, forgotten) is shown by its decisions alone.
 
@@ -385,7 +419,12 @@ def entry_detail(memory: Memory, entry_id: str) -> dict[str, Any]:
     e = res.get(entry_id)
     if e is None and not rows:
         raise EntryNotFound("no such entry")
-    out: dict[str, Any] = {"id": entry_id, "resident": e is not None, "decisions": rows}
+    out: dict[str, Any] = {
+        "id": entry_id,
+        "resident": e is not None,
+        "decisions": rows,
+        "feedback": feedback_history(e, rows),
+    }
     if e is not None:
         distilled = {entry_id} if any(r["action"] == "distill" for r in rows) else set()
         out["entry"] = {

@@ -298,9 +298,23 @@ async function viewEntry(id) {
   } else {
     parts.push(el("p", { class: "note", id: "gone" }, "Not resident any more: what happened to it is in its decisions below."));
   }
+  parts.push(feedbackBox(d.feedback));
   parts.push(el("h3", {}, "Decisions that touched it"),
     el("ol", { class: "timeline", id: "entrydecisions" }, ...d.decisions.map(timelineItem)));
   show(...parts);
+}
+
+function feedbackBox(f) {
+  const c = f.counts;
+  return el("section", { id: "feedback" }, el("h3", {}, "Feedback"),
+    c ? kv({ uses: c.uses, "successes (reward ≥ 0.5)": c.successes, failures: c.failures,
+      "last used at step": c.last_used_step,
+      "the policy's per-entry statistics": Object.keys(f.stats).length ? f.stats : null }, "feedbackcounts")
+      : el("p", { class: "note" }, "Not resident any more: its counts went with it."),
+    f.logged.length ? el("ol", { class: "timeline", id: "feedbackrows" }, ...f.logged.map((r) => el("li", {},
+      el("span", { class: "muted" }, `step ${r.step} · ${r.action} · reward ${num(r.reward, 2)} `), r.reason)))
+      : el("p", { class: "note", id: "feedbackrows" }, "No outcome wrote a row about it."),
+    el("p", { class: "note" }, f.note));
 }
 
 /* ------------------------------------------------------------------ recall playground */
