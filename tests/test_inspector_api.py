@@ -268,6 +268,14 @@ def test_peers_traffic_needs_peer_or_admin(env: Any) -> None:
             "resident": 0,
             "probation": 0,
             "refused": 0,
+            # no outcome yet: a new peer's Beta(1, 1) posterior, weighed by its lower bound
+            "reputation": {
+                "weight": pytest.approx(0.1),
+                "mean": 0.5,
+                "lcb": pytest.approx(0.1),
+                "outcomes": 0,
+                "quarantined": None,
+            },
         }
     ]
     assert c.get("/ui/api/peers", headers=k.h("b")).json()["peers"] == []  # another group
@@ -421,3 +429,45 @@ def test_entry_page_shows_the_feedback_it_got(env: Any) -> None:
     log = c.get("/v1/decisions", headers=k.h("a")).json()["decisions"]
     steps = {d["seq"]: d["step"] for d in log}
     assert all(x["step"] == steps[x["seq"]] for x in b["logged"] + h["logged"])
+
+
+@pytest.mark.parametrize(("reward", "quarantined"), [(0.0, True), (1.0, False)])
+def test_peers_show_each_peers_reputation_from_its_entries_outcomes(
+    env: Any, reward: float, quarantined: bool
+) -> None:
+    from memcurator.policy.share import SharedEntry
+
+    c, k = env
+    shared = [SharedEntry(t, "insight", 0, 0.5, 1.0, 0.0, f"s{i}") for i, t in enumerate(_texts(5))]
+    with c.app.state.pool.using(k.table.authenticate(k.tokens["a"])) as t:
+        got = t.memory.receive(shared, "mallory")
+    ids = [w.id for w in got if w.admitted]
+    assert len(ids) == 5
+    _fb(c, k, ids, reward)  # one outcome per entry used: five outcomes of mallory's
+    after = c.get("/ui/api/peers", headers=k.h("a")).json()
+    m = {p["peer"]: p for p in after["peers"]}["mallory"]
+    assert m["messages"] == 0  # not through this hub: known here by its outcomes
+    assert after == c.get("/ui/api/peers", headers=k.h("a")).json()  # reading changes nothing
+    rep = {p["peer"]: p for p in after["peers"]}["mallory"]["reputation"]
+    assert rep["outcomes"] == 5 and rep["mean"] == pytest.approx((1 + 5 * reward) / 7)
+    assert (rep["quarantined"] is not None) is quarantined
+    assert rep["weight"] == 0.0 if quarantined else rep["weight"] > 0.1
+    assert "Beta posterior" in after["reputation_note"]
+
+
+def test_peers_say_when_the_policy_keeps_no_reputation(tmp_path: Path) -> None:
+    from memcurator.service.app import create_app
+
+    k = make_keys()
+    k.table.configure("a", policy="lru")
+    app = create_app(str(tmp_path / "s.db"), keys=k.table)
+    try:
+        with TestClient(app) as c:
+            push = {"entries": [{"text": SQL_A, "kind": "insight", "bytes": 100, "q": 0.5,
+                                 "a": 1.0, "rho_s": 0.1, "source_id": "s1"}]}  # fmt: skip
+            assert c.post("/v1/hub/push", json=push, headers=k.h("a")).status_code == 200
+            p = c.get("/ui/api/peers", headers=k.h("a")).json()
+            assert [(x["peer"], x["reputation"]) for x in p["peers"]] == [("alice", None)]
+            assert p["reputation_note"] == "policy 'lru' keeps no peer reputation"
+    finally:
+        app.state.pool.close()

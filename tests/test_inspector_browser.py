@@ -340,3 +340,20 @@ def test_every_view_renders_at_laptop_and_phone_width(
                     Image.open(shot).save(Path(keep) / shot.name, optimize=True)
     finally:
         drv.set_window_size(1280, 900)
+
+
+def test_peers_show_traffic_and_reputation(drv: Any, server: dict[str, Any]) -> None:
+    entry = {"text": TEXTS[0], "kind": "insight", "bytes": 100, "q": 0.5, "a": 1.0,
+             "rho_s": 0.1, "source_id": "s1"}  # fmt: skip
+    r = api(server, "admin", "POST", "/v1/hub/push", json={"entries": [entry]})
+    assert r.status_code == 200, r.text
+    login(drv, server, "admin")
+    goto(drv, "#/peers")
+    rows = drv.find_elements(By.CSS_SELECTOR, "#peers tbody tr")
+    cells = {
+        r.find_element(By.TAG_NAME, "td").text: r.find_elements(By.TAG_NAME, "td") for r in rows
+    }
+    alice = [c.text for c in cells["alice"]]
+    assert alice[1] == "1" and alice[2] == "1"  # one message, one entry pushed
+    assert alice[8:] == ["0.100", "0.500", "0", "no"]  # a new peer's reputation: Beta(1, 1)
+    assert "Beta posterior" in drv.find_element(By.ID, "repnote").text

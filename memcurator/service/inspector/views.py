@@ -662,7 +662,8 @@ def forget_held(memory: Memory, entry_id: str, by: str, reason: str) -> dict[str
 
 def peer_traffic(memory: Memory, hub: Any, group: str) -> dict[str, Any]:
     """Per peer: what it pushed through the hub (messages, entries, bytes on the wire,
-    notices), and what this namespace admitted, held on probation or refused from it."""
+    notices), what this namespace admitted, held on probation or refused from it, and its
+    reputation here (:func:`add_reputation`)."""
     peers: dict[str, dict[str, Any]] = {}
 
     def of(p: str) -> dict[str, Any]:
@@ -701,4 +702,43 @@ def peer_traffic(memory: Memory, hub: Any, group: str) -> dict[str, Any]:
         for p in peers.values():
             if f"peer {p['peer']}" in d.reason or f"peer:{p['peer']}" in d.reason:
                 p["refused"] += 1
-    return {"peers": sorted(peers.values(), key=lambda p: p["peer"])}
+    note = add_reputation(memory, peers, of)
+    return {"peers": sorted(peers.values(), key=lambda p: p["peer"]), "reputation_note": note}
+
+
+def add_reputation(
+    memory: Memory, peers: dict[str, dict[str, Any]], of: Callable[[str], dict[str, Any]]
+) -> str:
+    """Put each peer's reputation here beside its traffic (``reputation``: None where the
+    namespace's policy keeps none), adding the peers known to the reputation alone (``of``
+    makes a peer's row). Returns what the page says about it.
+
+    The reputation is CURATOR's Beta posterior over the outcomes of a peer's entries used here
+    (:class:`memcurator.trust.reputation.PeerReputation`): ``weight`` is what the peer's
+    advertised numbers count for (0 when quarantined), ``mean`` and ``lcb`` the posterior's.
+    """
+    from memcurator.lifecycle.exchange import reputation
+
+    rep = reputation(memory._ctx)  # the policy's own object, read only
+    if rep is None:
+        for p in peers.values():
+            p["reputation"] = None
+        return f"policy {memory.policy.name!r} keeps no peer reputation"
+    st = rep.state()
+    for name in [*st["counts"], *st["quarantine"]]:
+        of(name)
+    for name, p in peers.items():
+        post = rep.posterior(name)
+        p["reputation"] = {
+            "weight": _num(rep.reputation(name)),
+            "mean": _num(post.mean),
+            "lcb": _num(post.lcb),
+            "outcomes": post.n,
+            "quarantined": rep.quarantine_reason(name),
+        }
+    return (
+        "reputation: the Beta posterior over the outcomes of each peer's entries used here; "
+        f"weight (the posterior's {rep.weight}, conf {rep.conf:g}) is what its advertised "
+        f"numbers count for here, 0 when quarantined ({rep.on} below {rep.threshold:g} after "
+        f"{rep.min_outcomes} outcomes)"
+    )

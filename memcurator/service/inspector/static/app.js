@@ -420,14 +420,20 @@ async function viewPeers() {
   }
   const p = await api("/ui/api/peers");
   const cols = ["messages", "entries", "wire_bytes", "notices", "resident", "probation", "refused"];
-  const heads = ["peer", "messages", "entries pushed", "bytes on the wire", "notices", "resident here", "on probation", "refused"];
+  const heads = ["peer", "messages", "entries pushed", "bytes on the wire", "notices", "resident here", "on probation", "refused",
+    "reputation (weight)", "mean", "outcomes", "quarantined"];
+  const rep = (r) => r.reputation
+    ? [el("td", { class: "num" }, num(r.reputation.weight)), el("td", { class: "num" }, num(r.reputation.mean)),
+      el("td", { class: "num" }, fmt(r.reputation.outcomes)), el("td", {}, r.reputation.quarantined || "no")]
+    : [el("td", { colspan: 4, class: "muted" }, "not kept")];
   const body = p.peers.map((r) => el("tr", {}, el("td", {}, r.peer),
-    ...cols.map((k) => el("td", { class: "num" }, fmt(r[k])))));
+    ...cols.map((k) => el("td", { class: "num" }, fmt(r[k]))), ...rep(r)));
   const table = el("div", { class: "tablewrap" }, el("table", { id: "peers" },
     el("thead", {}, el("tr", {}, ...heads.map((h) => el("th", {}, h)))),
     el("tbody", {}, ...body)));
   show(el("h2", {}, "Peers: hub traffic"),
     p.peers.length ? table : el("p", { class: "note" }, "No peer has pushed through this server's hub, and no resident entry came from a peer."),
+    el("p", { class: "note", id: "repnote" }, p.reputation_note),
     el("p", { class: "note" }, "The hub keeps its queue in the server's memory: counts start at the server's start."));
 }
 
