@@ -268,6 +268,14 @@ def test_peers_traffic_needs_peer_or_admin(env: Any) -> None:
             "resident": 0,
             "probation": 0,
             "refused": 0,
+            # no outcome yet: a new peer's Beta(1, 1) posterior, weighed by its lower bound
+            "reputation": {
+                "weight": pytest.approx(0.1),
+                "mean": 0.5,
+                "lcb": pytest.approx(0.1),
+                "outcomes": 0,
+                "quarantined": None,
+            },
         }
     ]
     assert c.get("/ui/api/peers", headers=k.h("b")).json()["peers"] == []  # another group
@@ -318,3 +326,148 @@ def test_the_page_routes_stay_out_of_the_api_contract(env: Any) -> None:
     paths = c.get("/openapi.json").json()["paths"]
     assert not [p for p in paths if p.startswith("/ui")]
     assert "/v1/write" in paths
+
+
+def _state(c: TestClient, k: Any, who: str) -> Any:
+    """What a read must leave as it was: the namespace, its log and its entries."""
+    ns = c.get(f"/v1/namespaces/{'a' if who.startswith('a') else 'b'}", headers=k.h(who)).json()
+    log = c.get("/v1/decisions", headers=k.h(who)).json()
+    ents = c.get("/v1/entries", headers=k.h(who)).json()
+    return ns, log, ents
+
+
+def test_recall_playground_shows_the_top_k_texts_without_a_read_time_curator(env: Any) -> None:
+    c, k = env
+    texts = _texts(6)
+    for t in texts:
+        _w(c, k, "a", t)
+    _w(c, k, "a_ext", SQL_B)  # on probation: never injected
+    before = _state(c, k, "a")
+    body = {"query": "count the rows of table t4 where col1 is set", "k": 2}
+    r = c.post("/ui/api/recall", json=body, headers=k.h("a_read")).json()
+    inj = r["inject"]
+    assert inj["curator"] is None and inj["note"].startswith("this policy injects the top-k")
+    ids = [x["id"] for x in r["candidates"]]
+    assert inj["source_ids"] == ids and len(ids) == 2
+    by_id = {x["id"]: x["preview"] for x in r["candidates"]}  # short texts: the whole text
+    assert inj["payload"] == "\n\n".join(by_id[i] for i in ids)
+    assert texts[4] in inj["payload"] and SQL_B not in inj["payload"]
+    assert _state(c, k, "a") == before
+
+
+@pytest.mark.parametrize(
+    ("policy", "operator", "fell_back"),
+    [("curator/align", "align", False), ("jitmem/untrained", "llm-brief", True)],
+)
+def test_recall_playground_shows_the_read_time_curators_payload_and_changes_nothing(
+    tmp_path: Path, policy: str, operator: str, fell_back: bool
+) -> None:
+    from memcurator.service.app import create_app
+
+    k = make_keys()
+    k.table.configure("b", policy=policy)
+    app = create_app(str(tmp_path / "s.db"), keys=k.table)
+    try:
+        with TestClient(app) as c:
+            for t in _texts(6):
+                _w(c, k, "b", t)
+            cur = app.state.pool.tenant("b").memory.policy.curator
+            seen, pending = cur._seen, cur._pending
+            before = _state(c, k, "b")
+            q = "count the rows of table t9 where col0 is set"
+            r = c.post("/ui/api/recall", json={"query": q, "k": 2}, headers=k.h("b")).json()
+            inj = r["inject"]
+            assert inj["curator"] == "JitMemCurator" and inj["operator"] == operator
+            assert inj["payload"].startswith(f"Task: {q}\nAction: SELECT COUNT(*) FROM t")
+            assert inj["source_ids"] and inj["raw_chars"] > 0
+            # no model runs in the inspector: an LLM operator's call fails and falls back
+            assert any("fell back to align" in n for n in inj["notes"]) is fell_back
+            assert _state(c, k, "b") == before
+            assert (cur._seen, cur._pending) == (seen, pending)  # the curator's state as well
+            bad = c.post("/ui/api/recall", json={"query": q, "domain": "nope"}, headers=k.h("b"))
+            assert bad.status_code == 422 and "nope" in bad.text
+            assert _state(c, k, "b") == before
+    finally:
+        app.state.pool.close()
+
+
+def _fb(c: TestClient, k: Any, ids: list[str], reward: float) -> None:
+    r = c.post("/v1/feedback", json={"used": ids, "reward": reward}, headers=k.h("a"))
+    assert r.status_code == 204, r.text
+
+
+def test_entry_page_shows_the_feedback_it_got(env: Any) -> None:
+    c, k = env
+    texts = _texts(3)
+    good, bad = (_w(c, k, "a", t)["id"] for t in texts[:2])
+    held = _w(c, k, "a_ext", texts[2])["id"]
+    for r in (1.0, 0.0, 1.0):
+        _fb(c, k, [good], r)
+    for _ in range(4):  # the curator policy's feedback quarantine: 0/4 successes evicts
+        _fb(c, k, [bad], 0.0)
+    with c.app.state.pool.using(k.table.authenticate(k.tokens["a"])) as t:  # type: ignore[attr-defined]
+        assert t.memory.trial_outcome(held, True, "the query ran and matched the checker")
+
+    def fb(i: str) -> dict[str, Any]:
+        r = c.get(f"/ui/api/entries/{i}", headers=k.h("a_read"))
+        assert r.status_code == 200, r.text
+        return dict(r.json()["feedback"])
+
+    g = fb(good)
+    assert g["counts"] == {"uses": 3, "successes": 2, "failures": 1, "last_used_step": 0}
+    assert g["logged"] == [] and "keeps no row per feedback call" in g["note"]
+    b = fb(bad)
+    assert "counts" not in b  # evicted: its counts went with it, its rows did not
+    assert [x["action"] for x in b["logged"]] == ["evict"]
+    assert "feedback quarantine: 0/4 successes" in b["logged"][0]["reason"]
+    h = fb(held)
+    assert h["counts"]["uses"] == 1 and h["counts"]["successes"] == 1
+    assert [(x["action"], x["reward"]) for x in h["logged"]] == [
+        ("trial", 1.0),
+        ("corroborate", 1.0),
+    ]
+    log = c.get("/v1/decisions", headers=k.h("a")).json()["decisions"]
+    steps = {d["seq"]: d["step"] for d in log}
+    assert all(x["step"] == steps[x["seq"]] for x in b["logged"] + h["logged"])
+
+
+@pytest.mark.parametrize(("reward", "quarantined"), [(0.0, True), (1.0, False)])
+def test_peers_show_each_peers_reputation_from_its_entries_outcomes(
+    env: Any, reward: float, quarantined: bool
+) -> None:
+    from memcurator.policy.share import SharedEntry
+
+    c, k = env
+    shared = [SharedEntry(t, "insight", 0, 0.5, 1.0, 0.0, f"s{i}") for i, t in enumerate(_texts(5))]
+    with c.app.state.pool.using(k.table.authenticate(k.tokens["a"])) as t:
+        got = t.memory.receive(shared, "mallory")
+    ids = [w.id for w in got if w.admitted]
+    assert len(ids) == 5
+    _fb(c, k, ids, reward)  # one outcome per entry used: five outcomes of mallory's
+    after = c.get("/ui/api/peers", headers=k.h("a")).json()
+    m = {p["peer"]: p for p in after["peers"]}["mallory"]
+    assert m["messages"] == 0  # not through this hub: known here by its outcomes
+    assert after == c.get("/ui/api/peers", headers=k.h("a")).json()  # reading changes nothing
+    rep = {p["peer"]: p for p in after["peers"]}["mallory"]["reputation"]
+    assert rep["outcomes"] == 5 and rep["mean"] == pytest.approx((1 + 5 * reward) / 7)
+    assert (rep["quarantined"] is not None) is quarantined
+    assert rep["weight"] == 0.0 if quarantined else rep["weight"] > 0.1
+    assert "Beta posterior" in after["reputation_note"]
+
+
+def test_peers_say_when_the_policy_keeps_no_reputation(tmp_path: Path) -> None:
+    from memcurator.service.app import create_app
+
+    k = make_keys()
+    k.table.configure("a", policy="lru")
+    app = create_app(str(tmp_path / "s.db"), keys=k.table)
+    try:
+        with TestClient(app) as c:
+            push = {"entries": [{"text": SQL_A, "kind": "insight", "bytes": 100, "q": 0.5,
+                                 "a": 1.0, "rho_s": 0.1, "source_id": "s1"}]}  # fmt: skip
+            assert c.post("/v1/hub/push", json=push, headers=k.h("a")).status_code == 200
+            p = c.get("/ui/api/peers", headers=k.h("a")).json()
+            assert [(x["peer"], x["reputation"]) for x in p["peers"]] == [("alice", None)]
+            assert p["reputation_note"] == "policy 'lru' keeps no peer reputation"
+    finally:
+        app.state.pool.close()

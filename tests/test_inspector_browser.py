@@ -129,6 +129,11 @@ def test_written_entry_is_found_in_the_page(drv: Any, server: dict[str, Any]) ->
     tl = drv.find_elements(By.CSS_SELECTOR, "#entrydecisions li")
     assert [li.get_attribute("data-action") for li in tl] == ["admit"]
     assert "explain: trust gate" in tl[0].text
+    # its feedback: none yet, and the log keeps no row per feedback call (said in the page)
+    counts = drv.find_element(By.ID, "feedbackcounts").text
+    assert "uses\n0" in counts and "failures\n0" in counts
+    assert "No outcome wrote a row" in drv.find_element(By.ID, "feedbackrows").text
+    assert "keeps no row per feedback call" in drv.find_element(By.ID, "feedback").text
     # the value terms of the namespace's policy (curator: rho and its parts)
     value = WebDriverWait(drv, WAIT_S).until(lambda d: d.find_elements(By.ID, "value"))
     assert "rho" in value[0].text
@@ -202,6 +207,11 @@ def test_recall_playground_ranks_with_scores(drv: Any, server: dict[str, Any]) -
         json={"query": "open support tickets count", "k": 3, "observe": False},
     ).json()["ids"]
     assert [r.find_element(By.CSS_SELECTOR, "a").text for r in rows] == ids
+    # what the model would be given: this policy has no read-time curator, so the top-k texts
+    assert "injects the top-k texts as they are" in drv.find_element(By.ID, "inject-note").text
+    assert "support tickets" in drv.find_element(By.ID, "inject-payload").text
+    drawn = drv.find_elements(By.CSS_SELECTOR, "#inject a")
+    assert [a.text for a in drawn] == ids
 
 
 def test_eviction_and_its_reason_after_the_budget_bites(drv: Any, server: dict[str, Any]) -> None:
@@ -330,3 +340,20 @@ def test_every_view_renders_at_laptop_and_phone_width(
                     Image.open(shot).save(Path(keep) / shot.name, optimize=True)
     finally:
         drv.set_window_size(1280, 900)
+
+
+def test_peers_show_traffic_and_reputation(drv: Any, server: dict[str, Any]) -> None:
+    entry = {"text": TEXTS[0], "kind": "insight", "bytes": 100, "q": 0.5, "a": 1.0,
+             "rho_s": 0.1, "source_id": "s1"}  # fmt: skip
+    r = api(server, "admin", "POST", "/v1/hub/push", json={"entries": [entry]})
+    assert r.status_code == 200, r.text
+    login(drv, server, "admin")
+    goto(drv, "#/peers")
+    rows = drv.find_elements(By.CSS_SELECTOR, "#peers tbody tr")
+    cells = {
+        r.find_element(By.TAG_NAME, "td").text: r.find_elements(By.TAG_NAME, "td") for r in rows
+    }
+    alice = [c.text for c in cells["alice"]]
+    assert alice[1] == "1" and alice[2] == "1"  # one message, one entry pushed
+    assert alice[8:] == ["0.100", "0.500", "0", "no"]  # a new peer's reputation: Beta(1, 1)
+    assert "Beta posterior" in drv.find_element(By.ID, "repnote").text

@@ -32,6 +32,7 @@ class RecallProbe(BaseModel):
     where: list[Condition] = Field(default_factory=list, max_length=16)
     user: str | None = Field(None, max_length=256)
     min_score: float | None = Field(None, ge=-1.0, le=1.0)
+    domain: str = Field("sql", min_length=1, max_length=32, pattern=r"^[a-z0-9_-]+$")
 
 
 def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
@@ -182,6 +183,7 @@ def _log_and_recall_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None
                 where=where,
                 user=body.user,
                 min_score=body.min_score,
+                domain=body.domain,
             )
 
 

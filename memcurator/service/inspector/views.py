@@ -363,9 +363,43 @@ def decision_out(d: Decision) -> dict[str, Any]:
     }
 
 
+#: words in the reason of the rows a task's outcome writes about an entry: a verified success
+#: that corroborated it, a contained trial, a feedback-quarantine eviction or verdict
+FEEDBACK_MARKS = ("verified outcome", "contained trial", "feedback quarantine")
+#: what the page says about the rows the log does not keep
+NO_FEEDBACK_ROWS = (
+    "The decision log keeps no row per feedback call: the counts are the entry's own (uses, "
+    "successes with reward >= 0.5, failures), and the rows listed are those an outcome wrote "
+    "(a verified outcome, a contained trial, a feedback-quarantine eviction), each with its "
+    "step and reward."
+)
+
+
+def feedback_history(e: Entry | None, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The feedback an entry got: its counts (resident entries only) and the rows of its
+    decisions an outcome wrote (``rows``: :func:`decision_out` of the entry's decisions)."""
+    logged = [
+        {"seq": r["seq"], "step": r["step"], "action": r["action"], "reward": r["score"],
+         "reason": r["reason"]}
+        for r in rows
+        if r["action"] == "trial" or any(m in r["reason"] for m in FEEDBACK_MARKS)
+    ]  # fmt: skip
+    out: dict[str, Any] = {"logged": logged, "note": NO_FEEDBACK_ROWS}
+    if e is not None:
+        out["counts"] = {
+            "uses": e.uses,
+            "successes": e.successes,
+            "failures": e.failures,
+            "last_used_step": e.last_used_step,
+        }
+        out["stats"] = {k: _num(float(v)) for k, v in e.stats.items()}
+    return out
+
+
 def entry_detail(memory: Memory, entry_id: str) -> dict[str, Any]:
-    """One entry: text, provenance, trust and every decision that touched it (its value terms
-    are :func:`value_terms`). The log is read back from its end to the row that made the entry.
+    """One entry: text, provenance, trust, the feedback it got (:func:`feedback_history`) and
+    every decision that touched it (its value terms are :func:`value_terms`). The log is read
+    back from its end to the row that made the entry.
 
     An entry no longer resident (evicted, forgotten) is shown by its decisions alone.
 
@@ -385,7 +419,12 @@ def entry_detail(memory: Memory, entry_id: str) -> dict[str, Any]:
     e = res.get(entry_id)
     if e is None and not rows:
         raise EntryNotFound("no such entry")
-    out: dict[str, Any] = {"id": entry_id, "resident": e is not None, "decisions": rows}
+    out: dict[str, Any] = {
+        "id": entry_id,
+        "resident": e is not None,
+        "decisions": rows,
+        "feedback": feedback_history(e, rows),
+    }
     if e is not None:
         distilled = {entry_id} if any(r["action"] == "distill" for r in rows) else set()
         out["entry"] = {
@@ -482,12 +521,16 @@ def recall_explained(
     where: Callable[[Entry], bool] | None = None,
     user: str | None = None,
     min_score: float | None = None,
+    domain: str = "sql",
 ) -> dict[str, Any]:
     """A recall that changes nothing (``observe=False``), with each candidate's dense
-    (cosine) and lexical (BM25 over the best) scores beside the policy's ranked score, and
-    what each filter left out of the resident set."""
+    (cosine) and lexical (BM25 over the best) scores beside the policy's ranked score, what
+    each filter left out of the resident set, and what the model would be given
+    (``inject``: :func:`memcurator.service.inspector.inject.would_inject`; ``domain`` names a
+    read-time curator's aligner)."""
     from memcurator.lifecycle.query import query_vector
     from memcurator.lifecycle.recall import other_users_rows
+    from memcurator.service.inspector.inject import would_inject
 
     r = memory.recall(query, k=k, where=where, user=user, min_score=min_score, observe=False)
     res = _res(memory)
@@ -528,6 +571,7 @@ def recall_explained(
             "where filter": removed_where,
         },
         "candidates": cands,
+        "inject": would_inject(memory, query, r, where=where, user=user, domain=domain),
     }
 
 
@@ -618,7 +662,8 @@ def forget_held(memory: Memory, entry_id: str, by: str, reason: str) -> dict[str
 
 def peer_traffic(memory: Memory, hub: Any, group: str) -> dict[str, Any]:
     """Per peer: what it pushed through the hub (messages, entries, bytes on the wire,
-    notices), and what this namespace admitted, held on probation or refused from it."""
+    notices), what this namespace admitted, held on probation or refused from it, and its
+    reputation here (:func:`add_reputation`)."""
     peers: dict[str, dict[str, Any]] = {}
 
     def of(p: str) -> dict[str, Any]:
@@ -657,4 +702,43 @@ def peer_traffic(memory: Memory, hub: Any, group: str) -> dict[str, Any]:
         for p in peers.values():
             if f"peer {p['peer']}" in d.reason or f"peer:{p['peer']}" in d.reason:
                 p["refused"] += 1
-    return {"peers": sorted(peers.values(), key=lambda p: p["peer"])}
+    note = add_reputation(memory, peers, of)
+    return {"peers": sorted(peers.values(), key=lambda p: p["peer"]), "reputation_note": note}
+
+
+def add_reputation(
+    memory: Memory, peers: dict[str, dict[str, Any]], of: Callable[[str], dict[str, Any]]
+) -> str:
+    """Put each peer's reputation here beside its traffic (``reputation``: None where the
+    namespace's policy keeps none), adding the peers known to the reputation alone (``of``
+    makes a peer's row). Returns what the page says about it.
+
+    The reputation is CURATOR's Beta posterior over the outcomes of a peer's entries used here
+    (:class:`memcurator.trust.reputation.PeerReputation`): ``weight`` is what the peer's
+    advertised numbers count for (0 when quarantined), ``mean`` and ``lcb`` the posterior's.
+    """
+    from memcurator.lifecycle.exchange import reputation
+
+    rep = reputation(memory._ctx)  # the policy's own object, read only
+    if rep is None:
+        for p in peers.values():
+            p["reputation"] = None
+        return f"policy {memory.policy.name!r} keeps no peer reputation"
+    st = rep.state()
+    for name in [*st["counts"], *st["quarantine"]]:
+        of(name)
+    for name, p in peers.items():
+        post = rep.posterior(name)
+        p["reputation"] = {
+            "weight": _num(rep.reputation(name)),
+            "mean": _num(post.mean),
+            "lcb": _num(post.lcb),
+            "outcomes": post.n,
+            "quarantined": rep.quarantine_reason(name),
+        }
+    return (
+        "reputation: the Beta posterior over the outcomes of each peer's entries used here; "
+        f"weight (the posterior's {rep.weight}, conf {rep.conf:g}) is what its advertised "
+        f"numbers count for here, 0 when quarantined ({rep.on} below {rep.threshold:g} after "
+        f"{rep.min_outcomes} outcomes)"
+    )

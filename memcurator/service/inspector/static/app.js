@@ -298,9 +298,23 @@ async function viewEntry(id) {
   } else {
     parts.push(el("p", { class: "note", id: "gone" }, "Not resident any more: what happened to it is in its decisions below."));
   }
+  parts.push(feedbackBox(d.feedback));
   parts.push(el("h3", {}, "Decisions that touched it"),
     el("ol", { class: "timeline", id: "entrydecisions" }, ...d.decisions.map(timelineItem)));
   show(...parts);
+}
+
+function feedbackBox(f) {
+  const c = f.counts;
+  return el("section", { id: "feedback" }, el("h3", {}, "Feedback"),
+    c ? kv({ uses: c.uses, "successes (reward ≥ 0.5)": c.successes, failures: c.failures,
+      "last used at step": c.last_used_step,
+      "the policy's per-entry statistics": Object.keys(f.stats).length ? f.stats : null }, "feedbackcounts")
+      : el("p", { class: "note" }, "Not resident any more: its counts went with it."),
+    f.logged.length ? el("ol", { class: "timeline", id: "feedbackrows" }, ...f.logged.map((r) => el("li", {},
+      el("span", { class: "muted" }, `step ${r.step} · ${r.action} · reward ${num(r.reward, 2)} `), r.reason)))
+      : el("p", { class: "note", id: "feedbackrows" }, "No outcome wrote a row about it."),
+    el("p", { class: "note" }, f.note));
 }
 
 /* ------------------------------------------------------------------ recall playground */
@@ -345,7 +359,19 @@ function recallResult(r) {
         el("td", {}, c.rank), el("td", {}, entryLink(c.id)), el("td", { class: "preview" }, c.preview),
         el("td", { class: "num" }, num(c.score)), el("td", { class: "num" }, num(c.dense)), el("td", { class: "num" }, num(c.lexical)))))))
       : el("p", { class: "note", id: "candidates" }, "nothing recalled"),
-    el("p", { class: "note" }, "ranked score: the policy's score plus the lexical blend (what recall sorts by); dense: cosine of query and entry; lexical: BM25 over the best BM25 of the query."));
+    el("p", { class: "note" }, "ranked score: the policy's score plus the lexical blend (what recall sorts by); dense: cosine of query and entry; lexical: BM25 over the best BM25 of the query."),
+    injectBox(r.inject));
+}
+
+function injectBox(i) {
+  return el("section", { id: "inject" },
+    el("h3", {}, "What the model would be given"),
+    el("p", { class: "note", id: "inject-note" }, i.note, i.curator ? ` — operator ${i.operator}` : ""),
+    i.payload ? el("pre", { class: "text", id: "inject-payload" }, i.payload)
+      : el("p", { class: "note", id: "inject-payload" }, "nothing: an empty payload"),
+    el("p", { class: "muted" }, "drawn from ", ...i.source_ids.flatMap((s, n) => n ? [", ", entryLink(s)] : [entryLink(s)]),
+      i.source_ids.length ? "" : "no entry", `; raw text read: ${fmt(i.raw_chars)} characters`),
+    i.notes.length ? el("ul", { class: "note" }, ...i.notes.map((n) => el("li", {}, n))) : null);
 }
 
 /* ------------------------------------------------------------------ trust */
@@ -394,14 +420,20 @@ async function viewPeers() {
   }
   const p = await api("/ui/api/peers");
   const cols = ["messages", "entries", "wire_bytes", "notices", "resident", "probation", "refused"];
-  const heads = ["peer", "messages", "entries pushed", "bytes on the wire", "notices", "resident here", "on probation", "refused"];
+  const heads = ["peer", "messages", "entries pushed", "bytes on the wire", "notices", "resident here", "on probation", "refused",
+    "reputation (weight)", "mean", "outcomes", "quarantined"];
+  const rep = (r) => r.reputation
+    ? [el("td", { class: "num" }, num(r.reputation.weight)), el("td", { class: "num" }, num(r.reputation.mean)),
+      el("td", { class: "num" }, fmt(r.reputation.outcomes)), el("td", {}, r.reputation.quarantined || "no")]
+    : [el("td", { colspan: 4, class: "muted" }, "not kept")];
   const body = p.peers.map((r) => el("tr", {}, el("td", {}, r.peer),
-    ...cols.map((k) => el("td", { class: "num" }, fmt(r[k])))));
+    ...cols.map((k) => el("td", { class: "num" }, fmt(r[k]))), ...rep(r)));
   const table = el("div", { class: "tablewrap" }, el("table", { id: "peers" },
     el("thead", {}, el("tr", {}, ...heads.map((h) => el("th", {}, h)))),
     el("tbody", {}, ...body)));
   show(el("h2", {}, "Peers: hub traffic"),
     p.peers.length ? table : el("p", { class: "note" }, "No peer has pushed through this server's hub, and no resident entry came from a peer."),
+    el("p", { class: "note", id: "repnote" }, p.reputation_note),
     el("p", { class: "note" }, "The hub keeps its queue in the server's memory: counts start at the server's start."));
 }
 
