@@ -197,7 +197,10 @@ def check_meta_value(meta: Any, what: str = "meta") -> None:
                 )
         elif isinstance(v, numbers.Real):
             if not math.isfinite(float(v)):
-                raise InvalidInput(f"{_where(path)} must be a finite number, got {v!r}")
+                raise InvalidInput(
+                    f"{_where(path)} must be a finite number (JSON has no NaN or Infinity), "
+                    f"got {v!r}"
+                )
         else:
             raise InvalidInput(
                 f"{_where(path)} is a {type(v).__name__}; {what} holds JSON values only "

@@ -71,7 +71,7 @@ COMPLEXITY_CEILING = {
     "limits": 15,  # limits.py:check_meta_value
     "llm": 15,
     "memory": 15,
-    "policy": 20,  # policy/__init__.py:_override (TrustGate.admit was 25, 27 after issue 33; now 10)
+    "policy": 20,  # policy/__init__.py:_override (TrustGate.admit 25, then 27; now 10)
     "portable": 18,  # portable.py:import_namespace
     "registry": 15,
     "retrieve": 15,
