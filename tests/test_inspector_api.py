@@ -471,3 +471,43 @@ def test_peers_say_when_the_policy_keeps_no_reputation(tmp_path: Path) -> None:
             assert p["reputation_note"] == "policy 'lru' keeps no peer reputation"
     finally:
         app.state.pool.close()
+
+
+def test_decision_timeline_filters_by_peer() -> None:
+    """The timeline's peer filter: a resident peer entry's rows by its sender, other rows by
+    the peer their reason names; an unknown peer matches nothing."""
+    from memcurator import Memory
+    from memcurator.service.inspector import views
+    from memcurator.types import Decision
+
+    m = Memory(":memory:", namespace="n", policy="keep-all")
+    try:
+        bob = [
+            m.write(
+                f"Task: count rows in t{i}\nAction: SELECT COUNT(*) FROM t{i};",
+                origin="peer",
+                origin_detail="bob",
+            ).id
+            for i in range(2)
+        ]
+        carol = m.write(
+            "Task: sum totals in t9\nAction: SELECT SUM(total) FROM t9;",
+            origin="peer",
+            origin_detail="carol",
+        ).id
+        own = m.write("Task: list rows of t5\nAction: SELECT * FROM t5;").id
+        rows = views.decisions_page(m, peer="bob")["decisions"]
+        assert sorted(d["entry_id"] for d in rows) == sorted(bob)
+        assert [d["entry_id"] for d in views.decisions_page(m, peer="carol")["decisions"]] == [
+            carol
+        ]
+        assert views.decisions_page(m, peer="dave")["decisions"] == []
+        assert own in {d["entry_id"] for d in views.decisions_page(m)["decisions"]}
+        # a row whose entry is not resident (refused, gone) is matched by the peer it names
+        test = views._peer_test(m, "mallory")
+        assert test is not None
+        gone = Decision(1, "n", 0, "reject", "x", 0.0, "refused: peer mallory, risk 0.9", "p", 0, 0)
+        other = Decision(2, "n", 0, "reject", "y", 0.0, "refused: peer bob, risk 0.9", "p", 0, 0)
+        assert test(gone) and not test(other)
+    finally:
+        m.close()

@@ -152,11 +152,13 @@ def _log_and_recall_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None
         action: Annotated[str | None, Query(max_length=16)] = None,
         reason: Annotated[str | None, Query(max_length=256)] = None,
         origin: Annotated[str | None, Query(max_length=16)] = None,
+        peer: Annotated[str | None, Query(max_length=256)] = None,
         entry_id: Annotated[str | None, Query(max_length=256)] = None,
         before: Annotated[int | None, Query(ge=0)] = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
     ) -> Json:
-        """The decision log newest first, filtered by action, reason, origin, entry (read)."""
+        """The decision log newest first, filtered by action, reason, origin, peer, entry
+        (read)."""
         key.require("read")
         with _pool(request).using(key) as t:
             return views.decisions_page(
@@ -164,6 +166,7 @@ def _log_and_recall_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None
                 action=action,
                 reason=reason,
                 origin=origin,
+                peer=peer,
                 entry_id=entry_id,
                 before=before,
                 limit=limit,

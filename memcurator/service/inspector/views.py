@@ -472,8 +472,29 @@ def _origin_test(memory: Memory, origin: str | None) -> Callable[[Decision], boo
     return test
 
 
+def _peer_test(memory: Memory, peer: str | None) -> Callable[[Decision], bool] | None:
+    """A row is about ``peer``: its resident entry came from that peer (``origin_detail``),
+    else its reason names the peer (``peer X`` / ``peer:X``, as receive and the gate write)."""
+    if not peer:
+        return None
+    senders = {e.id: e.origin_detail for e in _res(memory).entries if e.origin == "peer"}
+
+    def test(d: Decision) -> bool:
+        sender = senders.get(d.entry_id)
+        if sender is not None:
+            return sender == peer
+        return f"peer {peer}" in d.reason or f"peer:{peer}" in d.reason
+
+    return test
+
+
 def _decision_tests(
-    memory: Memory, *, reason: str | None, origin: str | None, entry_id: str | None
+    memory: Memory,
+    *,
+    reason: str | None,
+    origin: str | None,
+    entry_id: str | None,
+    peer: str | None = None,
 ) -> list[Callable[[Decision], bool]]:
     """The tests of :func:`decisions_page`'s filters (but ``action``), one per filter given."""
     needle = reason.casefold() if reason else None
@@ -481,6 +502,7 @@ def _decision_tests(
         (lambda d: d.entry_id == entry_id) if entry_id else None,
         (lambda d: needle in d.reason.casefold()) if needle else None,
         _origin_test(memory, origin),
+        _peer_test(memory, peer),
     ]
     return [t for t in tests if t is not None]
 
@@ -494,13 +516,15 @@ def decisions_page(
     entry_id: str | None = None,
     before: int | None = None,
     limit: int = 100,
+    peer: str | None = None,
 ) -> dict[str, Any]:
     """The decision log newest first, filtered; ``before`` is the seq to page back from.
 
     ``reason`` is a case-insensitive substring; ``origin`` matches the entry's origin where the
-    entry is resident, else the origin the row's reason names (``origin peer``, ...).
+    entry is resident, else the origin the row's reason names (``origin peer``, ...); ``peer``
+    the sending peer of a resident peer entry, else the peer the row's reason names.
     """
-    tests = _decision_tests(memory, reason=reason, origin=origin, entry_id=entry_id)
+    tests = _decision_tests(memory, reason=reason, origin=origin, entry_id=entry_id, peer=peer)
     out: list[dict[str, Any]] = []
     nxt = None
     for d in _log_rows(memory, action, before):

@@ -234,7 +234,7 @@ async function viewDecisions() {
   await ensureGlossary();
   const p = params();
   const f = { action: p.get("action") || "", reason: p.get("reason") || "", origin: p.get("origin") || "",
-    entry_id: p.get("entry_id") || "", before: p.get("before") || "" };
+    peer: p.get("peer") || "", entry_id: p.get("entry_id") || "", before: p.get("before") || "" };
   const actions = ["", "admit", "reject", "evict", "distill", "forget", "update", "replace", "reinforce",
     "downgrade", "corroborate", "trial", "receive", "share", "quarantine", "release", "notice", "compact"];
   const form = el("form", { class: "filters", id: "decfilters", onsubmit: (ev) => {
@@ -245,6 +245,7 @@ async function viewDecisions() {
     el("label", {}, "action", el("select", { name: "action", id: "d-action" }, ...actions.map((a) => el("option", { value: a, selected: f.action === a }, a || "any")))),
     el("label", {}, "reason contains", el("input", { name: "reason", id: "d-reason", value: f.reason, type: "search" })),
     el("label", {}, "origin", el("select", { name: "origin" }, ...["", "self", "peer", "external"].map((a) => el("option", { value: a, selected: f.origin === a }, a || "any")))),
+    el("label", {}, "peer", el("input", { name: "peer", id: "d-peer", value: f.peer, size: 10 })),
     el("label", {}, "entry id", el("input", { name: "entry_id", value: f.entry_id, size: 12 })),
     el("button", { type: "submit", class: "primary" }, "Filter"));
   show(el("h2", {}, "Decision log"), form, el("p", { class: "note" }, "loading…"));
