@@ -70,8 +70,12 @@ class VectorDeriver:
         self.identity = identity
         self._cache: dict[str, np.ndarray] = {}
 
-    def __call__(self, entries: list[Entry]) -> list[Entry]:
+    def __call__(self, entries: list[Entry], *, whole: bool = True) -> list[Entry]:
         """``entries`` with exact embeddings when the namespace is derived (in place).
+
+        ``whole``: ``entries`` are the whole namespace (a reload), so the text cache becomes
+        theirs; False (a change-feed catch-up of a few ids) adds them to the cache, so the
+        next reload does not re-embed every entry.
 
         Raises
         ------
@@ -95,7 +99,10 @@ class VectorDeriver:
                 v = embed_checked(self.embedder.embed, m.text)
             m.embedding = derive_checked(m.embedding, v, m.id)
             fresh[m.text] = m.embedding
-        self._cache = fresh
+        if whole:
+            self._cache = fresh
+        else:
+            self._cache.update(fresh)
         return entries
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -131,7 +130,7 @@ class ResidentSet:
         namespace: str,
         dim: int,
         delta: float | None,
-        derive: Callable[[list[Entry]], list[Entry]] | None = None,
+        derive: Any = None,  # a lifecycle.derive.VectorDeriver
     ):
         self.store = store
         self.namespace = namespace
@@ -235,7 +234,7 @@ class ResidentSet:
         one leaves. Idempotent: applying an id twice leaves the same set."""
         got = self.store.get_many(self.namespace, ids)
         if self.derive is not None:  # a derived precision: exact vectors, as on a reload
-            got = self.derive(got)
+            got = self.derive(got, whole=False)
         fresh = {m.id: m for m in got}
         gone = {i for i in ids if i not in fresh and i in self.index}
         if gone:

@@ -64,6 +64,15 @@ def _pool(request: Request) -> Any:
     return request.app.state.pool
 
 
+def _on_memory(
+    request: Request, key: KeyInfo, scope: str, view: Callable[..., Any], *args: Any, **kw: Any
+) -> Any:
+    """``view(memory, *args, **kw)`` on the key's namespace once the key holds ``scope``."""
+    key.require(scope)
+    with _pool(request).using(key) as t:
+        return view(t.memory, *args, **kw)
+
+
 def _namespace_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
     """``/whoami``, ``/overview`` and ``/usage``."""
     replays: dict[str, views.UsageReplay] = {}  # per namespace; advanced under its tenant lock
@@ -81,9 +90,7 @@ def _namespace_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
     @r.get("/overview")
     def overview(request: Request, key: KeyInfo = Depends(key_of)) -> Json:
         """The key's namespace: budget, policy, entries by state, kind and origin (read)."""
-        key.require("read")
-        with _pool(request).using(key) as t:
-            return views.overview(t.memory)
+        return _on_memory(request, key, "read", views.overview)
 
     @r.get("/usage")
     def usage(request: Request, key: KeyInfo = Depends(key_of)) -> Json:
@@ -130,16 +137,12 @@ def _entry_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
     @r.get("/entries/{entry_id}")
     def entry(request: Request, entry_id: str, key: KeyInfo = Depends(key_of)) -> Json:
         """One entry of the key's namespace, resident or only in the log (read)."""
-        key.require("read")
-        with _pool(request).using(key) as t:
-            return views.entry_detail(t.memory, entry_id)
+        return _on_memory(request, key, "read", views.entry_detail, entry_id)
 
     @r.get("/entries/{entry_id}/value")
     def entry_value(request: Request, entry_id: str, key: KeyInfo = Depends(key_of)) -> Json:
         """A resident entry's value terms under the namespace's policy (read)."""
-        key.require("read")
-        with _pool(request).using(key) as t:
-            return views.value_terms(t.memory, entry_id)
+        return _on_memory(request, key, "read", views.value_terms, entry_id)
 
 
 def _log_and_recall_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
@@ -201,9 +204,7 @@ def _probation_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
     ) -> Json:
         """Entries on trust probation with their evidence (read)."""
-        key.require("read")
-        with _pool(request).using(key) as t:
-            return views.probation_queue(t.memory, offset=offset, limit=limit)
+        return _on_memory(request, key, "read", views.probation_queue, offset=offset, limit=limit)
 
     @r.post("/probation/{entry_id}/release")
     def release(
@@ -213,9 +214,7 @@ def _probation_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
         key: KeyInfo = Depends(key_of),
     ) -> Json:
         """Release an entry from probation (admin scope), logged with the key's name."""
-        key.require("admin")
-        with _pool(request).using(key) as t:
-            return views.release(t.memory, entry_id, key.name, reason)
+        return _on_memory(request, key, "admin", views.release, entry_id, key.name, reason)
 
     @r.post("/probation/{entry_id}/forget")
     def forget(
@@ -225,9 +224,7 @@ def _probation_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
         key: KeyInfo = Depends(key_of),
     ) -> Json:
         """Forget an entry on probation (admin scope), logged with the key's name."""
-        key.require("admin")
-        with _pool(request).using(key) as t:
-            return views.forget_held(t.memory, entry_id, key.name, reason)
+        return _on_memory(request, key, "admin", views.forget_held, entry_id, key.name, reason)
 
 
 def _peer_and_glossary_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
