@@ -4,7 +4,8 @@
 store (their shared state is the store's backend, :mod:`memcurator.service.state`) and one
 ``haproxy`` in front of them: round robin, a ``/healthz`` check every 0.5 s (a replica is out
 after 2 failures), and a request whose connection failed retried on another replica
-(``retry-on conn-failure empty-response``, ``option redispatch``). :func:`haproxy_config` is
+(``retry-on conn-failure empty-response``, ``option redispatch``, the request buffered whole
+so that it can be sent again). :func:`haproxy_config` is
 the configuration it writes (docs/service.md shows one).
 
 Examples
@@ -57,9 +58,11 @@ def haproxy_config(port: int, backends: Sequence[int], host: str = "127.0.0.1") 
         "    retries 3",
         "    option redispatch 1",
         "    retry-on conn-failure empty-response",
+        "    option http-buffer-request",  # the whole request kept: it can be sent again
         "frontend memcurator",
         f"    bind {host}:{port}",
         "    default_backend replicas",
+        "    http-response set-header X-Replica %s",  # which replica answered
         "backend replicas",
         "    balance roundrobin",
         "    option httpchk GET /healthz",

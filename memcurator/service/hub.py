@@ -336,7 +336,7 @@ class Hub:
 
     def sketches(self, group: str) -> dict[str, tuple[int, list[float]]]:
         """Every peer's last published (round, sketch) in ``group``."""
-        with self.state.tx() as tx:
+        with self.state.tx(write=False) as tx:
             rows = tx.q("SELECT peer, round, sketch FROM svc_hub_sketches WHERE grp=?", (group,))
         return {p: (int(r), json.loads(sk)) for p, r, sk in rows}
 

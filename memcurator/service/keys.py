@@ -252,7 +252,7 @@ class KeyTable:
 
     def list(self, namespace: str | None = None) -> list[KeyInfo]:
         """Every key (of ``namespace`` when given), oldest first, revoked ones included."""
-        with self.state.tx() as tx:
+        with self.state.tx(write=False) as tx:
             if namespace is None:
                 rows = tx.q(f"SELECT {self._COLS} FROM api_keys ORDER BY created_at, key_id")
             else:
@@ -324,8 +324,9 @@ class KeyTable:
         with self.state.tx() as tx:
             tx.x(
                 "INSERT INTO tenant_namespaces(name, policy, max_bytes) VALUES (?,?,?) "
-                "ON CONFLICT(name) DO UPDATE SET policy=COALESCE(excluded.policy, policy), "
-                "max_bytes=COALESCE(excluded.max_bytes, max_bytes)",
+                "ON CONFLICT(name) DO UPDATE SET "
+                "policy=COALESCE(excluded.policy, tenant_namespaces.policy), "
+                "max_bytes=COALESCE(excluded.max_bytes, tenant_namespaces.max_bytes)",
                 (name, policy, max_bytes),
             )
 
@@ -335,7 +336,7 @@ class KeyTable:
         return NamespaceConfig(name) if r is None else NamespaceConfig(name, r[0], r[1])
 
     def _one(self, sql: str, arg: str) -> tuple | None:
-        with self.state.tx() as tx:
+        with self.state.tx(write=False) as tx:
             rows = tx.q(sql, (arg,))
         return tuple(rows[0]) if rows else None
 

@@ -112,7 +112,7 @@ class Tenant:
         EntryNotFound
             Unknown, expired or another tenant's id (one answer for all three).
         """
-        with self.state.tx() as tx:
+        with self.state.tx(write=False) as tx:
             rows = tx.q(
                 "SELECT body FROM svc_recalls WHERE rid=? AND namespace=?",
                 (recall_id, self.memory.namespace),

@@ -52,13 +52,14 @@ class StateBackend(Protocol):
 
     ``tx()`` opens one transaction (committed when the block ends, rolled back on an error);
     ``SELECT ... FOR UPDATE`` locks the rows it reads until then (SQLite's ``BEGIN IMMEDIATE``
-    already holds the file's write lock, so it drops the clause).
+    already holds the file's write lock, so it drops the clause). ``tx(write=False)`` is for a
+    transaction that only reads (SQLite then takes no write lock).
     """
 
     kind: str
     where: str
 
-    def tx(self) -> AbstractContextManager[Tx]: ...
+    def tx(self, write: bool = True) -> AbstractContextManager[Tx]: ...
 
     def version(self) -> int: ...
 

@@ -104,8 +104,9 @@ class PostgresState:
             raise
 
     @contextmanager
-    def tx(self) -> Iterator[_PgTx]:
-        """One transaction on a pooled connection (committed at the end of the block)."""
+    def tx(self, write: bool = True) -> Iterator[_PgTx]:
+        """One transaction on a pooled connection (committed at the end of the block;
+        ``write`` changes nothing here: row locks order the writers)."""
         try:
             with self._pool.connection() as c, c.transaction():
                 yield _PgTx(c)
@@ -118,7 +119,7 @@ class PostgresState:
             raise StoreError(f"service state at {self.where}: {e}".strip()) from e
 
     def version(self) -> int:
-        with self.tx() as tx:
+        with self.tx(write=False) as tx:
             return current_version(tx)
 
     def close(self) -> None:

@@ -76,11 +76,12 @@ class SqliteState:
             raise InvalidInput(f"{path} is not a memcurator key file: {e}") from None
 
     @contextmanager
-    def tx(self) -> Iterator[_SqliteTx]:
-        """One ``BEGIN IMMEDIATE`` transaction (this process's threads take turns)."""
+    def tx(self, write: bool = True) -> Iterator[_SqliteTx]:
+        """One transaction (this process's threads take turns): ``BEGIN IMMEDIATE`` (the
+        file's write lock first), or a plain ``BEGIN`` for a read (WAL: never waits)."""
         with self._lock:
             retry_busy(
-                lambda: self._conn.execute("BEGIN IMMEDIATE"),
+                lambda: self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN"),
                 timeout_s=BUSY_TIMEOUT_S,
                 what=self.path,
             )
@@ -94,7 +95,7 @@ class SqliteState:
             )
 
     def version(self) -> int:
-        with self.tx() as tx:
+        with self.tx(write=False) as tx:
             return current_version(tx)
 
     def close(self) -> None:
