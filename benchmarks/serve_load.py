@@ -30,10 +30,25 @@ the C > 1 rows for what C agents sharing a namespace see. Client processes, the 
 reference share the machine's cores. A benchmark, not a test: it reports numbers and asserts
 nothing.
 
+With ``--replicas R`` (issue 32, "one memory behind many replicas"): R ``memcurator serve``
+replicas on one throwaway PostgreSQL database behind Debian's haproxy
+(:class:`memcurator.service.balancer.Replicas`), and ``--clients`` client threads that each send
+``--requests`` mixed requests through the balancer: write 40 %, recall 25 %, feedback on the
+client's last recall id 10 %, hub push 12.5 %, hub pull 12.5 % (a namespace under ``lru`` with
+a byte budget ``--max-bytes``, so eviction is in play). Once ``--kill-at`` of all requests are
+done one replica gets ``kill -9``; the clients retry a refused connection or a balancer's
+502/503/504 through the balancer (counted). It reports throughput and p50/p95/p99 per
+operation, every status code, the budget at each 1 s sample and at the end, whether every
+acknowledged write is still readable or was removed with a logged reason (evict, forget,
+replace, distill), and how many hub messages were pulled through another replica than the one
+they were pushed through (haproxy names the replica in an ``X-Replica`` header).
+
 Usage::
 
     python benchmarks/serve_load.py --entries 10000,100000 --clients 1,8 --ops 200
     python benchmarks/serve_load.py --store postgres --entries 10000,100000 --clients 1,8 --ops 200
+    python benchmarks/serve_load.py --replicas 3 --clients 16 --requests 2000   # the full size
+    python benchmarks/serve_load.py --replicas 3 --clients 16 --requests 200    # a quick run
 """
 
 from __future__ import annotations
@@ -255,6 +270,279 @@ def run(
     return rows
 
 
+#: answers of a balancer while a replica goes away: the client sends again
+_RETRY = (502, 503, 504)
+#: decision-log actions that remove an entry with a logged reason
+_REMOVALS = ("evict", "forget", "replace", "distill")
+
+
+class _Load:
+    """What the replica run's client threads record (under one lock)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.lock = threading.Lock()
+        self.lat: dict[str, list[float]] = {}
+        self.codes: dict[int, int] = {}
+        self.retries: dict[str, int] = {}  # what was sent again: "refused" or the code
+        self.done = 0
+        self.acked: list[str] = []
+        self.pushed: dict[int, str] = {}  # seq -> the replica that acknowledged it
+        self.pulled: dict[int, set[str]] = {}  # seq -> replicas it was pulled through
+
+
+def _send(http, load: _Load, op: str, method: str, path: str, **kw):
+    """One request through the balancer, sent again after a refused connection or a
+    502/503/504 (a replica going away), for up to 120 s; its latency is the whole wait."""
+    import httpx
+
+    t0 = time.perf_counter()
+    end = time.monotonic() + 120.0
+    while True:
+        try:
+            r = http.request(method, path, **kw)
+            if r.status_code not in _RETRY:
+                break
+            why = str(r.status_code)
+        except httpx.TransportError as e:
+            why = type(e).__name__
+        with load.lock:
+            load.retries[why] = load.retries.get(why, 0) + 1
+        if time.monotonic() > end:
+            raise RuntimeError(f"{op}: no answer through the balancer within 120 s")
+        time.sleep(0.05)
+    dt = time.perf_counter() - t0
+    with load.lock:
+        load.lat.setdefault(op, []).append(dt)
+        load.codes[r.status_code] = load.codes.get(r.status_code, 0) + 1
+        load.done += 1
+    return r
+
+
+def _client(url: str, tok: str, peer_tok: str, wid: int, n: int, load: _Load, seed: int) -> None:
+    import random
+
+    import httpx
+
+    rng = random.Random(seed * 1000 + wid)
+    rid = None
+    since = 0
+    own = {"Authorization": f"Bearer {tok}"}
+    peer = {"Authorization": f"Bearer {peer_tok}"}
+    with httpx.Client(base_url=url, timeout=300.0) as http:
+        for i in range(n):
+            x = rng.random()
+            if x < 0.40:
+                text = (
+                    f"Task: load {wid} job {i} on table l{wid}_{i}\nAction: SELECT {i} FROM l{i};"
+                )
+                r = _send(
+                    http, load, "write", "POST", "/v1/write", headers=own, json={"text": text}
+                )
+                if r.status_code == 200 and r.json()["admitted"]:
+                    with load.lock:
+                        load.acked.append(r.json()["id"])
+            elif x < 0.65:
+                q = f"job {rng.randrange(max(1, i))} on table l{rng.randrange(16)}"
+                r = _send(
+                    http,
+                    load,
+                    "recall",
+                    "POST",
+                    "/v1/recall",
+                    headers=own,
+                    json={"query": q, "k": 3},
+                )
+                if r.status_code == 200:
+                    rid = r.json()["recall_id"]
+            elif x < 0.75 and rid is not None:
+                body = {"recall_id": rid, "reward": float(rng.random() < 0.6)}
+                _send(http, load, "feedback", "POST", "/v1/feedback", headers=own, json=body)
+            elif x < 0.875:
+                e = {
+                    "text": f"Task: shared by {wid} #{i}\nAction: SELECT 1;",
+                    "kind": "experience",
+                    "bytes": 64,
+                    "q": 0.5,
+                    "a": 1.0,
+                    "rho_s": 0.01,
+                    "source_id": f"w{wid}-{i}",
+                }
+                r = _send(
+                    http,
+                    load,
+                    "hub push",
+                    "POST",
+                    "/v1/hub/push",
+                    headers=peer,
+                    json={"round": i, "entries": [e]},
+                )
+                if r.status_code == 200:
+                    with load.lock:
+                        load.pushed[r.json()["seq"]] = r.headers.get("x-replica", "?")
+            else:
+                r = _send(
+                    http,
+                    load,
+                    "hub pull",
+                    "GET",
+                    "/v1/hub/pull",
+                    headers=peer,
+                    params={"since": since, "limit": 1000},
+                )
+                if r.status_code == 200:
+                    got = r.json()
+                    since = got["next_since"]
+                    with load.lock:
+                        for m in got["messages"]:
+                            load.pulled.setdefault(m["seq"], set()).add(
+                                r.headers.get("x-replica", "?")
+                            )
+
+
+def _removed(url: str, tok: str) -> set[str]:
+    """Entry ids the decision log says were removed (evict, forget, replace, distill)."""
+    import httpx
+
+    out: set[str] = set()
+    for action in _REMOVALS:
+        since = 0
+        while True:
+            r = httpx.get(
+                f"{url}/v1/decisions",
+                params={"since": since, "limit": 1000, "action": action},
+                headers={"Authorization": f"Bearer {tok}"},
+                timeout=300.0,
+            )
+            r.raise_for_status()
+            page = r.json()
+            out.update(d["entry_id"] for d in page["decisions"])
+            if page["next_since"] is None:
+                break
+            since = page["next_since"]
+    return out
+
+
+def replicas_run(a: argparse.Namespace) -> None:
+    """The ``--replicas`` benchmark (see the module docstring); prints Markdown tables."""
+    import threading
+
+    import httpx
+
+    from memcurator.service.balancer import Replicas
+    from memcurator.store.pglocal import LocalPostgres
+
+    clients = int(a.clients.split(",")[0])
+    local = LocalPostgres()
+    local.start()
+    tmp = Path(tempfile.mkdtemp(prefix="mc-replicas-bench-"))
+    try:
+        import psycopg
+
+        with psycopg.connect(local.url, autocommit=True) as c:
+            c.execute("CREATE DATABASE replicas")
+        url = local.url.rpartition("/")[0] + "/replicas"
+        t = KeyTable.for_store(url)
+        _, tok = t.create("load", name="agent", scopes=("read", "write", "admin"))
+        peers = [
+            t.create("load", name=f"peer{w}", scopes=("peer",), origin="peer")[1]
+            for w in range(clients)
+        ]
+        t.configure("load", policy="lru", max_bytes=a.max_bytes)
+        t.close()
+        total = clients * a.requests
+        print(
+            f"# {a.replicas} replicas behind haproxy on one PostgreSQL; {clients} clients x "
+            f"{a.requests} requests; kill -9 of one replica at {a.kill_at:.0%}; budget "
+            f"{a.max_bytes:,} bytes; load average {os.getloadavg()}",
+            flush=True,
+        )
+        with Replicas(url, a.replicas, folder=tmp) as reps:
+            load = _Load()
+            samples: list[tuple[int, int]] = []
+            stop = threading.Event()
+
+            def sample() -> None:
+                while not stop.wait(1.0):
+                    try:
+                        r = httpx.get(
+                            f"{reps.url}/v1/namespaces/load",
+                            headers={"Authorization": f"Bearer {tok}"},
+                            timeout=60.0,
+                        )
+                        if r.status_code == 200:
+                            samples.append((r.json()["used_bytes"], r.json()["max_bytes"]))
+                    except httpx.TransportError:
+                        pass
+
+            threads = [
+                threading.Thread(
+                    target=_client, args=(reps.url, tok, peers[w], w, a.requests, load, a.seed)
+                )
+                for w in range(clients)
+            ]
+            sampler = threading.Thread(target=sample)
+            sampler.start()
+            t0 = time.perf_counter()
+            for th in threads:
+                th.start()
+            killed_at = None
+            while any(th.is_alive() for th in threads):
+                if killed_at is None and load.done >= a.kill_at * total:
+                    reps.servers[-1].kill()
+                    killed_at = load.done
+                time.sleep(0.05)
+            wall = time.perf_counter() - t0
+            stop.set()
+            sampler.join()
+            # afterwards: every acknowledged write, read back through the balancer
+            removed = _removed(reps.url, tok)
+            missing = []
+            with httpx.Client(base_url=reps.url, timeout=300.0) as http:
+                for eid in load.acked:
+                    r = http.get(f"/v1/entries/{eid}", headers={"Authorization": f"Bearer {tok}"})
+                    if r.status_code != 200 and eid not in removed:
+                        missing.append((eid, r.status_code))
+                end = http.get("/v1/namespaces/load", headers={"Authorization": f"Bearer {tok}"})
+            used, cap = end.json()["used_bytes"], end.json()["max_bytes"]
+            cross = sum(1 for s, via in load.pulled.items() if via - {load.pushed.get(s)})
+            logs = "".join(s.log(10**8) for s in reps.servers)
+        print("| op | requests | p50 ms | p95 ms | p99 ms |")
+        print("|---|---|---|---|---|")
+        everything = [x for v in load.lat.values() for x in v]
+        for op, xs in [*sorted(load.lat.items()), ("all", everything)]:
+            p50, p95, p99 = _pcts(xs)
+            print(f"| {op} | {len(xs):,} | {p50:.1f} | {p95:.1f} | {p99:.1f} |")
+        fives = sum(n for c, n in load.codes.items() if c >= 500)
+        print()
+        print(f"- wall {wall:.1f} s, throughput {load.done / wall:.1f} requests/s")
+        print(f"- status codes: {dict(sorted(load.codes.items()))}; 5xx answered: {fives}")
+        print(
+            "- sent again by the clients (the balancer's 502/503/504, or a transport error), "
+            f"by cause: {load.retries or 'none'}"
+        )
+        print(f"- kill -9 of replica r{a.replicas - 1} after {killed_at} of {total} requests")
+        print(
+            f"- acknowledged writes: {len(load.acked):,}; removed with a logged reason: "
+            f"{len(removed & set(load.acked)):,}; lost: {len(missing)} {missing[:5]}"
+        )
+        over = [s for s in samples if s[0] > s[1]]
+        print(
+            f"- budget: {used:,} / {cap:,} bytes at the end; {len(samples)} samples, "
+            f"{len(over)} over, max {max((s[0] for s in samples), default=0):,}"
+        )
+        print(
+            f"- hub: {len(load.pushed):,} pushes acknowledged, {len(load.pulled):,} pulled by "
+            f"another peer, {cross:,} of them through another replica than the push"
+        )
+        print(f"- tracebacks in the replicas' logs: {logs.count('Traceback')}")
+        print(f"# load average at end {os.getloadavg()}", flush=True)
+    finally:
+        local.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--entries", default="1000", help="resident sizes N, comma-separated")
@@ -267,7 +555,19 @@ def main() -> None:
         help="postgres: a local throwaway server, served with --recall-in-store",
     )
     ap.add_argument("--policy", default=None, help="default curator (sqlite), keep-all (postgres)")
+    ap.add_argument(
+        "--replicas", type=int, default=0, help="R replicas behind haproxy on one PostgreSQL"
+    )
+    ap.add_argument("--requests", type=int, default=200, help="--replicas: requests per client")
+    ap.add_argument(
+        "--kill-at", type=float, default=0.4, help="--replicas: kill -9 after this share"
+    )
+    ap.add_argument("--max-bytes", type=int, default=400_000, help="--replicas: the budget (bytes)")
+    ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args()
+    if a.replicas:
+        replicas_run(a)
+        return
     policy = a.policy or ("keep-all" if a.store == "postgres" else "curator")
     clients = [int(x) for x in a.clients.split(",")]
     local = None

@@ -18,7 +18,10 @@ keys_app = App(
     no_args_is_help=True,
 )
 
-_KEYS_HELP = "The key file (default: STORE.keys beside a file store; required for a URL)."
+_KEYS_HELP = (
+    "The key file (default: STORE.keys beside a file store). A postgresql:// store keeps its "
+    "keys in the database; a key file given with it is imported there."
+)
 _EMBEDDER_HELP = (
     "Embedder of every namespace: NAME or NAME:key=value,... (e.g. "
     "openai:base_url=http://127.0.0.1:8080/v1,model=M; its key from $MEMCURATOR_EMBED_API_KEY). "
@@ -89,9 +92,34 @@ def _embedder(spec: str):
 
 
 def _table(store: str, keys: str | None):
-    from memcurator.service.keys import KeyTable, default_keys_path
+    """The key table of ``store``'s service (its shared state; a key file given with a
+    PostgreSQL store is imported into the database)."""
+    from memcurator.service.keys import KeyTable
 
-    return KeyTable(keys if keys is not None else default_keys_path(store))
+    return KeyTable.for_store(store, keys)
+
+
+def _where(store: str, keys: str | None) -> str:
+    """Where the keys are, in words (for the start-up line and the no-key warning)."""
+    from memcurator.service.keys import default_keys_path
+    from memcurator.service.state import is_state_url
+
+    if is_state_url(store):
+        return "the database" + ("" if keys is None else f", imported from {keys}")
+    return keys if keys is not None else default_keys_path(store)
+
+
+def _ring_path(store: str, keys: str | None) -> str | None:
+    """The service's key ring file: beside the key file; None (a ring in memory, one per
+    replica: it signs and checks each write in the same process) for a database's state
+    without a key file."""
+    from memcurator.service.keys import default_keys_path
+    from memcurator.service.state import is_state_url
+    from memcurator.service.tenants import ring_path_for
+
+    if keys is None and is_state_url(store):
+        return None
+    return ring_path_for(keys if keys is not None else default_keys_path(store))
 
 
 @keys_app.command("create")
@@ -199,17 +227,17 @@ def serve(
 ) -> None:
     """Serve the store's namespaces over HTTP; each request needs a key (`memcurator keys`)."""
     from memcurator.service import require_extra
-    from memcurator.service.keys import default_keys_path
-    from memcurator.service.tenants import ring_path_for
 
     require_extra()
     import uvicorn
 
     from memcurator.service.app import create_app
 
-    kpath = keys if keys is not None else default_keys_path(store)
+    kpath = _where(store, keys)
     opts = _memory_options(store, embedder, recall_in_store)
-    app = create_app(store, keys=kpath, ring_path=ring_path_for(kpath), memory_options=opts)
+    app = create_app(
+        store, keys=_table(store, keys), ring_path=_ring_path(store, keys), memory_options=opts
+    )
     if recall_in_store:
         _open_configured(app.state.pool)
     _warn_without_keys(app.state.keys, kpath, store)
@@ -241,16 +269,15 @@ def mcp(
 
     from memcurator.errors import InvalidInput
     from memcurator.service import require_extra
-    from memcurator.service.keys import KeyTable, default_keys_path
-    from memcurator.service.tenants import TenantPool, ring_path_for
+    from memcurator.service.tenants import TenantPool
 
     require_extra()
     from memcurator.service.guard import MAX_BODY_BYTES
     from memcurator.service.mcp_server import create_mcp
 
-    kpath = keys if keys is not None else default_keys_path(store)
+    kpath = _where(store, keys)
     opts = _memory_options(store, embedder, recall_in_store)
-    pool = TenantPool(store, KeyTable(kpath), ring_path_for(kpath), opts)
+    pool = TenantPool(store, _table(store, keys), _ring_path(store, keys), opts)
     try:
         if recall_in_store:
             _open_configured(pool)

@@ -565,8 +565,12 @@ def test_keys_cli_create_list_revoke(tmp_path: Path) -> None:
 
     with pytest.raises(Unauthorized):
         t.authenticate(token)
-    url = runner.invoke(app, ["keys", "list", "postgresql://db/x"])
+    # a URL without a database of keys (not PostgreSQL) still needs a key file
+    url = runner.invoke(app, ["keys", "list", "mysql://db/x"])
     assert url.exit_code == 2 and "--keys" in url.output
+    # a PostgreSQL store keeps its keys in its database: an unreachable one says why
+    pg = runner.invoke(app, ["keys", "list", "postgresql://db.invalid/x"])
+    assert pg.exit_code == 2 and "cannot connect to PostgreSQL" in pg.output
 
 
 def test_update_to_another_entrys_text_is_a_duplicate_and_still_invalid_input() -> None:

@@ -125,8 +125,9 @@ def test_served_recall_is_in_database_and_forget_crosses_processes(pg_url, tmp_p
                 assert not forgotten & set(c.recall(q, k=10)["ids"])
             assert not forgotten & set(ref.recall(q, k=10).ids)
         ref.store.close()
-        # a namespace configured while the server runs, one Memory refuses: a clear 422
-        late = KeyTable(keys)
+        # a namespace configured while the server runs, one Memory refuses: a clear 422 (the
+        # key file was imported into the database at start: new keys go to the database)
+        late = KeyTable.for_store(pg_url)
         _, tok2 = late.create("late", name="agent2", scopes=("read", "write"))
         late.configure("late", policy="lru", max_bytes=50_000)
         late.close()

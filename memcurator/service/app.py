@@ -59,7 +59,7 @@ def create_app(
     keys: KeyTable | str,
     ring_path: str | None = None,
     memory_options: dict[str, Any] | None = None,
-    rate_clock: Callable[[], float] = time.monotonic,
+    rate_clock: Callable[[], float] = time.time,
     max_body_bytes: int = MAX_BODY_BYTES,
     peer_hub: Hub | None = None,
 ) -> FastAPI:
@@ -70,20 +70,23 @@ def create_app(
     store_url : str
         Opened by :class:`~memcurator.Memory` for each tenant (a SQLite path or a store URL).
     keys : KeyTable or str
-        The key table, or the path of its file.
+        The key table, or the path of its file. Its state
+        (:mod:`memcurator.service.state`) also holds the hub's queue, the rate limiter's
+        buckets and the recall ids, so replicas over one state serve as one.
     ring_path : str, optional
         The service's key ring file (see :class:`~memcurator.service.tenants.TenantPool`);
         None keeps the ring in memory.
     memory_options : dict, optional
         Extra :class:`~memcurator.Memory` arguments for every tenant (``embedder``, ``seed``).
     rate_clock : callable () -> float
-        Seconds for the rate limiter (tests pass a fake clock).
+        Seconds for the rate limiter (wall-clock: replicas share the buckets; tests pass a
+        fake clock).
     max_body_bytes : int, default 1 MiB
         Larger request bodies are refused (413): a declared ``Content-Length`` before the body
         is read, a streamed (chunked) body as soon as it passes the limit.
     peer_hub : Hub, optional
         The peers' hub (its byte caps and retention); by default one with the defaults of
-        :class:`~memcurator.service.hub.Hub`.
+        :class:`~memcurator.service.hub.Hub`, in the key table's state.
 
     Returns
     -------
@@ -100,9 +103,9 @@ def create_app(
     )
     app.state.pool = TenantPool(store_url, table, ring_path, memory_options)
     app.state.keys = table
-    app.state.limiter = RateLimiter(clock=rate_clock)
+    app.state.limiter = RateLimiter(clock=rate_clock, state=table.state)
     app.state.metrics = Metrics()
-    app.state.hub = Hub() if peer_hub is None else peer_hub
+    app.state.hub = Hub(state=table.state) if peer_hub is None else peer_hub
     guard.install(app, max_body_bytes)
     app.include_router(health.router)
     app.include_router(entries.router)

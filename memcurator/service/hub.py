@@ -18,9 +18,12 @@ attached (the pushing key's name), and verifies the entry's signature (made by t
 under its link key for the receiver) against that identity: a peer cannot pass its entries off
 as another's, since the hub names the sender and the signature must match that name.
 
-State is kept in memory, per server process (a relay queue, not a store of record): a restart
-loses what was pushed and not yet pulled, and the pushing peers' stores still hold every entry
-(share again to resend). Run the hub with one worker.
+State is kept in the service's shared state (:mod:`memcurator.service.state`: the key file
+of a SQLite store, the database of a PostgreSQL one), so every replica of the service serves
+one queue per group: a push acknowledged by one replica is pulled through any other, and a
+restart or a ``kill -9`` loses nothing acknowledged. A push is one transaction that locks its
+group's row (the sequence number and the byte caps are read and changed together); without a
+state (tests, a library user) the hub keeps its own in-memory SQLite.
 
 Bounds. A message is kept for ``retention_s`` seconds (default :data:`RETENTION_S`) and among
 the group's last ``max_messages``; older ones are dropped, and a peer whose cursor is older
@@ -42,13 +45,14 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from memcurator.errors import BudgetExceeded, InvalidInput, RateLimited
+from memcurator.service.state import StateBackend, Tx
+from memcurator.service.state.sqlite import SqliteState
 
 #: messages kept per group; the oldest are dropped beyond it (a peer that lags further behind
 #: is told so on pull: its cursor is older than the oldest kept message)
@@ -63,6 +67,8 @@ MAX_PEER_BYTES = 64 << 20
 MAX_GROUP_BYTES = 256 << 20
 #: seconds a push is kept for pulling
 RETENTION_S = 3600.0
+#: rows a pull reads at a time
+_PAGE = 500
 
 
 @dataclass(frozen=True)
@@ -99,47 +105,6 @@ class Message:
     at: float = 0.0
 
 
-@dataclass
-class _Group:
-    messages: list[Message] = field(default_factory=list)
-    next_seq: int = 1
-    dropped_through: int = 0  # the last seq no longer kept
-    sketches: dict[str, tuple[int, list[float]]] = field(default_factory=dict)
-    nbytes: int = 0  # bytes of the kept messages
-    peer_bytes: dict[str, int] = field(default_factory=dict)  # the same, by sender
-
-    def drop(self, n: int) -> None:
-        """Drop the ``n`` oldest kept messages."""
-        for m in self.messages[:n]:
-            self.nbytes -= m.nbytes
-            left = self.peer_bytes[m.sender] - m.nbytes
-            if left:
-                self.peer_bytes[m.sender] = left
-            else:
-                del self.peer_bytes[m.sender]
-        if n:
-            self.dropped_through = self.messages[n - 1].seq
-            del self.messages[:n]
-
-    def expire(self, before: float) -> None:
-        """Drop the messages pushed before ``before`` (the oldest come first)."""
-        n = 0
-        while n < len(self.messages) and self.messages[n].at < before:
-            n += 1
-        self.drop(n)
-
-    def wait_for(self, need: int, cap: int, now: float, retention_s: float, sender: str | None):
-        """Seconds until enough kept messages (of ``sender``, or of anyone) expire for
-        ``need`` more bytes to fit ``cap``."""
-        held = self.nbytes if sender is None else self.peer_bytes.get(sender, 0)
-        for m in self.messages:
-            if sender is None or m.sender == sender:
-                held -= m.nbytes
-                if held + need <= cap:
-                    return max(1.0, m.at + retention_s - now)
-        return retention_s
-
-
 class Hub:
     """The groups of one server: each a message log and the peers' sketches.
 
@@ -153,8 +118,11 @@ class Hub:
         Bytes of one group's kept pushes.
     retention_s : float, default :data:`RETENTION_S`
         Seconds a push is kept.
-    clock : callable () -> float
-        Seconds (tests pass a fake clock).
+    clock : callable () -> float, default :func:`time.time`
+        Seconds (wall-clock time by default: replicas compare their stamps; tests pass a fake
+        clock).
+    state : StateBackend, optional
+        Where the queue lives (shared by the replicas); None: a private in-memory one.
 
     Raises
     ------
@@ -169,7 +137,8 @@ class Hub:
         max_peer_bytes: int = MAX_PEER_BYTES,
         max_group_bytes: int = MAX_GROUP_BYTES,
         retention_s: float = RETENTION_S,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
+        state: StateBackend | None = None,
     ):
         for name, v in (
             ("max_messages", max_messages),
@@ -187,14 +156,44 @@ class Hub:
         self.max_group_bytes = max_group_bytes
         self.retention_s = float(retention_s)
         self.clock = clock
-        self._lock = threading.Lock()
-        self._groups: dict[str, _Group] = {}
+        self.state: StateBackend = SqliteState(":memory:") if state is None else state
 
-    def _group(self, name: str) -> _Group:
-        g = self._groups.get(name)
-        if g is None:
-            g = self._groups[name] = _Group()
-        return g
+    def _group(self, tx: Tx, name: str, now: float) -> tuple[int, int, int]:
+        """Lock ``name``'s row (made when missing), drop its expired messages; returns
+        (next_seq, dropped_through, nbytes) after that."""
+        tx.x(
+            "INSERT INTO svc_hub_groups(grp, next_seq, dropped_through, nbytes) "
+            "VALUES (?,1,0,0) ON CONFLICT(grp) DO NOTHING",
+            (name,),
+        )
+        nxt, dropped, nbytes = tx.q(
+            "SELECT next_seq, dropped_through, nbytes FROM svc_hub_groups WHERE grp=? FOR UPDATE",
+            (name,),
+        )[0]
+        (keep_from,) = tx.q(
+            "SELECT MIN(seq) FROM svc_hub_messages WHERE grp=? AND at >= ?",
+            (name, now - self.retention_s),
+        )[0]
+        upto = nxt - 1 if keep_from is None else keep_from - 1  # the oldest come first
+        if upto > dropped:
+            dropped, nbytes = self._drop(tx, name, upto, nbytes)
+        return int(nxt), int(dropped), int(nbytes)
+
+    @staticmethod
+    def _drop(tx: Tx, name: str, upto: int, nbytes: int) -> tuple[int, int]:
+        """Drop the messages of ``name`` through seq ``upto``; returns the group's new
+        (dropped_through, nbytes), written to its row."""
+        (gone,) = tx.q(
+            "SELECT COALESCE(SUM(nbytes), 0) FROM svc_hub_messages WHERE grp=? AND seq <= ?",
+            (name, upto),
+        )[0]
+        tx.x("DELETE FROM svc_hub_messages WHERE grp=? AND seq <= ?", (name, upto))
+        nbytes -= int(gone)
+        tx.x(
+            "UPDATE svc_hub_groups SET dropped_through=?, nbytes=? WHERE grp=?",
+            (upto, nbytes, name),
+        )
+        return upto, nbytes
 
     def push(
         self,
@@ -229,28 +228,39 @@ class Hub:
                 f"{min(self.max_peer_bytes, self.max_group_bytes)} bytes per peer; push fewer "
                 "entries at a time"
             )
-        with self._lock:
-            g = self._group(group)
+        body = json.dumps([entries, notices], separators=(",", ":"))
+        with self.state.tx() as tx:
             now = self.clock()
-            g.expire(now - self.retention_s)
-            self._check_caps(g, sender, size, now)
-            m = Message(g.next_seq, sender, to, round, list(entries), list(notices), size, now)
-            g.next_seq += 1
-            g.messages.append(m)
-            g.nbytes += size
-            g.peer_bytes[sender] = g.peer_bytes.get(sender, 0) + size
-            if len(g.messages) > self.max_messages:
-                g.drop(len(g.messages) - self.max_messages)
-            return m.seq
+            seq, dropped, nbytes = self._group(tx, group, now)
+            self._check_caps(tx, group, nbytes, sender, size, now)
+            tx.x(
+                "INSERT INTO svc_hub_messages(grp, seq, sender, recipient, round, body, nbytes, "
+                "at) VALUES (?,?,?,?,?,?,?,?)",
+                (group, seq, sender, to, round, body, size, now),
+            )
+            nbytes += size
+            tx.x(
+                "UPDATE svc_hub_groups SET next_seq=?, nbytes=? WHERE grp=?",
+                (seq + 1, nbytes, group),
+            )
+            if seq - dropped > self.max_messages:
+                self._drop(tx, group, seq - self.max_messages, nbytes)
+            return seq
 
-    def _check_caps(self, g: _Group, sender: str, size: int, now: float) -> None:
+    def _check_caps(
+        self, tx: Tx, group: str, nbytes: int, sender: str, size: int, now: float
+    ) -> None:
+        (mine,) = tx.q(
+            "SELECT COALESCE(SUM(nbytes), 0) FROM svc_hub_messages WHERE grp=? AND sender=?",
+            (group, sender),
+        )[0]
         caps = (
-            (g.peer_bytes.get(sender, 0), self.max_peer_bytes, sender, f"pushed by {sender!r}"),
-            (g.nbytes, self.max_group_bytes, None, "for this group"),
+            (int(mine), self.max_peer_bytes, sender, f"pushed by {sender!r}"),
+            (nbytes, self.max_group_bytes, None, "for this group"),
         )
         for held, cap, who, whose in caps:
             if held + size > cap:
-                wait = g.wait_for(size, cap, now, self.retention_s, who)
+                wait = self._wait_for(tx, group, held, size, cap, now, who)
                 name = "max_peer_bytes" if who is not None else "max_group_bytes"
                 per = "peer" if who is not None else "group"
                 raise RateLimited(
@@ -259,6 +269,21 @@ class Hub:
                     f"{math.ceil(wait)} s)",
                     retry_after_s=wait,
                 )
+
+    def _wait_for(
+        self, tx: Tx, group: str, held: int, need: int, cap: int, now: float, sender: str | None
+    ) -> float:
+        """Seconds until enough kept messages (of ``sender``, or of anyone) expire for
+        ``need`` more bytes to fit ``cap`` (``held`` bytes kept now)."""
+        rows = tx.q(
+            "SELECT sender, nbytes, at FROM svc_hub_messages WHERE grp=? ORDER BY seq", (group,)
+        )
+        for who, nb, at in rows:
+            if sender is None or who == sender:
+                held -= int(nb)
+                if held + need <= cap:
+                    return max(1.0, at + self.retention_s - now)
+        return self.retention_s
 
     def pull(self, group: str, me: str, since: int, limit: int) -> tuple[list[Message], int]:
         """Messages of ``group`` after ``since`` for ``me`` (from other peers, addressed to
@@ -270,41 +295,50 @@ class Hub:
             ``since`` is before the oldest kept message (messages were dropped unread), or
             beyond the last seq handed out.
         """
-        with self._lock:
-            g = self._group(group)
-            g.expire(self.clock() - self.retention_s)
-            if since < g.dropped_through:
+        with self.state.tx() as tx:
+            nxt, dropped, _ = self._group(tx, group, self.clock())
+            if since < dropped:
                 raise InvalidInput(
                     f"cursor {since} is older than the hub keeps (messages through "
-                    f"{g.dropped_through} were dropped); pull from {g.dropped_through}"
+                    f"{dropped} were dropped); pull from {dropped}"
                 )
-            if since >= g.next_seq:
-                raise InvalidInput(f"cursor {since} is beyond the last message ({g.next_seq - 1})")
+            if since >= nxt:
+                raise InvalidInput(f"cursor {since} is beyond the last message ({nxt - 1})")
             out: list[Message] = []
             cursor = since
-            for m in g.messages:
-                if m.seq <= since:
-                    continue
-                if len(out) >= limit:
-                    break
-                cursor = m.seq
-                if m.sender != me and (m.to is None or m.to == me):
-                    out.append(m)
-            else:
-                cursor = g.next_seq - 1
-            return out, cursor
+            while True:  # messages to others do not count toward the limit: read on
+                rows = tx.q(
+                    "SELECT seq, sender, recipient, round, body, nbytes, at FROM "
+                    "svc_hub_messages WHERE grp=? AND seq > ? ORDER BY seq LIMIT ?",
+                    (group, cursor, _PAGE),
+                )
+                for seq, sender, to, rnd, body, nb, at in rows:
+                    if len(out) >= limit:
+                        return out, cursor
+                    cursor = int(seq)
+                    if sender != me and (to is None or to == me):
+                        entries, notices = json.loads(body)
+                        out.append(Message(cursor, sender, to, int(rnd), entries, notices, nb, at))
+                if len(rows) < _PAGE:
+                    return out, nxt - 1
 
     def set_sketch(self, group: str, peer: str, round: int, sketch: list[float]) -> None:
         """Publish ``peer``'s query sketch (replacing its previous one)."""
         if not 1 <= len(sketch) <= MAX_SKETCH_DIM:
             raise InvalidInput(f"a sketch has 1 to {MAX_SKETCH_DIM} numbers, got {len(sketch)}")
-        with self._lock:
-            self._group(group).sketches[peer] = (round, list(sketch))
+        with self.state.tx() as tx:
+            tx.x(
+                "INSERT INTO svc_hub_sketches(grp, peer, round, sketch) VALUES (?,?,?,?) "
+                "ON CONFLICT(grp, peer) DO UPDATE SET round=excluded.round, "
+                "sketch=excluded.sketch",
+                (group, peer, round, json.dumps([float(x) for x in sketch])),
+            )
 
     def sketches(self, group: str) -> dict[str, tuple[int, list[float]]]:
         """Every peer's last published (round, sketch) in ``group``."""
-        with self._lock:
-            return dict(self._group(group).sketches)
+        with self.state.tx(write=False) as tx:
+            rows = tx.q("SELECT peer, round, sketch FROM svc_hub_sketches WHERE grp=?", (group,))
+        return {p: (int(r), json.loads(sk)) for p, r, sk in rows}
 
 
 __all__ = [

@@ -2,13 +2,14 @@
 
 Where the keys live
 -------------------
-In a small SQLite file of their own (default: beside a file store, ``<store>.keys``), not in
-the store. The :class:`~memcurator.store.base.Store` protocol has no table for anything but
-memory (namespaces, entries, policy state, decision log), and every backend (SQLite, the
-PostgreSQL one) would have to grow one; secrets also belong apart from the data they guard
-(:mod:`memcurator.trust.auth` keeps its key ring out of the store for the same reason), so a
-store export, backup or ``memcurator import`` never carries them. The file is created with mode
-0600 and holds only hashes.
+In the service's shared state (:mod:`memcurator.service.state`), so every replica of one
+store sees the same keys: for a SQLite store, its key file (default ``<store>.keys``, created
+with mode 0600; several processes on one file); for a PostgreSQL store, tables of the
+database (any number of replicas). Not in the store's own tables: the
+:class:`~memcurator.store.base.Store` protocol carries memory only, so a store export, backup
+or ``memcurator import`` never carries them. Only hashes are kept. A key file of an earlier
+version keeps working: a SQLite store's is upgraded in place, and ``--keys FILE`` beside a
+PostgreSQL store imports the file's keys into the database at start.
 
 A key is ``mck_<key_id>_<secret>``: ``key_id`` (12 hex characters) is public and finds the row;
 ``secret`` is 32 random bytes (URL-safe base64), of which only SHA-256 is stored. A 256-bit
@@ -39,15 +40,14 @@ import math
 import os
 import re
 import secrets
-import sqlite3
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 from memcurator.errors import Forbidden, InvalidInput, RateLimited, Unauthorized
 from memcurator.limits import check_int
+from memcurator.service.state import StateBackend, open_state
+from memcurator.service.state.sqlite import SqliteState
 
 #: what a key may do: read (recall, entries, decisions, namespace), write (write, feedback,
 #: record, update, forget), admin (forget-all, the namespace's budget, metrics), peer (the hub
@@ -67,26 +67,6 @@ NO_KEY = (
     "no API key: send the header 'Authorization: Bearer <key>' (make a key with "
     "`memcurator keys create STORE --namespace NS --name NAME`)"
 )
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS api_keys (
-    key_id TEXT PRIMARY KEY,
-    secret_sha256 TEXT NOT NULL,
-    namespace TEXT NOT NULL,
-    name TEXT NOT NULL,
-    origin TEXT NOT NULL,
-    scopes TEXT NOT NULL,
-    rate_per_min REAL,
-    created_at REAL NOT NULL,
-    revoked_at REAL,
-    revoked_reason TEXT
-);
-CREATE TABLE IF NOT EXISTS tenant_namespaces (
-    name TEXT PRIMARY KEY,
-    policy TEXT,
-    max_bytes INTEGER
-);
-"""
 
 
 @dataclass(frozen=True)
@@ -156,12 +136,13 @@ def _hash(secret: str) -> str:
 
 
 class KeyTable:
-    """The API keys and tenant namespaces of one service, in a SQLite file.
+    """The API keys and tenant namespaces of one service, in its shared state.
 
     Parameters
     ----------
-    path : str or Path
-        The key file (created, mode 0600); ``":memory:"`` for tests.
+    path : str, Path or StateBackend
+        A key file (SQLite, created mode 0600; ``":memory:"`` for tests), or an open state
+        (:func:`memcurator.service.state.open_state`; the table closes it on :meth:`close`).
     clock : callable () -> float, default :func:`time.time`
         Unix seconds for ``created_at`` and ``revoked_at``.
 
@@ -171,18 +152,22 @@ class KeyTable:
         The file exists but is not a key file.
     """
 
-    def __init__(self, path: str | os.PathLike[str], clock: Callable[[], float] = time.time):
-        self.path = str(path)
+    def __init__(
+        self, path: str | os.PathLike[str] | StateBackend, clock: Callable[[], float] = time.time
+    ):
+        if isinstance(path, str | os.PathLike):
+            self.state: StateBackend = SqliteState(os.fspath(path))
+        else:
+            self.state = path
+        self.path = self.state.where
         self.clock = clock
-        if self.path != ":memory:" and not Path(self.path).exists():
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
-        self._lock = threading.Lock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        try:
-            self._conn.execute("PRAGMA busy_timeout=10000")
-            self._conn.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as e:
-            raise InvalidInput(f"{self.path} is not a memcurator key file: {e}") from None
+
+    @classmethod
+    def for_store(cls, store_url: str, keys_path: str | os.PathLike[str] | None = None) -> KeyTable:
+        """The key table of the service over ``store_url`` (see
+        :func:`~memcurator.service.state.open_state`: a PostgreSQL store's state is in its
+        database, ``keys_path`` then a key file to import)."""
+        return cls(open_state(store_url, keys_path))
 
     # ------------------------------------------------------------------ keys
     def create(
@@ -228,18 +213,19 @@ class KeyTable:
             None if rate_per_min is None else float(rate_per_min),
             self.clock(),
         )
-        with self._lock:
-            clash = self._conn.execute(
+        with self.state.tx() as tx:
+            clash = tx.q(
                 "SELECT key_id FROM api_keys WHERE namespace=? AND name=? AND revoked_at IS NULL",
                 (namespace, name),
-            ).fetchone()
+            )
             if clash:
                 raise InvalidInput(
                     f"namespace {namespace!r} already has a live key named {name!r} "
-                    f"({clash[0]}); revoke it first or pick another name"
+                    f"({clash[0][0]}); revoke it first or pick another name"
                 )
-            self._conn.execute(
-                "INSERT INTO api_keys VALUES (?,?,?,?,?,?,?,?,NULL,NULL)",
+            tx.x(
+                "INSERT INTO api_keys(key_id, secret_sha256, namespace, name, origin, scopes, "
+                "rate_per_min, created_at) VALUES (?,?,?,?,?,?,?,?)",
                 (
                     key_id,
                     _hash(secret),
@@ -251,8 +237,9 @@ class KeyTable:
                     info.created_at,
                 ),
             )
-            self._conn.execute(
-                "INSERT OR IGNORE INTO tenant_namespaces(name) VALUES (?)", (namespace,)
+            tx.x(
+                "INSERT INTO tenant_namespaces(name) VALUES (?) ON CONFLICT(name) DO NOTHING",
+                (namespace,),
             )
         return info, f"{TOKEN_PREFIX}{key_id}_{secret}"
 
@@ -265,17 +252,15 @@ class KeyTable:
 
     def list(self, namespace: str | None = None) -> list[KeyInfo]:
         """Every key (of ``namespace`` when given), oldest first, revoked ones included."""
-        with self._lock:
+        with self.state.tx(write=False) as tx:
             if namespace is None:
-                rows = self._conn.execute(
-                    f"SELECT {self._COLS} FROM api_keys ORDER BY created_at, key_id"
-                ).fetchall()
+                rows = tx.q(f"SELECT {self._COLS} FROM api_keys ORDER BY created_at, key_id")
             else:
-                rows = self._conn.execute(
+                rows = tx.q(
                     f"SELECT {self._COLS} FROM api_keys WHERE namespace=? "
                     "ORDER BY created_at, key_id",
                     (namespace,),
-                ).fetchall()
+                )
         return [self._row(r) for r in rows]
 
     def revoke(self, key_id: str, reason: str) -> None:
@@ -288,12 +273,12 @@ class KeyTable:
         """
         if not reason or not reason.strip():
             raise InvalidInput("say why the key is revoked (--reason)")
-        with self._lock:
-            n = self._conn.execute(
+        with self.state.tx() as tx:
+            n = tx.x(
                 "UPDATE api_keys SET revoked_at=?, revoked_reason=? "
                 "WHERE key_id=? AND revoked_at IS NULL",
                 (self.clock(), reason, key_id),
-            ).rowcount
+            )
         if n != 1:
             raise InvalidInput(f"no live key {key_id!r}; `memcurator keys list` shows them")
 
@@ -311,10 +296,7 @@ class KeyTable:
         m = _TOKEN.match(token)
         if m is None:
             raise Unauthorized(_UNAUTHORIZED)
-        with self._lock:
-            r = self._conn.execute(
-                f"SELECT {self._COLS}, secret_sha256 FROM api_keys WHERE key_id=?", (m.group(1),)
-            ).fetchone()
+        r = self._one(f"SELECT {self._COLS}, secret_sha256 FROM api_keys WHERE key_id=?", m[1])
         if r is None or not hmac.compare_digest(r[8], _hash(m.group(2))) or r[7] is not None:
             raise Unauthorized(_UNAUTHORIZED)
         return self._row(r[:8])
@@ -328,10 +310,7 @@ class KeyTable:
         Unauthorized
             Unknown or revoked.
         """
-        with self._lock:
-            r = self._conn.execute(
-                f"SELECT {self._COLS} FROM api_keys WHERE key_id=?", (key_id,)
-            ).fetchone()
+        r = self._one(f"SELECT {self._COLS} FROM api_keys WHERE key_id=?", key_id)
         if r is None or r[7] is not None:
             raise Unauthorized(_UNAUTHORIZED)
         return self._row(r)
@@ -342,24 +321,27 @@ class KeyTable:
         check_name("namespace", name)
         if max_bytes is not None:
             max_bytes = check_int(max_bytes, "max_bytes", 1)
-        with self._lock:
-            self._conn.execute(
+        with self.state.tx() as tx:
+            tx.x(
                 "INSERT INTO tenant_namespaces(name, policy, max_bytes) VALUES (?,?,?) "
-                "ON CONFLICT(name) DO UPDATE SET policy=COALESCE(excluded.policy, policy), "
-                "max_bytes=COALESCE(excluded.max_bytes, max_bytes)",
+                "ON CONFLICT(name) DO UPDATE SET "
+                "policy=COALESCE(excluded.policy, tenant_namespaces.policy), "
+                "max_bytes=COALESCE(excluded.max_bytes, tenant_namespaces.max_bytes)",
                 (name, policy, max_bytes),
             )
 
     def namespace_config(self, name: str) -> NamespaceConfig:
         """The tenant's configuration (defaults when none was set)."""
-        with self._lock:
-            r = self._conn.execute(
-                "SELECT policy, max_bytes FROM tenant_namespaces WHERE name=?", (name,)
-            ).fetchone()
+        r = self._one("SELECT policy, max_bytes FROM tenant_namespaces WHERE name=?", name)
         return NamespaceConfig(name) if r is None else NamespaceConfig(name, r[0], r[1])
 
+    def _one(self, sql: str, arg: str) -> tuple | None:
+        with self.state.tx(write=False) as tx:
+            rows = tx.q(sql, (arg,))
+        return tuple(rows[0]) if rows else None
+
     def close(self) -> None:
-        self._conn.close()
+        self.state.close()
 
 
 class RateLimiter:
@@ -370,9 +352,14 @@ class RateLimiter:
     clock : callable () -> float, default :func:`time.monotonic`
         Seconds; tests pass a fake one.
 
+    state : StateBackend, optional
+        Where the buckets live (the service's shared state: every replica draws from one
+        bucket per key); None: a private in-memory one.
+
     Notes
     -----
-    Per server process: with several workers each holds its own buckets.
+    Each check is one short transaction that locks the key's bucket row, so replicas count
+    together. Their clocks must agree (the default is wall-clock time for that reason).
 
     Examples
     --------
@@ -388,10 +375,9 @@ class RateLimiter:
     >>> now[0] = 30.0; rl.check(k)
     """
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, clock: Callable[[], float] = time.time, state: StateBackend | None = None):
         self.clock = clock
-        self._buckets: dict[str, tuple[float, float]] = {}
-        self._lock = threading.Lock()
+        self.state: StateBackend = SqliteState(":memory:") if state is None else state
 
     def check(self, key: KeyInfo) -> None:
         """Take one request from ``key``'s bucket.
@@ -405,16 +391,26 @@ class RateLimiter:
         if rate is None:
             return
         now = self.clock()
-        with self._lock:
-            tokens, at = self._buckets.get(key.key_id, (rate, now))
-            tokens = min(rate, tokens + (now - at) * rate / 60.0)
-            if tokens < 1.0:
-                self._buckets[key.key_id] = (tokens, now)
-                wait = (1.0 - tokens) * 60.0 / rate
-                raise RateLimited(
-                    f"this key allows {rate:g} requests per minute; retry in {wait:.1f} s", wait
-                )
-            self._buckets[key.key_id] = (tokens - 1.0, now)
+        with self.state.tx() as tx:
+            tx.x(
+                "INSERT INTO svc_rate(key_id, tokens, at) VALUES (?,?,?) "
+                "ON CONFLICT(key_id) DO NOTHING",
+                (key.key_id, float(rate), now),
+            )
+            tokens, at = tx.q(
+                "SELECT tokens, at FROM svc_rate WHERE key_id=? FOR UPDATE", (key.key_id,)
+            )[0]
+            tokens = min(rate, tokens + max(0.0, now - at) * rate / 60.0)
+            take = 1.0 if tokens >= 1.0 else 0.0
+            tx.x(
+                "UPDATE svc_rate SET tokens=?, at=? WHERE key_id=?",
+                (tokens - take, max(now, at), key.key_id),
+            )
+        if not take:
+            wait = (1.0 - tokens) * 60.0 / rate
+            raise RateLimited(
+                f"this key allows {rate:g} requests per minute; retry in {wait:.1f} s", wait
+            )
 
 
 def default_keys_path(store_url: str) -> str:

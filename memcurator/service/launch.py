@@ -42,8 +42,9 @@ class ServeProcess:
     ----------
     store : str
         The store to serve (a SQLite path or a ``postgresql://`` URL).
-    keys : str
-        The key file (``memcurator keys create --keys``).
+    keys : str or None
+        The key file (``memcurator keys create --keys``); None: the default (``<store>.keys``,
+        or the database of a ``postgresql://`` store).
     port : int, optional
         TCP port; None picks a free one. A restart keeps it, so clients keep their URL.
     log_path : str, optional
@@ -64,7 +65,7 @@ class ServeProcess:
         self,
         store: str,
         *,
-        keys: str,
+        keys: str | None,
         port: int | None = None,
         log_path: str | None = None,
         log_level: str = "warning",
@@ -91,7 +92,8 @@ class ServeProcess:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "memcurator.cli", "serve", self.store]
-                + ["--keys", self.keys, "--host", "127.0.0.1", "--port", str(self.port)]
+                + ([] if self.keys is None else ["--keys", self.keys])
+                + ["--host", "127.0.0.1", "--port", str(self.port)]
                 + ["--log-level", self.log_level]
                 + self.args,
                 stdout=out,

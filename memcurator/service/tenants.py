@@ -16,18 +16,23 @@ and no client can claim an origin (or an identity) its key does not hold.
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import threading
 import uuid
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from memcurator.errors import EntryNotFound, Forbidden
 from memcurator.memory import Memory
 from memcurator.service.keys import KeyInfo, KeyTable
+from memcurator.service.state import StateBackend
+from memcurator.service.state.sqlite import SqliteState
 from memcurator.trust.auth import OWNER, Claim, KeyRing, Signature
 from memcurator.types import RecallResult
 
@@ -41,20 +46,62 @@ ALLOWED_ORIGINS = {
 RECALLS_KEPT = 1024
 
 
-class Tenant:
-    """One namespace's memory, its lock and its recent recalls."""
+def _array(a: np.ndarray) -> list[Any]:
+    a = np.ascontiguousarray(a)
+    return [a.dtype.str, list(a.shape), base64.b64encode(a.tobytes()).decode("ascii")]
 
-    def __init__(self, memory: Memory):
+
+def _unarray(v: list[Any]) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(v[2]), dtype=np.dtype(v[0])).reshape(v[1]).copy()
+
+
+def recall_to_json(r: RecallResult) -> str:
+    """What a feedback needs of a recall (ids, scores, the learners' features, step), as JSON:
+    arrays exactly (dtype, shape, the raw bytes in base64), never rounded."""
+    feats = None if r.features is None else {k: _array(v) for k, v in r.features.items()}
+    return json.dumps(
+        {
+            "ids": list(r.ids),
+            "scores": _array(np.asarray(r.scores)),
+            "features": feats,
+            "step": int(r.step),
+        }
+    )
+
+
+def recall_from_json(s: str) -> RecallResult:
+    """The recall :func:`recall_to_json` kept (its entries are not kept: feedback reads ids and
+    features only)."""
+    d = json.loads(s)
+    feats = None if d["features"] is None else {k: _unarray(v) for k, v in d["features"].items()}
+    return RecallResult(list(d["ids"]), _unarray(d["scores"]), [], feats, int(d["step"]))
+
+
+class Tenant:
+    """One namespace's memory, its lock, and its recalls (kept in the service's shared state,
+    so a feedback through any replica finds a recall made through another)."""
+
+    def __init__(self, memory: Memory, state: StateBackend | None = None):
         self.memory = memory
         self.lock = threading.RLock()
-        self._recalls: OrderedDict[str, RecallResult] = OrderedDict()
+        self.state: StateBackend = SqliteState(":memory:") if state is None else state
 
     def remember(self, r: RecallResult) -> str:
-        """Keep ``r`` for a later feedback; returns its id (the oldest kept is dropped)."""
+        """Keep ``r`` for a later feedback; returns its id (beyond :data:`RECALLS_KEPT` of
+        this namespace, the oldest kept is dropped)."""
         rid = uuid.uuid4().hex
-        self._recalls[rid] = r
-        while len(self._recalls) > RECALLS_KEPT:
-            self._recalls.popitem(last=False)
+        ns = self.memory.namespace
+        with self.state.tx() as tx:
+            tx.x(
+                "INSERT INTO svc_recalls(rid, namespace, body) VALUES (?,?,?)",
+                (rid, ns, recall_to_json(r)),
+            )
+            old = tx.q(
+                "SELECT seq FROM svc_recalls WHERE namespace=? ORDER BY seq DESC LIMIT 1 OFFSET ?",
+                (ns, RECALLS_KEPT),
+            )
+            if old:
+                tx.x("DELETE FROM svc_recalls WHERE namespace=? AND seq <= ?", (ns, old[0][0]))
         return rid
 
     def recalled(self, recall_id: str) -> RecallResult:
@@ -65,10 +112,14 @@ class Tenant:
         EntryNotFound
             Unknown, expired or another tenant's id (one answer for all three).
         """
-        r = self._recalls.get(recall_id)
-        if r is None:
+        with self.state.tx(write=False) as tx:
+            rows = tx.q(
+                "SELECT body FROM svc_recalls WHERE rid=? AND namespace=?",
+                (recall_id, self.memory.namespace),
+            )
+        if not rows:
             raise EntryNotFound("no such recall")
-        return r
+        return recall_from_json(rows[0][0])
 
 
 class TenantPool:
@@ -124,7 +175,10 @@ class TenantPool:
                     kw["policy"] = cfg.policy
                 if cfg.max_bytes is not None:
                     kw["max_bytes"] = cfg.max_bytes
-                t = Tenant(Memory(self.store_url, namespace=namespace, keyring=self.ring, **kw))
+                t = Tenant(
+                    Memory(self.store_url, namespace=namespace, keyring=self.ring, **kw),
+                    self.keys.state,
+                )
                 self._tenants[namespace] = t
             return t
 
