@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -263,9 +263,6 @@ class TrustState:
     def copy(self) -> TrustState:
         """A deep copy (editing it changes nothing of this one)."""
         return copy.deepcopy(self)
-
-    def __bool__(self) -> bool:
-        return any(getattr(self, f.name) for f in fields(self))
 
 
 def split_meta(meta: Mapping[str, Any]) -> tuple[dict[str, Any], TrustState]:

@@ -280,7 +280,8 @@ def test_bytes_count_the_trust_state_as_before() -> None:
     e = mem.get(r.id)
     assert e.trust.probation and e.trust.user == "alice"
     flat = {**e.meta, **e.trust.legacy()}  # what the meta held before v6
-    assert e.bytes == default_sizeof(e.text, flat, e.embedding, mem.store.namespace("n").vector_dtype)
+    dtype = mem.store.namespace("n").vector_dtype
+    assert e.bytes == default_sizeof(e.text, flat, e.embedding, dtype)
 
 
 # ------------------------------------------------------------------ store copy and export

@@ -38,14 +38,7 @@ from typing import Any
 
 from memcurator.errors import InvalidInput
 from memcurator.trust import state
-from memcurator.trust.state import (
-    CORROBORATED,
-    DERIVED_FROM,
-    HELD_FOR,
-    PROBATION,
-    TAINT,
-    VOUCHED,
-)
+from memcurator.trust.state import CORROBORATED, DERIVED_FROM, HELD_FOR, PROBATION, TAINT, VOUCHED
 from memcurator.types import TrustState
 
 #: declared source kinds, each with the channel its content arrives on

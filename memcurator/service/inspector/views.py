@@ -20,15 +20,6 @@ from memcurator.errors import EntryNotFound, InvalidInput, MemcuratorError
 from memcurator.memory import Memory
 from memcurator.trust import state
 from memcurator.trust.provenance import corroborate
-from memcurator.trust.state import (
-    CLAIMED_ORIGIN,
-    CORROBORATED,
-    DERIVED_FROM,
-    HELD_FOR,
-    PROBATION,
-    TAINT,
-    VOUCHED,
-)
 from memcurator.types import Decision, Entry
 
 #: the longest text preview of a row in a listing, characters
@@ -293,22 +284,22 @@ def list_entries(
 
 def trust_of(e: Entry) -> dict[str, Any]:
     """An entry's trust marks in words: probation, its evidence and what it still lacks."""
-    m = state.of(e)
-    on = PROBATION in m
+    t = state.of(e)
+    on = t.probation is not None
     lacks: list[str] = []
     if on:
         lacks.append("a verified outcome (a passed contained trial or verified feedback)")
-        if HELD_FOR not in m:
+        if t.held_for is None:
             lacks.append("a second authenticated writer of the same content (agreement)")
     return {
-        "state": "probation" if on else "released" if CORROBORATED in m else "trusted",
-        "probation": m.get(PROBATION),
-        "held_for": m.get(HELD_FOR),
-        "taint": m.get(TAINT),
-        "corroborated": list(m.get(CORROBORATED, [])),
-        "vouched_by": list(m.get(VOUCHED, [])),
-        "derived_from": m.get(DERIVED_FROM),
-        "claimed_origin": m.get(CLAIMED_ORIGIN),
+        "state": "probation" if on else "released" if t.corroborated is not None else "trusted",
+        "probation": t.probation,
+        "held_for": t.held_for,
+        "taint": t.taint,
+        "corroborated": list(t.corroborated or []),
+        "vouched_by": list(t.vouched_by or []),
+        "derived_from": t.derived_from,
+        "claimed_origin": t.claimed_origin,
         "signed": e.origin in ("self", "peer"),
         "lacks": lacks,
     }
@@ -651,7 +642,7 @@ def release(memory: Memory, entry_id: str, by: str, reason: str) -> dict[str, An
             raise EntryNotFound("no such entry")
         if not state.on_probation(m):
             raise InvalidInput(f"entry {entry_id!r} is not on probation")
-        held = str(state.of(m)[PROBATION])
+        held = str(state.of(m).probation)
         why = f"released by admin key {by!r} at step {ctx.step}: {reason.strip()}"
         corroborate(state.of(m), why)
         ctx.log(
