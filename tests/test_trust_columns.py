@@ -139,7 +139,7 @@ def test_sqlite_v5_file_migrates_trust_state_into_columns(tmp_path: Path) -> Non
     path = tmp_path / "old.sqlite"
     _sqlite_v5(path)
     s = SQLiteStore(path)
-    assert s.schema_version() == schema.SCHEMA_VERSION == 6
+    assert s.schema_version() == schema.SCHEMA_VERSION
     s.close()
     raw = sqlite3.connect(path)
     metas = [json.loads(m) for (m,) in raw.execute("SELECT meta FROM entries")]
@@ -197,7 +197,7 @@ def test_postgres_v5_database_migrates_trust_state_into_columns(
     from memcurator.store import pgschema
 
     s = pg_v5()
-    assert s.schema_version() == pgschema.SCHEMA_VERSION == 6
+    assert s.schema_version() == pgschema.SCHEMA_VERSION
     with psycopg.connect(pg_url) as c:
         keys = c.execute(
             "SELECT count(*) FROM entries, jsonb_object_keys(metab) k "
