@@ -157,6 +157,35 @@ def _header(line: str) -> dict[str, Any]:
     return head
 
 
+def _write_row(mem: Any, row: dict[str, Any]) -> Any:
+    """Offer one entry line to ``mem.write``: its user metadata (less what the memory derives)
+    and its user scope; any other trust state is the importing memory's own judgement.
+
+    Raises
+    ------
+    InvalidInput
+        ``meta`` or ``trust`` is not an object, or the write refused the entry.
+    BudgetExceeded
+        The entry can never fit the budget.
+    """
+    meta, trust = row.get("meta") or {}, row.get("trust") or {}
+    if not isinstance(meta, dict) or not isinstance(trust, dict):
+        raise InvalidInput(
+            "meta is not an object" if isinstance(trust, dict) else "trust is not an object"
+        )
+    meta, scope = split_meta(meta)  # an older export kept the trust state in meta
+    scope = TrustState.from_legacy(scope.legacy() | trust)
+    return mem.write(
+        row.get("text"),
+        origin=row.get("origin", "self"),
+        kind=row.get("kind", "insight"),
+        origin_detail=str(row.get("origin_detail") or ""),
+        meta={k: v for k, v in meta.items() if k not in _DERIVED_META},
+        user=scope.user,
+        personal=bool(scope.personal),
+    )
+
+
 def import_namespace(mem: Any, lines: Iterable[str]) -> ImportReport:
     """Offer every entry of an export to ``mem.write``; returns what was admitted and rejected.
 
@@ -217,23 +246,8 @@ def import_namespace(mem: Any, lines: Iterable[str]) -> ImportReport:
             rep.decisions_skipped += 1
             continue
         old = str(row.get("id", ""))
-        meta, trust = row.get("meta") or {}, row.get("trust") or {}
-        if not isinstance(meta, dict) or not isinstance(trust, dict):
-            rep.rejected.append((no, old, "meta or trust is not an object"))
-            continue
-        meta, scope = split_meta(meta)  # an older export kept the trust state in meta
-        scope = TrustState.from_legacy(scope.legacy() | trust)
-        meta = {k: v for k, v in meta.items() if k not in _DERIVED_META}
         try:
-            r = mem.write(
-                row.get("text"),
-                origin=row.get("origin", "self"),
-                kind=row.get("kind", "insight"),
-                origin_detail=str(row.get("origin_detail") or ""),
-                meta=meta,
-                user=scope.user,
-                personal=bool(scope.personal),
-            )
+            r = _write_row(mem, row)
         except (InvalidInput, BudgetExceeded) as e:
             rep.rejected.append((no, old, str(e)))
             continue
