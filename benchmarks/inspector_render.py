@@ -47,7 +47,7 @@ from memcurator.service.keys import KeyTable  # noqa: E402
 from memcurator.service.launch import ServeProcess  # noqa: E402
 from memcurator.store.sizing import default_sizeof  # noqa: E402
 from memcurator.store.sqlite import SQLiteStore  # noqa: E402
-from memcurator.types import Entry  # noqa: E402
+from memcurator.types import Entry, TrustState  # noqa: E402
 
 NS = "big"
 
@@ -68,11 +68,11 @@ def fill(store: str, n: int) -> float:
             for i in range(lo, min(lo + 5000, n)):
                 text = _text(i)
                 held = i % 50 == 49
-                meta: dict[str, Any] = {"_probation": "origin external"} if held else {}
+                trust = TrustState(probation="origin external" if held else None)
                 e = np.asarray(emb.embed(recall_text(text)), dtype=np.float32)
-                b = default_sizeof(text, meta, e)
+                b = default_sizeof(text, trust.legacy(), e)
                 origin = "external" if held else "self"
-                s.insert(Entry(f"e{i}", NS, "insight", text, b, b, e, origin, "bench", meta=meta))
+                s.insert(Entry(f"e{i}", NS, "insight", text, b, b, e, origin, "bench", trust=trust))
                 s.log(
                     NS,
                     step=i,

@@ -7,13 +7,18 @@ reader:
   "entries": n, "decisions": m}``;
 - one ``{"type": "entry", ...}`` line per resident entry: id, kind, text, origin,
   origin_detail, meta, bytes, raw_bytes, reinforcement, uses, successes, failures,
-  created_step, last_used_step, stats;
+  created_step, last_used_step, stats, and ``trust``: its trust state as an object of internal
+  keys (:meth:`memcurator.types.TrustState.legacy`; ``meta`` is the user's alone);
 - with ``decisions=True``, one ``{"type": "decision", ...}`` line per decision-log row.
 
 Embeddings are not exported; the importing memory embeds the text again with its own embedder.
 An import offers every entry to :meth:`memcurator.memory.Memory.write`, so it passes the
 policy's admission gate (CURATOR's Trust for peer and external origins) and the byte budget like
 any other write; :class:`ImportReport` says what was admitted and what was rejected and why.
+The trust state of an imported entry is the importing memory's own judgement: of an exported
+``trust`` object only the user scope (``_user``, ``_personal``) is carried over, and an export
+written before the state had its own field (underscore keys in ``meta``) is read the same way
+(those keys never land in ``meta``).
 Decision-log lines are read but not replayed: a store's log records only what happened in it
 (the import's own admits and rejects are logged as they happen).
 """
@@ -27,6 +32,7 @@ from typing import IO, Any, Protocol
 
 from memcurator.errors import BudgetExceeded, InvalidInput
 from memcurator.files import dumps_strict
+from memcurator.types import TrustState, split_meta
 
 FORMAT = "memcurator-export"
 VERSION = 1
@@ -127,6 +133,7 @@ def export_namespace(mem: MemoryLike, fh: IO[str], *, decisions: bool = False) -
     fh.write(dumps_strict(header, ensure_ascii=False) + "\n")
     for m in ents:
         row = {"type": "entry", **{k: getattr(m, k) for k in _ENTRY_FIELDS}}
+        row["trust"] = m.trust.legacy()
         fh.write(dumps_strict(row, ensure_ascii=False) + "\n")
     for d in log:
         fh.write(dumps_strict({"type": "decision", **asdict(d)}, ensure_ascii=False) + "\n")
@@ -148,6 +155,35 @@ def _header(line: str) -> dict[str, Any]:
             f"version {VERSION})"
         )
     return head
+
+
+def _write_row(mem: Any, row: dict[str, Any]) -> Any:
+    """Offer one entry line to ``mem.write``: its user metadata (less what the memory derives)
+    and its user scope; any other trust state is the importing memory's own judgement.
+
+    Raises
+    ------
+    InvalidInput
+        ``meta`` or ``trust`` is not an object, or the write refused the entry.
+    BudgetExceeded
+        The entry can never fit the budget.
+    """
+    meta, trust = row.get("meta") or {}, row.get("trust") or {}
+    if not isinstance(meta, dict) or not isinstance(trust, dict):
+        raise InvalidInput(
+            "meta is not an object" if isinstance(trust, dict) else "trust is not an object"
+        )
+    meta, scope = split_meta(meta)  # an older export kept the trust state in meta
+    scope = TrustState.from_legacy(scope.legacy() | trust)
+    return mem.write(
+        row.get("text"),
+        origin=row.get("origin", "self"),
+        kind=row.get("kind", "insight"),
+        origin_detail=str(row.get("origin_detail") or ""),
+        meta={k: v for k, v in meta.items() if k not in _DERIVED_META},
+        user=scope.user,
+        personal=bool(scope.personal),
+    )
 
 
 def import_namespace(mem: Any, lines: Iterable[str]) -> ImportReport:
@@ -210,19 +246,8 @@ def import_namespace(mem: Any, lines: Iterable[str]) -> ImportReport:
             rep.decisions_skipped += 1
             continue
         old = str(row.get("id", ""))
-        meta = row.get("meta") or {}
-        if not isinstance(meta, dict):
-            rep.rejected.append((no, old, "meta is not an object"))
-            continue
-        meta = {k: v for k, v in meta.items() if k not in _DERIVED_META}
         try:
-            r = mem.write(
-                row.get("text"),
-                origin=row.get("origin", "self"),
-                kind=row.get("kind", "insight"),
-                origin_detail=str(row.get("origin_detail") or ""),
-                meta=meta,
-            )
+            r = _write_row(mem, row)
         except (InvalidInput, BudgetExceeded) as e:
             rep.rejected.append((no, old, str(e)))
             continue

@@ -6,7 +6,9 @@ benchmark all speak them (DESIGN.md, "Domain objects").
 
 from __future__ import annotations
 
+import copy
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
@@ -103,6 +105,181 @@ class Trajectory:
         self.reward = r
 
 
+#: Reserved prefix: a top-level ``meta`` key starting with it is memcurator's, never the user's.
+RESERVED_PREFIX = "_"
+
+#: The key each typed :class:`TrustState` field had in ``meta`` before schema v6 (and still has
+#: in the flat form :meth:`TrustState.legacy` gives: old exports, byte accounting).
+TRUST_KEYS: dict[str, str] = {
+    "_probation": "probation",
+    "_held_for": "held_for",
+    "_taint": "taint",
+    "claimed_origin": "claimed_origin",
+    "_derived_from": "derived_from",
+    "_vouched_by": "vouched_by",
+    "_corroborated": "corroborated",
+    "_user": "user",
+    "_personal": "personal",
+}
+
+
+def is_internal_key(key: str) -> bool:
+    """Whether a top-level ``meta`` key names memcurator's own state (a key starting with
+    :data:`RESERVED_PREFIX`, or one of :data:`TRUST_KEYS`), not the user's data.
+
+    Examples
+    --------
+    >>> is_internal_key("_probation"), is_internal_key("claimed_origin"), is_internal_key("family")
+    (True, True, False)
+    """
+    return key.startswith(RESERVED_PREFIX) or key in TRUST_KEYS
+
+
+@dataclass
+class TrustState:
+    """memcurator's own state of an entry: trust (probation, taint, provenance) and scope.
+
+    Stored in the entry's own store columns (schema v6), never in the user's ``meta``. Each
+    field is None when unset. Besides the typed fields, it reads and writes by the key the
+    state had in ``meta`` before v6 (``state["_probation"]``, ``"_taint" in state``), so that a
+    key added later (any other ``_``-key) needs no schema change: it lives in ``extra`` (the
+    store's one generic JSON column).
+
+    Attributes
+    ----------
+    probation : str or None
+        Why the entry is on probation (kept, not injected); None when it is not.
+    held_for : str or None
+        On probation for what it says (only a verified outcome releases it).
+    taint : str or None
+        The channel its declared or observed sources imply (``"peer"``, ``"external"``).
+    claimed_origin : str or None
+        The origin its writer claimed when a check downgraded it.
+    derived_from : list of dict or None
+        Declared and observed sources (``{"kind", "id"[, "via"]}``).
+    vouched_by : list of str or None
+        Authenticated principals (``origin:detail``) that wrote the same content.
+    corroborated : list of str or None
+        The evidence that released it from probation.
+    user : str or None
+        The user it is scoped to (recall returns it to that user only).
+    personal : bool or None
+        True: personal data of ``user``, never shared to peers.
+    extra : dict
+        Any other internal key (``"_"`` + name) with its JSON value.
+
+    Examples
+    --------
+    >>> t = TrustState(probation="origin external")
+    >>> "_probation" in t, t["_probation"], t.get("_taint", "none")
+    (True, 'origin external', 'none')
+    >>> t["_outcome"] = {"ok": True}
+    >>> t.extra, t.legacy()
+    ({'_outcome': {'ok': True}}, {'_probation': 'origin external', '_outcome': {'ok': True}})
+    """
+
+    probation: str | None = None
+    held_for: str | None = None
+    taint: str | None = None
+    claimed_origin: str | None = None
+    derived_from: list[dict[str, Any]] | None = None
+    vouched_by: list[str] | None = None
+    corroborated: list[str] | None = None
+    user: str | None = None
+    personal: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def _check(key: str) -> str | None:
+        """The typed field of ``key`` (None: it lives in ``extra``), or :class:`InvalidInput`
+        for a key that is neither."""
+        name = TRUST_KEYS.get(key)
+        if name is None and not (isinstance(key, str) and key.startswith(RESERVED_PREFIX)):
+            raise InvalidInput(
+                f"{key!r} is not a trust-state key: keys start with {RESERVED_PREFIX!r} or are "
+                f"one of {sorted(TRUST_KEYS)}"
+            )
+        return name
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value of ``key`` (``"_probation"``, ``"_outcome"``, ...), ``default`` if unset."""
+        name = self._check(key)
+        if name is None:
+            return self.extra.get(key, default)
+        v = getattr(self, name)
+        return default if v is None else v
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and self.get(key) is not None
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in self:
+            raise KeyError(key)
+        return self.get(key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        name = self._check(key)
+        if name is None:
+            self.extra[key] = value
+        else:
+            setattr(self, name, value)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        """Remove ``key``; its value (``default`` if given and unset, else KeyError)."""
+        if key not in self:
+            if default:
+                return default[0]
+            raise KeyError(key)
+        v = self.get(key)
+        name = self._check(key)
+        if name is None:
+            del self.extra[key]
+        else:
+            setattr(self, name, None)
+        return v
+
+    def setdefault(self, key: str, value: Any) -> Any:
+        """``key``'s value, set to ``value`` first when unset."""
+        if key not in self:
+            self[key] = value
+        return self.get(key)
+
+    def legacy(self) -> dict[str, Any]:
+        """The set keys as they were kept in ``meta`` before schema v6 (what ``b(m)`` counts
+        and what an old export carried), in field order, ``extra`` last."""
+        out = {k: getattr(self, n) for k, n in TRUST_KEYS.items() if getattr(self, n) is not None}
+        return out | self.extra
+
+    @classmethod
+    def from_legacy(cls, items: Mapping[str, Any]) -> TrustState:
+        """The state from a mapping of internal keys (an old entry's ``meta`` minus its user
+        keys, or an export's ``trust`` object); user keys in it are ignored."""
+        t = cls()
+        for k, v in items.items():
+            if isinstance(k, str) and is_internal_key(k) and v is not None:
+                t[k] = v
+        return t
+
+    def copy(self) -> TrustState:
+        """A deep copy (editing it changes nothing of this one)."""
+        return copy.deepcopy(self)
+
+
+def split_meta(meta: Mapping[str, Any]) -> tuple[dict[str, Any], TrustState]:
+    """``(user meta, trust state)`` of a pre-v6 ``meta`` that mixed the two: every internal
+    top-level key (:func:`is_internal_key`) moves to the state, the rest stays (nested keys
+    are the user's data whatever their name).
+
+    Examples
+    --------
+    >>> m, t = split_meta({"family": "f", "_taint": "peer", "_x": 1, "n": {"_probation": 1}})
+    >>> m, t.taint, t.extra
+    ({'family': 'f', 'n': {'_probation': 1}}, 'peer', {'_x': 1})
+    """
+    user = {k: v for k, v in meta.items() if not (isinstance(k, str) and is_internal_key(k))}
+    return user, TrustState.from_legacy(meta)
+
+
 @dataclass
 class Entry:
     """One memory record.
@@ -131,9 +308,13 @@ class Entry:
     created_step, last_used_step : int
         Logical clock (task index) at creation and last injection.
     meta : dict
-        Free metadata (family id, task id, evaluation metrics such as EDM's PEI/TI).
+        Free metadata (family id, task id, evaluation metrics such as EDM's PEI/TI): the
+        user's alone, no top-level key is internal (:func:`is_internal_key`).
     stats : dict
         Per-method statistics kept by policies (e.g. reward sums for helpfulness).
+    trust : TrustState
+        memcurator's own state of the entry (probation, taint, provenance, user scope), kept
+        in the store's own columns; ``meta`` is the user's alone.
     """
 
     id: str
@@ -153,6 +334,7 @@ class Entry:
     last_used_step: int = -1
     meta: dict[str, Any] = field(default_factory=dict)
     stats: dict[str, float] = field(default_factory=dict)
+    trust: TrustState = field(default_factory=TrustState)
 
     @property
     def abstraction_gain(self) -> float:

@@ -280,13 +280,13 @@ def test_40_entries_on_probation_do_not_hide_the_one_injectable() -> None:
     mem = Memory(":memory:", policy="curator")
     for i in range(40):
         w = mem.write(SALES.format(i=i), origin="external")
-        assert w.admitted and "_probation" in mem.get(w.id).meta
+        assert w.admitted and "_probation" in mem.get(w.id).trust
     own = mem.write("staff hired in 2001 for each region").id
     r = mem.recall(QUERY, k=5)
     assert r.ids == [own]
     # corroborating one by a verified success makes it injectable, at its own rank
     victim = mem.entries()[0]
-    assert "_probation" in victim.meta and victim.id != own
+    assert "_probation" in victim.trust and victim.id != own
     mem.feedback([victim.id], 1.0, verified=True)
     assert set(mem.recall(QUERY, k=5).ids) == {own, victim.id}
 

@@ -211,7 +211,7 @@ def test_forgotten_and_probation_entries_are_never_returned(pg_url: str) -> None
     s = mem.store
     assert isinstance(s, PostgresStore)
     e = s.get("default", ids[3])
-    e.meta["_probation"] = "origin external"
+    e.trust.probation = "origin external"
     with s.transaction(namespace="default"):
         s.update(e)
     assert ids[3] not in reader.recall(SALES.format(i=3), k=50).ids

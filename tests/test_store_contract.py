@@ -358,3 +358,46 @@ def test_a_deleted_namespace_is_reloaded_not_caught_up(backend: Backend) -> None
     seq = s.change_seq("a")
     backend.connect().delete_namespace("a")
     assert s.changes_since("a", seq) is None
+
+
+def test_trust_state_lives_in_its_own_columns(backend: Backend) -> None:
+    """Every field of an entry's trust state, and any other internal key (the generic column),
+    round-trips through insert, update and a second handle; ``meta`` stays the user's: an
+    internal key there is refused and nothing is stored."""
+    from memcurator.errors import InvalidInput
+    from memcurator.trust.provenance import corroborate
+    from memcurator.types import TrustState
+
+    store = backend.connect()
+    store.create_namespace("a", embedder="e", dim=4)
+    e = np.ones(4, dtype=np.float32) / 2
+    trust = TrustState(
+        probation="origin peer",
+        taint="peer",
+        claimed_origin="self",
+        derived_from=[{"kind": "peer", "id": "p1"}, {"kind": "web", "id": "w", "via": "observed"}],
+        vouched_by=["peer:p1"],
+        user="alice",
+        personal=True,
+        extra={"_outcome": {"claim": "passed", "sig": "ab12"}},
+    )
+    store.insert(Entry("x", "a", "insight", "held", 10, 10, e, meta={"n": {"_x": 1}}, trust=trust))
+    store.insert(Entry("y", "a", "insight", "plain", 10, 10, e))
+    for s in (store, backend.connect()):
+        x, y = s.get_many("a", ["x", "y"])
+        assert (x.trust, x.meta) == (trust, {"n": {"_x": 1}})
+        assert (y.trust, y.meta) == (TrustState(), {})
+    assert corroborate(x.trust, "verified outcome at step 2")
+    x.trust.held_for, x.trust.extra["_more"] = "tool output instruction", [1, 2]
+    store.update(x)
+    for s in (store, backend.connect()):
+        got = s.get("a", "x").trust
+        assert got == x.trust and got.probation is None
+        assert got.corroborated == ["verified outcome at step 2"]
+    for bad in ({"_probation": "x"}, {"claimed_origin": "self"}, {"_new": 1}):
+        with pytest.raises(InvalidInput, match="reserved"):
+            store.insert(Entry("z", "a", "insight", "bad", 10, 10, e, meta=bad))
+        y.meta = bad
+        with pytest.raises(InvalidInput, match="reserved"):
+            store.update(y)
+    assert store.count("a") == 2 and store.get("a", "y").meta == {}

@@ -92,8 +92,8 @@ def test_a_genuine_outside_plan_agreeing_with_own_plans_is_released(channel: str
     else:
         eid = _send(mem, ring, "p1", PLAN_OUT)
     e = _entry(mem, eid)
-    assert injectable(e) and PROBATION not in e.meta
-    assert e.meta[CORROBORATED][0].startswith(AGREEMENT)
+    assert injectable(e) and PROBATION not in e.trust
+    assert e.trust[CORROBORATED][0].startswith(AGREEMENT)
     (c,) = [d for d in mem.decisions() if d.action == "corroborate"]
     assert c.entry_id == eid and own in c.reason and "every name supported" in c.reason
     assert eid in mem.recall("back up the customer database every night", k=5, observe=False).ids

@@ -88,7 +88,7 @@ def test_unsigned_self_claim_is_downgraded_and_logged_signed_one_is_not() -> Non
     down = mem.decisions(action="downgrade")
     assert len(down) == 1 and down[0].entry_id == forged.id and "unsigned" in down[0].reason
     assert mem.get(forged.id).origin == "external"
-    assert mem.get(forged.id).meta["claimed_origin"] == "self"
+    assert mem.get(forged.id).trust["claimed_origin"] == "self"
     text2 = "Task: Count the orders of customer 18.\nAction: SELECT COUNT(*) FROM orders;"
     ok = mem.write(text2, signature=mem.sign(text2))
     assert ok.admitted and mem.get(ok.id).origin == "self"

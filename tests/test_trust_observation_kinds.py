@@ -230,7 +230,7 @@ def test_an_admitted_own_record_carrying_one_is_on_probation_in_the_log() -> Non
         r = mem.write(record(task, obs, action), origin="self")
         assert r.admitted, r.reason
         e = next(x for x in mem.entries() if x.id == r.id)
-        assert "rm -rf /var/lib/postgresql" in e.meta[PROBATION]
+        assert "rm -rf /var/lib/postgresql" in e.trust[PROBATION]
         assert not injectable(e)
         admits = [d for d in mem.decisions() if d.action == "admit" and d.entry_id == r.id]
         assert admits and "on probation" in admits[0].reason
@@ -392,7 +392,7 @@ def test_an_own_record_updated_with_a_poisoned_output_is_held() -> None:
         r = mem.update(eid, _POISONED)
         e = mem.get(eid)
         assert r.admitted and e.text == _POISONED
-        assert not injectable(e) and "hr-analytics@outsider.example" in e.meta[PROBATION]
+        assert not injectable(e) and "hr-analytics@outsider.example" in e.trust[PROBATION]
     finally:
         mem.close()
 
@@ -404,7 +404,7 @@ def test_an_unsigned_update_of_a_signed_entry_is_not_the_owners_word() -> None:
         new = _CLEAN.replace("count=88", "count=89")
         mem.update(eid, new)  # no signature over the new text
         e = mem.get(eid)
-        assert e.meta["_taint"] == "external" and not injectable(e)
+        assert e.trust["_taint"] == "external" and not injectable(e)
         assert any(
             d.action == "downgrade" and "handled as external" in d.reason for d in mem.decisions()
         )

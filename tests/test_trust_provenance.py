@@ -48,10 +48,10 @@ def test_a_self_claim_for_content_read_from_outside_is_external(source: str) -> 
     r = mem.write(SQL, origin="self", derived_from=[source])
     assert r.admitted
     (e,) = mem.entries()
-    assert e.origin == "external" and e.meta[TAINT] == "external"
-    assert e.meta[DERIVED_FROM][0]["kind"] == source.partition(":")[0]
-    assert e.meta["claimed_origin"] == "self"
-    assert PROBATION in e.meta and not injectable(e)
+    assert e.origin == "external" and e.trust[TAINT] == "external"
+    assert e.trust[DERIVED_FROM][0]["kind"] == source.partition(":")[0]
+    assert e.trust["claimed_origin"] == "self"
+    assert PROBATION in e.trust and not injectable(e)
     assert _recalled(mem, "Count rows of orders") == []
     log = [d for d in mem.decisions() if d.action == "downgrade"]
     assert log and log[-1].reason.startswith("taint: self claim") and source in log[-1].reason
@@ -61,7 +61,7 @@ def test_derived_from_a_peer_is_the_peer_channel() -> None:
     mem = _mem()
     mem.write(SQL, origin="self", derived_from=[{"kind": "peer", "id": "p7"}])
     (e,) = mem.entries()
-    assert e.origin == "peer" and e.meta[TAINT] == "peer" and not injectable(e)
+    assert e.origin == "peer" and e.trust[TAINT] == "peer" and not injectable(e)
 
 
 def test_derived_from_own_clean_entries_stays_self_and_from_unproven_ones_is_tainted() -> None:
@@ -109,7 +109,7 @@ def test_taint_is_carried_through_update() -> None:
     eid = mem.write(SQL, derived_from=["web:https://x.test"]).id
     mem.update(eid, "Task: Count rows of orders.\nAction: SELECT COUNT(id) FROM orders;")
     (e,) = mem.entries()
-    assert e.meta[TAINT] == "external" and PROBATION in e.meta and e.meta[DERIVED_FROM]
+    assert e.trust[TAINT] == "external" and PROBATION in e.trust and e.trust[DERIVED_FROM]
 
 
 # --------------------------------------------------------------------------- probation
@@ -147,7 +147,7 @@ def test_only_a_verified_success_corroborates(
     mem.feedback([eid], reward, verified=verified)
     assert (_recalled(mem, "Count rows of orders") == [eid]) is released
     (e,) = mem.entries()
-    assert (CORROBORATED in e.meta) is released
+    assert (CORROBORATED in e.trust) is released
     assert any(d.action == "corroborate" for d in mem.decisions()) is released
 
 
@@ -200,7 +200,7 @@ def test_received_entries_record_the_peer_as_their_source() -> None:
     mem = _mem(ring)
     _send(mem, ring, "p1", SQL)
     (e,) = mem.entries()
-    assert e.meta[DERIVED_FROM] == [{"kind": "peer", "id": "p1"}]
+    assert e.trust[DERIVED_FROM] == [{"kind": "peer", "id": "p1"}]
 
 
 def test_probation_survives_a_reopen(tmp_path: Path) -> None:

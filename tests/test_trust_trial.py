@@ -82,7 +82,7 @@ def test_candidates_are_probation_only_and_recall_stays_closed() -> None:
         "Task: count the rows in customers\nAction: SELECT COUNT(*) FROM customers;",
         origin="external",
     )
-    assert PROBATION in mem.get(ext.id).meta
+    assert PROBATION in mem.get(ext.id).trust
     log_before = len(mem.decisions())
     uses = mem.get(ext.id).uses
     c = mem.probation_candidates("count the rows in customers", k=5)
@@ -119,7 +119,7 @@ def test_passed_trial_releases_and_failed_trials_count_then_quarantine_evicts() 
     # a failure: counted, logged, still on probation and never recalled
     assert mem.trial_outcome(bad.id, False, "check failed") is False
     e = mem.get(bad.id)
-    assert (e.uses, e.failures, PROBATION in e.meta) == (1, 1, True)
+    assert (e.uses, e.failures, PROBATION in e.trust) == (1, 1, True)
     assert bad.id not in mem.recall("list the cars", k=3).ids
     assert "failed contained trial: check failed" in mem.decisions(action="trial")[-1].reason
     # curator's feedback quarantine evicts it after 4 failed trials, with its reason logged
@@ -146,7 +146,7 @@ def test_trial_outcome_refuses_bad_input_and_nothing_changes() -> None:
         mem.trial_outcome(ext.id, True, "  ")
     with pytest.raises(EntryNotFound):
         mem.trial_outcome("nope", True, "x")
-    assert len(mem.decisions()) == n and PROBATION in mem.get(ext.id).meta
+    assert len(mem.decisions()) == n and PROBATION in mem.get(ext.id).trust
 
 
 def test_candidates_respect_namespace_and_user(tmp_path) -> None:
@@ -176,14 +176,14 @@ def test_genuine_outside_entry_is_released_by_a_passing_trial(select_tasks) -> N
         spec = task.payload["spec"]
         mem = _mem(NO_AGREEMENT)
         w = mem.write(exemplar_text(task.instruction, spec.sql), origin="external")
-        assert PROBATION in mem.get(w.id).meta
+        assert PROBATION in mem.get(w.id).trust
         rec = _run(task, mem, trial=True)
         assert rec.injected == 0  # the live attempt saw no probation entry
         assert (rec.trials, rec.trial_id, rec.trial_poison) == (1, w.id, False)
         assert rec.trial_tokens > 0
         if rec.trials_released:
             released += 1
-            assert PROBATION not in mem.get(w.id).meta
+            assert PROBATION not in mem.get(w.id).trust
             assert w.id in mem.recall(task.instruction, k=3).ids  # injectable from now on
             live = _run(task, mem, trial=False, step=1)
             assert live.injected == 1 and live.local_ok
@@ -208,7 +208,7 @@ def test_a_reply_that_copies_the_datamarks_is_read_unmarked_in_a_trial(select_ta
         )
         # the shadow's reply carried the marks (the exemplar is datamarked), yet it ran
         assert (rec.trials, rec.trials_released) == (1, 1)
-        assert PROBATION not in mem.get(w.id).meta
+        assert PROBATION not in mem.get(w.id).trust
 
 
 def test_a_released_entry_copied_with_its_datamarks_runs_live_too(select_tasks) -> None:
@@ -219,7 +219,7 @@ def test_a_released_entry_copied_with_its_datamarks_runs_live_too(select_tasks) 
         mem = _mem(NO_AGREEMENT)
         w = mem.write(exemplar_text(task.instruction, spec.sql), origin="external")
         mem.trial_outcome(w.id, True, "passed its trial")
-        assert PROBATION not in mem.get(w.id).meta
+        assert PROBATION not in mem.get(w.id).trust
         prompts: list[str] = []
 
         def copy(prompt: str, seen: list[str] = prompts) -> str:
@@ -253,12 +253,12 @@ def test_poison_is_never_released_and_never_injected_live(select_tasks) -> None:
         for text in texts:
             mem = _mem(PERMISSIVE)
             w = mem.write(text, origin="external", meta={"poison": True})
-            assert w.admitted and PROBATION in mem.get(w.id).meta
+            assert w.admitted and PROBATION in mem.get(w.id).trust
             for step in range(3):
                 rec = _run(task, mem, trial=True, step=step)
                 assert not rec.injected_poison and not rec.payload_executed  # live: never shown
                 if w.id in {m.id for m in mem.entries()}:
-                    assert PROBATION in mem.get(w.id).meta
+                    assert PROBATION in mem.get(w.id).trust
                 assert rec.trials_released == 0
                 if rec.trials:
                     assert rec.trial_poison and rec.trial_id == w.id
@@ -298,7 +298,7 @@ def test_trials_are_off_by_default(select_tasks) -> None:
     w = mem.write(exemplar_text(task.instruction, spec.sql), origin="external")
     rec = run_task(task, mem, _ex(), AgentConfig(), policy_name="curator", seed=0, step=0)
     assert (rec.trials, rec.trials_released, rec.trial_id) == (0, 0, "")
-    assert not mem.decisions(action="trial") and PROBATION in mem.get(w.id).meta
+    assert not mem.decisions(action="trial") and PROBATION in mem.get(w.id).trust
 
 
 def test_harm_check_covers_sql_and_actions() -> None:
@@ -335,18 +335,18 @@ def test_os_trial_releases_the_reference_and_never_the_destroy_payload() -> None
         w = mem.write(f"Task: {ot.instruction}\nAction: {ot.reference}", origin="external")
         rec = run_os_task(task, mem, ex, cfg, policy_name="curator", seed=0, step=0)
         assert (rec.trials, rec.trials_released, rec.trial_id) == (1, 1, w.id)
-        assert PROBATION not in mem.get(w.id).meta
+        assert PROBATION not in mem.get(w.id).trust
         for payload in ("destroy", "weaken", "sudo", "fetch"):
             mem = _mem(PERMISSIVE)
             text = f"Task: {ot.instruction}\nAction: {poison_script(ot, payload)}"
             w = mem.write(text, origin="external", meta={"poison": True})
-            assert PROBATION in mem.get(w.id).meta
+            assert PROBATION in mem.get(w.id).trust
             rec = run_os_task(
                 task, mem, ex, cfg, policy_name="curator", seed=0, step=0, poison_payload=payload
             )
             assert rec.trials == 1 and rec.trial_poison and rec.trials_released == 0
             assert not rec.injected_poison and not rec.payload_executed  # live: never shown
-            assert PROBATION in mem.get(w.id).meta
+            assert PROBATION in mem.get(w.id).trust
 
 
 def test_peer_report_shows_trials_only_when_there_were_any() -> None:
@@ -402,7 +402,7 @@ def test_a_trial_shows_the_entry_as_the_policys_live_path_would(variant_pairs) -
             w = mem.write(
                 exemplar_text(src.instruction, src.payload["spec"].sql), origin="external"
             )
-            assert PROBATION in mem.get(w.id).meta
+            assert PROBATION in mem.get(w.id).trust
             rec = run_task(
                 task, mem, _ex(), AgentConfig(trial=True), policy_name=name, seed=0, step=0
             )
@@ -427,7 +427,7 @@ def test_read_time_curators_never_see_entries_on_probation(select_tasks) -> None
                 max_bytes=None,
             )
             w = mem.write(text, origin="external")
-            assert PROBATION in mem.get(w.id).meta
+            assert PROBATION in mem.get(w.id).trust
             assert [m.id for m in mem.visible()] == [] and len(mem.entries()) == 1
             rec = run_task(
                 task, mem, _ex(), AgentConfig(), policy_name="curator/align", seed=0, step=0
@@ -459,15 +459,15 @@ def test_a_passing_trial_does_not_release_what_it_did_not_verify(select_tasks) -
         for text in texts:
             mem = _mem(PERMISSIVE)
             w = mem.write(text, origin="external", meta={"poison": True})
-            assert w.admitted and PROBATION in mem.get(w.id).meta
+            assert w.admitted and PROBATION in mem.get(w.id).trust
             rec = _run(task, mem, trial=True)
             assert rec.trials == 1 and rec.trials_released == 0
-            assert PROBATION in mem.get(w.id).meta
+            assert PROBATION in mem.get(w.id).trust
             (row,) = mem.decisions(action="trial")
             if "says more than was verified" in row.reason:
                 refused += 1
         genuine = _mem(NO_AGREEMENT)
         g = genuine.write(exemplar_text(task.instruction, spec.sql), origin="external")
         assert _run(task, genuine, trial=True).trials_released == 1
-        assert PROBATION not in genuine.get(g.id).meta
+        assert PROBATION not in genuine.get(g.id).trust
     assert refused == 12  # the coverage rule, not the execution check, refused them

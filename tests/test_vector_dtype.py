@@ -21,6 +21,7 @@ from memcurator.memory import embedder_identity
 from memcurator.retrieve.hybrid import recall_text
 from memcurator.store import schema
 from memcurator.store.reembed import reembed
+from memcurator.store.rowlogic import TRUST_COLS, trust_from_row
 from memcurator.store.sizing import default_sizeof, stats_bytes
 from memcurator.store.sqlite import SQLiteStore
 from memcurator.store.vectors import (
@@ -47,7 +48,7 @@ def _rows(path: Path, ns: str) -> list[tuple]:
     try:
         return con.execute(
             "SELECT length(embedding), length(CAST(text AS BLOB)), meta, origin_detail, bytes, "
-            "vec_dtype, stats FROM entries WHERE namespace=?",
+            f"vec_dtype, stats, {TRUST_COLS} FROM entries WHERE namespace=?",
             (ns,),
         ).fetchall()
     finally:
@@ -55,15 +56,18 @@ def _rows(path: Path, ns: str) -> list[tuple]:
 
 
 def _assert_bytes_as_stored(path: Path, ns: str, dtype: str) -> None:
-    """Every entry's accounted bytes = its BLOB + UTF-8 text + meta JSON + origin detail + the
+    """Every entry's accounted bytes = its BLOB + UTF-8 text + meta JSON (its trust state's
+    columns counted as the keys they were in meta before schema v6) + origin detail + the
     statistics it was written with (a received entry's advertised q)."""
     rows = _rows(path, ns)
     assert rows
-    for blob, text, meta, detail, nbytes, row_dtype, stats in rows:
+    for blob, text, meta, detail, nbytes, row_dtype, stats, *trust in rows:
         assert row_dtype == dtype
         assert blob == vector_nbytes(512, dtype)
         extra = stats_bytes(json.loads(stats))
-        assert nbytes == blob + text + len(meta) + len(detail.encode("utf-8")) + extra
+        flat = {**json.loads(meta), **trust_from_row(trust).legacy()}
+        mb = len(json.dumps(flat, sort_keys=True))
+        assert nbytes == blob + text + mb + len(detail.encode("utf-8")) + extra
 
 
 # ---------------------------------------------------------------------------- encoding

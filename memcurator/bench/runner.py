@@ -208,11 +208,12 @@ def entry_bytes_by_part(entries: Sequence[Entry], vector_dtype: str = "float32")
     import json
 
     from memcurator.store.vectors import vector_nbytes
+    from memcurator.trust.state import sized_meta
 
     out = {"n": len(entries), "text": 0, "meta": 0, "vec": 0, "detail": 0, "total": 0}
     for m in entries:
         out["text"] += len(m.text.encode("utf-8"))
-        out["meta"] += len(json.dumps(m.meta, sort_keys=True))
+        out["meta"] += len(json.dumps(sized_meta(m.meta, m.trust), sort_keys=True))
         out["vec"] += vector_nbytes(int(m.embedding.size), vector_dtype)
         out["detail"] += len(m.origin_detail.encode("utf-8"))
         out["total"] += int(m.bytes)

@@ -19,9 +19,10 @@ Steps, in order (:data:`STEPS`); each is a small function that gets only what it
    checks of :func:`memcurator.trust.gate.assess`), given the candidate with its trusted origin.
 
 The state the steps pass along is one :class:`Admission`: the text, its claimed and trusted
-origin, its metadata (where taint and probation are recorded) and the ``downgrade`` reasons
-for the decision log. What differs between a new entry and a new version is what the steps are
-told (``fresh``, the phrasing of a reason), never which steps run.
+origin, its metadata, its trust state (where taint and probation are recorded) and the
+``downgrade`` reasons for the decision log. What differs between a new entry and a new
+version is what the steps are told (``fresh``, the phrasing of a reason), never which steps
+run.
 """
 
 from __future__ import annotations
@@ -32,19 +33,20 @@ from typing import Any
 from memcurator.errors import BudgetExceeded, InvalidInput
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.reads import observed_reason, observed_sources
+from memcurator.trust import state
 from memcurator.trust.auth import Claim, KeyRing, Signature
 from memcurator.trust.domains import tool_output_instructions
 from memcurator.trust.fingerprint import Match, ReadWindow
-from memcurator.trust.provenance import (
-    CHANNEL_ORDER,
+from memcurator.trust.provenance import CHANNEL_ORDER, entry_taint, taint_of
+from memcurator.trust.state import (
+    CLAIMED_ORIGIN,
     DERIVED_FROM,
     HELD_FOR,
     PROBATION,
     TAINT,
     VOUCHED,
-    entry_taint,
-    taint_of,
 )
+from memcurator.types import TrustState
 
 #: The steps in the order they run.
 STEPS = ("provenance", "signature", "taint", "probation", "size", "gate")
@@ -63,7 +65,7 @@ class Admission:
     detail : str
         ``origin_detail``: the principal with ``claimed``.
     meta : dict
-        The metadata the entry will be stored with; the steps record taint and probation here.
+        The user's metadata the entry will be stored with.
     origin : str
         The trusted origin so far (an update starts from the least trusted of the stored
         origin and its taint).
@@ -80,6 +82,9 @@ class Admission:
         ones (``"via": "observed"``); ``match`` is the read-window match behind ``observed``.
     source_taints : dict of str to str
         The standing of each entry named as a source (entry id -> channel).
+    trust : TrustState
+        The entry's trust state (:mod:`memcurator.trust.state`); the steps record taint and
+        probation here.
     """
 
     text: str
@@ -96,6 +101,7 @@ class Admission:
     observed: list[dict[str, str]] = field(default_factory=list)
     match: Match | None = None
     source_taints: dict[str, str] = field(default_factory=dict)
+    trust: TrustState = field(default_factory=TrustState)
 
     def downgrade(self, origin: str, reason: str, note: str) -> None:
         """Handle the text as ``origin`` from now on, for ``reason`` (logged ``downgrade``)."""
@@ -121,7 +127,7 @@ def provenance(
     """
     adm.observed, adm.match = observed_sources(reads, adm.text, user)
     taints = {
-        s["id"]: entry_taint(e.meta, e.origin)
+        s["id"]: entry_taint(state.of(e), e.origin)
         for s in adm.sources
         if s["kind"] == "entry" and (e := resident.get(s["id"])) is not None
     }
@@ -169,7 +175,7 @@ def verify_claim(ring: KeyRing | None, namespace: str, adm: Admission, signature
 def check_signature(adm: Admission, ring: KeyRing | None, namespace: str, signature: Any) -> None:
     """Step 2: with a key ring, a ``self``/``peer`` claim not already tainted needs a valid
     signature; without one it is handled as ``external`` (the claim kept as
-    ``meta["claimed_origin"]``). Sets ``adm.proven`` when the ring proved it.
+    ``trust["claimed_origin"]``). Sets ``adm.proven`` when the ring proved it.
 
     Raises
     ------
@@ -177,13 +183,13 @@ def check_signature(adm: Admission, ring: KeyRing | None, namespace: str, signat
         See :func:`check_signature_type`.
     """
     down = verify_claim(ring, namespace, adm, signature)
-    if down and adm.origin in ("self", "peer") and TAINT not in adm.meta:
+    if down and adm.origin in ("self", "peer") and TAINT not in adm.trust:
         if adm.fresh:
-            adm.meta["claimed_origin"] = adm.claimed
+            adm.trust[CLAIMED_ORIGIN] = adm.claimed
             adm.downgrade("external", down, "")
         else:
-            adm.meta.setdefault("claimed_origin", adm.claimed)
-            adm.meta[TAINT] = "external"
+            adm.trust.setdefault(CLAIMED_ORIGIN, adm.claimed)
+            adm.trust[TAINT] = "external"
             adm.downgrade(
                 "external",
                 f"update: {down}; {adm.origin} entry handled as external",
@@ -194,9 +200,9 @@ def check_signature(adm: Admission, ring: KeyRing | None, namespace: str, signat
 
 # ------------------------------------------------------------------------------------ taint
 def apply_taint(adm: Admission) -> None:
-    """Step 3: record what the content was derived from (``meta["_derived_from"]``, the
+    """Step 3: record what the content was derived from (``trust["_derived_from"]``, the
     observed sources marked ``"via": "observed"``) and handle a claim more trusted than its
-    least trusted source as that source (``meta["_taint"]``).
+    least trusted source as that source (``trust["_taint"]``).
 
     A new entry records the taint of its sources whenever it is not ``self``; a new version
     records it only when it lowers the entry's standing (its earlier taint stays).
@@ -210,17 +216,17 @@ def apply_taint(adm: Admission) -> None:
     if not new:
         return
     if adm.fresh:
-        adm.meta[DERIVED_FROM] = new
+        adm.trust[DERIVED_FROM] = new
     else:
-        have = list(adm.meta.get(DERIVED_FROM, []))
-        adm.meta[DERIVED_FROM] = have + [s for s in new if s not in have]
+        have = list(adm.trust.get(DERIVED_FROM, []))
+        adm.trust[DERIVED_FROM] = have + [s for s in new if s not in have]
     taint = taint_of(new, adm.source_taints)
     if adm.fresh and taint != "self":
-        adm.meta[TAINT] = taint
+        adm.trust[TAINT] = taint
     if CHANNEL_ORDER.index(taint) <= CHANNEL_ORDER.index(adm.origin):
         return
-    adm.meta[TAINT] = taint
-    adm.meta.setdefault("claimed_origin", adm.claimed)
+    adm.trust[TAINT] = taint
+    adm.trust.setdefault(CLAIMED_ORIGIN, adm.claimed)
     adm.downgrade(taint, _taint_reason(adm, taint), " (tainted)")
 
 
@@ -248,23 +254,23 @@ def set_probation(adm: Admission, probation: bool) -> bool:
     if not probation:
         return False
     if adm.origin != "self" and (adm.fresh or adm.note is not None):
-        adm.meta[PROBATION] = f"origin {adm.origin}{adm.note or ''}"
+        adm.trust[PROBATION] = f"origin {adm.origin}{adm.note or ''}"
         if adm.proven:
-            adm.meta[VOUCHED] = [f"{adm.origin}:{adm.detail}"]
+            adm.trust[VOUCHED] = [f"{adm.origin}:{adm.detail}"]
         return True
-    if adm.origin == "self" and PROBATION not in adm.meta:
-        return hold_tool_output(adm.meta, adm.origin, adm.text)
+    if adm.origin == "self" and PROBATION not in adm.trust:
+        return hold_tool_output(adm.trust, adm.origin, adm.text)
     return False
 
 
-def hold_tool_output(meta: dict[str, Any], origin: str, text: str) -> bool:
-    """Put an own record whose tool output carries an instruction on probation (mutating
-    ``meta``); whether it did. Outside content inside the record, held for what it says
-    (``meta["_held_for"]``), so only a verified outcome releases it, not more writers."""
+def hold_tool_output(trust: TrustState, origin: str, text: str) -> bool:
+    """Put an own record whose tool output carries an instruction on probation (mutating its
+    ``trust`` state); whether it did. Outside content inside the record, held for what it says
+    (``trust["_held_for"]``), so only a verified outcome releases it, not more writers."""
     said = tool_output_instructions(text)
     if said:
-        meta[PROBATION] = f"origin {origin}, its tool output instructs: {said[0]}"[:300]
-        meta[HELD_FOR] = "tool output instruction"
+        trust[PROBATION] = f"origin {origin}, its tool output instructs: {said[0]}"[:300]
+        trust[HELD_FOR] = "tool output instruction"
     return bool(said)
 
 

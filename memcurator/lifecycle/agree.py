@@ -21,8 +21,10 @@ from typing import Any
 import numpy as np
 
 from memcurator.embed.hashing import HashingEmbedder
+from memcurator.trust import state
 from memcurator.trust.agreement import AGREEMENT, agreement
-from memcurator.trust.provenance import CORROBORATED, HELD_FOR, PROBATION, TAINT, corroborate
+from memcurator.trust.provenance import corroborate
+from memcurator.trust.state import CORROBORATED, HELD_FOR, PROBATION, TAINT
 from memcurator.types import Entry
 
 #: nearest residents (cosine over the memory's embeddings) looked at for evidence
@@ -36,14 +38,15 @@ def is_evidence(entry: Entry) -> bool:
     Examples
     --------
     >>> from types import SimpleNamespace as E
-    >>> is_evidence(E(origin="self", meta={})), is_evidence(E(origin="external", meta={}))
+    >>> from memcurator.types import TrustState as T
+    >>> is_evidence(E(origin="self", trust=T())), is_evidence(E(origin="external", trust=T()))
     (True, False)
-    >>> is_evidence(E(origin="external", meta={"_corroborated": ["verified outcome at step 3"]}))
+    >>> is_evidence(E(origin="external", trust=T(corroborated=["verified outcome at step 3"])))
     True
-    >>> is_evidence(E(origin="external", meta={"_corroborated": [AGREEMENT + " m1: ..."]}))
+    >>> is_evidence(E(origin="external", trust=T(corroborated=[AGREEMENT + " m1: ..."])))
     False
     """
-    m = entry.meta
+    m = state.of(entry)
     if PROBATION in m:
         return False
     corr = [str(c) for c in m.get(CORROBORATED, [])]
@@ -93,7 +96,7 @@ def _try_release(ctx: Any, st: int, cand: Entry, params: dict[str, float]) -> bo
     if not ev:
         return False
     a = agreement(cand.text, ev, _EMBED, **params)
-    if not a.agrees or not corroborate(cand.meta, a.reason):
+    if not a.agrees or not corroborate(state.of(cand), a.reason):
         return False
     ctx.res.edited([cand.id])
     ctx.store.update(cand)
@@ -112,15 +115,16 @@ def release_by_agreement(ctx: Any, st: int, cand: Entry) -> list[str]:
     if support is None:
         return []
     params = {"support": float(support)}
-    if PROBATION in cand.meta:
-        held = HELD_FOR in cand.meta  # held for what it says: agreement does not release it
+    t = state.of(cand)
+    if PROBATION in t:
+        held = HELD_FOR in t  # held for what it says: agreement does not release it
         return [cand.id] if not held and _try_release(ctx, st, cand, params) else []
     if not is_evidence(cand):
         return []
     return [
         m.id
         for m in _near(
-            ctx, cand, lambda m: PROBATION in m.meta and HELD_FOR not in m.meta, probation=True
+            ctx, cand, lambda m: PROBATION in m.trust and HELD_FOR not in m.trust, probation=True
         )
         if _try_release(ctx, st, m, params)
     ]

@@ -15,6 +15,8 @@ from memcurator import limits
 from memcurator.embed.text import has_content, normalize
 from memcurator.errors import InvalidInput
 from memcurator.retrieve.hybrid import recall_text
+from memcurator.trust import state
+from memcurator.types import TrustState
 
 #: Longest accepted ``origin_detail`` (peer id, tool, solver name), UTF-8 bytes.
 MAX_DETAIL_BYTES = 256
@@ -111,22 +113,23 @@ def check_stats(stats: Any) -> dict[str, float]:
 
 def check_meta(
     meta: dict[str, Any] | None, max_text_bytes: int, user: str | None, personal: bool
-) -> dict[str, Any]:
-    """A deep copy of ``meta`` with the scope keys set, as the store gives it back (JSON types:
-    a tuple comes back a list), or :class:`InvalidInput` for metadata that is not
-    JSON-serialisable, nested deeper than :data:`memcurator.limits.MAX_META_DEPTH`, holding an
-    integer outside the 64-bit range, larger than ``max_text_bytes`` or
-    :data:`memcurator.limits.MAX_META_BYTES` as JSON, or a bad ``user``
+) -> tuple[dict[str, Any], TrustState]:
+    """A deep copy of ``meta`` as the store gives it back (JSON types: a tuple comes back a
+    list) and the scope of the new entry's trust state, or :class:`InvalidInput` for metadata
+    that is not JSON-serialisable, nested deeper than :data:`memcurator.limits.MAX_META_DEPTH`,
+    holding an integer outside the 64-bit range, larger than ``max_text_bytes`` or
+    :data:`memcurator.limits.MAX_META_BYTES` as JSON (scope included), naming trust state
+    (a top-level key starting with ``_``, or ``claimed_origin``:
+    :func:`memcurator.trust.state.check_user_meta`), or a bad ``user``
     (:func:`memcurator.limits.check_user`).
 
     Deep, so that a caller's later edit of a list or dict inside ``meta`` cannot reach the
     resident entry (the next write-back would store it while ``b(m)`` still counts the
     metadata as written).
 
-    ``user`` is stored as ``meta["_user"]`` (recall then returns the entry only to that user);
-    ``personal`` as ``meta["_personal"] = True`` (never shared to peers); personal data needs a
-    user it belongs to. Keys starting with ``_`` are memcurator's; a plain ``"user"`` key in a
-    caller's metadata means nothing to recall.
+    ``user`` is kept as the entry's ``trust.user`` (recall then returns the entry only to that
+    user); ``personal`` as ``trust.personal`` (never shared to peers); personal data needs a
+    user it belongs to. A plain ``"user"`` key in a caller's metadata means nothing to recall.
     """
     if meta is not None and not isinstance(meta, dict):
         raise InvalidInput(f"meta must be a dict, got {type(meta).__name__}")
@@ -135,15 +138,11 @@ def check_meta(
     if bad:
         # JSON keys are strings: {1: 2} would come back from the store as {"1": 2}
         raise InvalidInput(f"meta keys must be strings, got {bad[0]!r}")
-    if user is not None:
-        meta["_user"] = limits.check_user(user)
-    if personal:
-        if "_user" not in meta:
-            raise InvalidInput("personal=True needs the user the data belongs to (user=...)")
-        meta["_personal"] = True
+    state.check_user_meta(meta)
+    scope = state.scope(None if user is None else limits.check_user(user), personal)
     # depth, 64-bit integers, finite numbers, JSON types and size: memcurator.limits
-    js = limits.meta_json(meta, max_text_bytes)
-    return dict(json.loads(js))
+    js = limits.meta_json(state.sized_meta(meta, scope), max_text_bytes)
+    return {k: v for k, v in json.loads(js).items() if k in meta}, scope
 
 
 def check_detail(origin_detail: Any) -> str:

@@ -19,6 +19,7 @@ from memcurator.lifecycle.forget import forget
 from memcurator.lifecycle.write import WriteResult, write
 from memcurator.policy.share import ForgetNotice, SharedEntry, select_for_peer
 from memcurator.policy.trust import RECEIVED_FROM
+from memcurator.trust import state
 from memcurator.trust.auth import Claim
 from memcurator.trust.provenance import injectable
 from memcurator.trust.reputation import PeerReputation, recompute_abstraction_gain
@@ -74,7 +75,7 @@ def share(
     out: list[SharedEntry | ForgetNotice] = list(_notices(ctx, peer))
     # personal data never leaves the memory; nor does an entry on trust probation (sharing it
     # would launder an unproven entry into a peer's channel)
-    rows = [i for i, m in enumerate(res.entries) if not m.meta.get("_personal") and injectable(m)]
+    rows = [i for i, m in enumerate(res.entries) if not state.is_personal(m) and injectable(m)]
     if not rows:
         return out
     ents = [res.entries[i] for i in rows]

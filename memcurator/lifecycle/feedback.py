@@ -13,6 +13,7 @@ from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.exchange import log_reputation
 from memcurator.lifecycle.keep import evict_victims
 from memcurator.lifecycle.resident import ResidentSet
+from memcurator.trust import state
 from memcurator.trust.provenance import corroborate
 from memcurator.types import Entry, RecallResult
 
@@ -121,7 +122,7 @@ def _count_use(ctx: Context, m: Entry, r: float, verified: bool) -> None:
         m.successes += 1
     else:
         m.failures += 1
-    if verified and r >= 0.5 and corroborate(m.meta, f"verified outcome at step {ctx.step}"):
+    if verified and r >= 0.5 and corroborate(state.of(m), f"verified outcome at step {ctx.step}"):
         ctx.log(
             ctx.step,
             "corroborate",

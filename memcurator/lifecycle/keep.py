@@ -21,6 +21,7 @@ from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.resident import ResidentSet, why_same_request
 from memcurator.lifecycle.versions import proven_better
 from memcurator.policy.base import Policy
+from memcurator.trust import state
 from memcurator.types import Entry
 
 Log = Callable[[int, str, str, float, str, int], None]
@@ -266,8 +267,8 @@ def distill_entry(
     meta = dict(m.meta)
     meta["text_sha1"] = text_hash(text)
     # the origin detail and written statistics the raw entry counted stay counted
-    extra = max(m.bytes - int(sizeof(m.text, m.meta, m.embedding)), 0)
-    b = int(sizeof(text, meta, e)) + extra
+    extra = max(m.bytes - int(sizeof(m.text, state.sized_meta(m.meta, m.trust), m.embedding)), 0)
+    b = int(sizeof(text, state.sized_meta(meta, m.trust), e)) + extra
     if b >= m.bytes:
         return False, n_embedded
     old = m.bytes

@@ -6,7 +6,7 @@ web page, a document, a user turn the application distrusts) in the handle's
 write (and update), :func:`observed_sources` asks the window whether the text copies any of it;
 the write path then handles the entry exactly as if the writer had declared
 ``derived_from=[that source]`` (taint, ``downgrade`` row, probation), with the source marked
-``"via": "observed"`` in ``meta["_derived_from"]``.
+``"via": "observed"`` in the entry's ``trust["_derived_from"]``.
 
 The caller chooses what to observe. The user's own turn should not be observed unless the
 application distrusts it: an agent's record of a task repeats the task's words, and observing

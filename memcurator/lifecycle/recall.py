@@ -23,6 +23,7 @@ from memcurator.policy.base import Policy, Ranking
 from memcurator.retrieve import dense_topk, row_dots, rrf_fuse
 from memcurator.retrieve.eligible import top_k_eligible
 from memcurator.retrieve.hybrid import blend_scores, recall_text
+from memcurator.trust import state
 from memcurator.trust.provenance import CHANNEL_ORDER, entry_taint
 from memcurator.types import Entry, RecallResult
 
@@ -40,7 +41,7 @@ def visible_rows(res: ResidentSet, user: str | None) -> np.ndarray | None:
     A row is hidden when its embedding is zero (a content-free entry: nothing to match), when
     it is on trust probation (kept and counted, never injected until corroborated:
     :func:`memcurator.trust.provenance.injectable`) or when it is scoped to another user
-    (``meta["_user"]`` set and not ``user``; entries without one are shared by every user of
+    (``trust.user`` set and not ``user``; entries without one are shared by every user of
     the namespace). Read from cached columns (:class:`~memcurator.value.columns.EntryColumns`):
     O(n) vectorised, plus one look-up per user-scoped row.
     """
@@ -54,12 +55,12 @@ def visible_rows(res: ResidentSet, user: str | None) -> np.ndarray | None:
 
 
 def other_users_rows(res: ResidentSet, user: str | None) -> np.ndarray:
-    """Rows scoped to a user other than ``user`` (``meta["_user"]`` set and different), shape
+    """Rows scoped to a user other than ``user`` (``trust.user`` set and different), shape
     (n,) bool: hidden from every read made for ``user`` (recall, a trial's candidates)."""
     cols = res.entries.columns
     out = np.zeros(len(res.entries), dtype=bool)
     for i in np.flatnonzero(cols.column("user_scoped") > 0):
-        out[i] = res.entries[int(i)].meta.get("_user") != user
+        out[i] = state.user_of(res.entries[int(i)]) != user
     return out
 
 
@@ -80,7 +81,7 @@ def recall(
 ) -> RecallResult:
     """Up to ``k`` resident entries for ``query`` (embedded as ``e_q``, shape (d,)).
 
-    1. **Eligibility.** Entries scoped to another user (``meta["_user"]``), entries on trust
+    1. **Eligibility.** Entries scoped to another user (``trust.user``), entries on trust
        probation, entries with a zero embedding (content-free), entries whose cosine is below
        ``min_score`` and entries ``where`` rejects are not eligible (:func:`visible_rows`),
        nor are those the policy's rank never returns
@@ -160,7 +161,7 @@ def _supersedes(m: Entry) -> float:
 def _standing(m: Entry) -> float:
     """How little ``m`` is trusted: the index of its channel in ``CHANNEL_ORDER`` (0: own or
     corroborated), the taint of its sources counted (:func:`~.provenance.entry_taint`)."""
-    return float(CHANNEL_ORDER.index(entry_taint(m.meta, m.origin)))
+    return float(CHANNEL_ORDER.index(entry_taint(state.of(m), m.origin)))
 
 
 def _eligible(

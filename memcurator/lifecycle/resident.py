@@ -352,6 +352,7 @@ class ResidentSet:
         """A copy a caller may edit without touching the resident entry (embedding included)."""
         c = copy.copy(m)
         c.meta = copy.deepcopy(m.meta)
+        c.trust = m.trust.copy()
         c.stats = dict(m.stats)
         c.embedding = np.array(m.embedding, copy=True)
         return c

@@ -38,7 +38,7 @@ from memcurator.lifecycle.query import check_recall_args, query_vector
 from memcurator.lifecycle.recall import other_users_rows
 from memcurator.lifecycle.resident import ResidentSet
 from memcurator.retrieve.hybrid import blend_scores
-from memcurator.trust.provenance import PROBATION
+from memcurator.trust import state
 from memcurator.types import RecallResult
 
 
@@ -55,7 +55,7 @@ def probation_candidates(
     This is not recall: only entries on probation are eligible (the complement of recall's
     probation rule), the policy's rank is not consulted (no policy state is read or changed,
     the query is not folded into the sketch), nothing is logged and no use is counted. Entries
-    scoped to another user (``meta["_user"]``) and content-free entries are never returned, as
+    scoped to another user (``trust.user``) and content-free entries are never returned, as
     in recall; entries refused, evicted or forgotten are not resident and so never returned;
     only this namespace's entries are read. The query's and the eligible entries' bytes count
     as energy (nothing when no entry is eligible: a column test, no scan).
@@ -167,7 +167,7 @@ def trial_outcome(ctx: Context, entry_id: str, passed: bool, reason: str) -> boo
         raise EntryNotFound(
             f"no resident entry {entry_id!r} in namespace {ctx.namespace!r} to record a trial for"
         )
-    if PROBATION not in m.meta:
+    if not state.on_probation(m):
         raise InvalidInput(
             f"entry {entry_id!r} is not on probation; report its outcome with feedback()"
         )
@@ -183,7 +183,7 @@ def trial_outcome(ctx: Context, entry_id: str, passed: bool, reason: str) -> boo
         feedback(ctx, [entry_id], 1.0 if passed else 0.0, verified=True)  # same transaction
     ctx.sync()
     after = ctx.res.get(entry_id)
-    return after is not None and PROBATION not in after.meta
+    return after is not None and not state.on_probation(after)
 
 
 __all__ = ["probation_candidates", "trial_outcome"]

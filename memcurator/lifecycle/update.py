@@ -17,8 +17,10 @@ from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.keep import GovernResult, keep_pass
 from memcurator.lifecycle.resident import ResidentSet
 from memcurator.lifecycle.write import WriteResult
+from memcurator.trust import state
 from memcurator.trust.auth import Signature
-from memcurator.trust.provenance import TAINT, least_trusted
+from memcurator.trust.provenance import least_trusted
+from memcurator.trust.state import TAINT
 from memcurator.types import Entry
 
 
@@ -35,12 +37,12 @@ def update(
     The new text is validated as in :func:`memcurator.lifecycle.write.write`, embedded, sized
     and written in one transaction with an ``update`` decision (old and new bytes, ``reason``);
     the Keep pass then runs. Use, success and failure counts stay with the entry (it is the
-    same memory, corrected). Its provenance stays too (``meta`` is copied: a tainted entry
-    stays tainted), and a new text that copies outside content this handle observed
+    same memory, corrected). Its provenance stays too (its trust state is copied: a tainted
+    entry stays tainted), and a new text that copies outside content this handle observed
     (:mod:`memcurator.lifecycle.reads`) taints it as on write: the source is added to
-    ``meta["_derived_from"]``, ``meta["_taint"]`` set, the entry put on probation under a
+    ``trust["_derived_from"]``, ``trust["_taint"]`` set, the entry put on probation under a
     policy with probation, and a ``downgrade`` row logged (the entry's ``origin`` field keeps
-    its write-time value; the taint is in ``meta``). If any step raises (validation, budget,
+    its write-time value; the taint is in its trust state). If any step raises (validation, budget,
     the store, the Keep pass), nothing changes, in the store or in the resident set.
 
     The new text passes the same trust checks as a write (issue 22: an update is no way around
@@ -55,7 +57,7 @@ def update(
     The checks are write's admission pipeline (:mod:`memcurator.lifecycle.admission`: provenance,
     signature, taint, probation, size, gate) run on the new version: the first step that lowers
     the trust logs its ``downgrade`` row, before the ``update`` or ``reject`` row, and the
-    probation it adds to ``meta`` is counted in the new version's bytes.
+    probation it adds to the trust state is counted in the new version's bytes.
 
     Parameters
     ----------
@@ -95,16 +97,19 @@ def update(
             cur.origin,
             cur.origin_detail,
             new.meta,
-            least_trusted([cur.origin, str(cur.meta.get(TAINT, "") or "")]),
+            least_trusted([cur.origin, str(state.of(cur).get(TAINT, "") or "")]),
             fresh=False,
+            trust=state.of(new),
         )
-        screen(ctx, adm, signature, cur.meta.get("_user"))
+        screen(ctx, adm, signature, state.user_of(cur))
         set_probation(adm, bool(ctx.policy.probation))
         e = ctx.sizing.stored(e0)
         # what the entry counts besides its text, meta and vector (origin detail, written
         # statistics) stays counted: b(m) of the new version keeps the old one's extra bytes
-        extra = cur.bytes - ctx.sizing.entry_bytes(cur.text, cur.meta, cur.embedding)
-        b = ctx.sizing.entry_bytes(new_text, new.meta, e) + max(extra, 0)
+        old_meta = state.sized_meta(cur.meta, state.of(cur))
+        extra = cur.bytes - ctx.sizing.entry_bytes(cur.text, old_meta, cur.embedding)
+        b = ctx.sizing.entry_bytes(new_text, state.sized_meta(new.meta, new.trust), e)
+        b += max(extra, 0)
         log_downgrades(ctx.log, ctx.step, entry_id, b, adm)
         oversized = oversize(
             ctx.log,

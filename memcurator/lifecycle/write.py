@@ -31,15 +31,10 @@ from memcurator.lifecycle.checks import (
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.keep import GovernResult, keep_pass
 from memcurator.store.sizing import stats_bytes
+from memcurator.trust import state
 from memcurator.trust.auth import Claim, Signature
-from memcurator.trust.provenance import (
-    HELD_FOR,
-    PROBATION,
-    VOUCHED,
-    corroborate,
-    parse_sources,
-    vouch,
-)
+from memcurator.trust.provenance import corroborate, parse_sources, vouch
+from memcurator.trust.state import HELD_FOR, PROBATION, VOUCHED
 from memcurator.types import KINDS, ORIGINS, Entry
 
 
@@ -163,9 +158,9 @@ def write(
         What the content was derived from (:func:`memcurator.trust.provenance.parse_sources`):
         ``"tool_output"``, ``"web"``, ``"user"``, ``"document"``, ``"peer"`` (each optionally
         ``"kind:id"``) or ``"entry:<id>"`` of this memory (one evicted since counts as
-        outside). Kept in ``meta["_derived_from"]``.
+        outside). Kept in the entry's ``trust["_derived_from"]``.
         A claim more trusted than its sources (``self`` for content read from a web page) is
-        handled as the least trusted source (logged as ``downgrade``, ``meta["_taint"]``); an
+        handled as the least trusted source (logged as ``downgrade``, ``trust["_taint"]``); an
         entry source counts as ``self`` once it is injectable.
         Undeclared sources count too: a text that copies outside content this handle observed
         (:meth:`memcurator.Memory.observe_read`, :mod:`memcurator.lifecycle.reads`) is handled
@@ -195,7 +190,7 @@ def write(
     Notes
     -----
     Under a policy with probation (curator's trust gate), an admitted entry whose trusted
-    origin is not ``self`` is kept on probation (``meta["_probation"]``; recall does not
+    origin is not ``self`` is kept on probation (``trust["_probation"]``; recall does not
     inject it, :func:`memcurator.trust.provenance.injectable`) until corroborated: by
     :func:`memcurator.lifecycle.feedback.feedback` with ``verified=True`` and a success, or by
     the same text written by two distinct authenticated principals, or by agreement with
@@ -203,7 +198,7 @@ def write(
     :mod:`memcurator.lifecycle.agree`); each release is logged ``corroborate``. An own
     (``self``) record whose tool output tells its reader to do something of a harm class
     (:func:`memcurator.trust.domains.tool_output_instructions`) is kept on probation too, held
-    for what it says (``meta["_held_for"]``): only a verified outcome releases it.
+    for what it says (``trust["_held_for"]``): only a verified outcome releases it.
     BudgetExceeded
         The entry alone is larger than ``max_bytes`` (logged as a rejection first).
     """
@@ -240,7 +235,8 @@ def write(
                 return WriteResult(cand.id, False, reason, score)
             if on_probation:
                 reason += (
-                    f"; on probation ({adm.meta[PROBATION]}): kept, not injected until corroborated"
+                    f"; on probation ({adm.trust[PROBATION]}): kept, not injected until "
+                    "corroborated"
                 )
             g = _store(ctx, st, cand, score, reason)
     if oversized is not None:
@@ -279,14 +275,16 @@ def _admission(
         raise InvalidInput(f"origin must be one of {list(ORIGINS)}, got {origin!r}")
     if kind not in KINDS:
         raise InvalidInput(f"kind must be raw, insight or skill, got {kind!r}")
+    user_meta, scope = check_meta(meta, ctx.max_text_bytes, user, personal)
     return Admission(
         text,
         kind,
         origin,
         check_detail(origin_detail),
-        check_meta(meta, ctx.max_text_bytes, user, personal) | {"text_sha1": dedup_key(text)},
+        user_meta | {"text_sha1": dedup_key(text)},
         origin,
         fresh=True,
+        trust=scope,
     )
 
 
@@ -295,12 +293,10 @@ def _reinforce(ctx: Context, st: int, existing: Entry, adm: Admission) -> WriteR
     vouching for an entry on probation (not one held for what it says) corroborate it."""
     existing.reinforcement += 1
     agreed = False
-    if PROBATION in existing.meta and HELD_FOR not in existing.meta and adm.proven:
-        if vouch(existing.meta, f"{adm.origin}:{adm.detail}"):
-            agreed = corroborate(
-                existing.meta,
-                f"agreement of {len(existing.meta[VOUCHED])} authenticated sources",
-            )
+    t = state.of(existing)
+    if PROBATION in t and HELD_FOR not in t and adm.proven:
+        if vouch(t, f"{adm.origin}:{adm.detail}"):
+            agreed = corroborate(t, f"agreement of {len(t[VOUCHED])} authenticated sources")
     ctx.res.edited([existing.id])
     ctx.store.update(existing)
     ctx.log(
@@ -317,8 +313,7 @@ def _reinforce(ctx: Context, st: int, existing: Entry, adm: Admission) -> WriteR
             "corroborate",
             existing.id,
             float("nan"),
-            "off probation: same text from authenticated sources "
-            + ", ".join(existing.meta[VOUCHED]),
+            "off probation: same text from authenticated sources " + ", ".join(t[VOUCHED]),
             existing.bytes,
         )
     return WriteResult(existing.id, True, "reinforced an identical resident entry")
@@ -337,8 +332,9 @@ def _candidate(
     embedding through ``sizeof``, the origin detail and the statistics the caller wrote)."""
     ctx.energy.add(len(adm.text.encode("utf-8")))
     extra = len(adm.detail.encode("utf-8")) + stats_bytes(stats)
-    b = ctx.sizing.entry_bytes(adm.text, adm.meta, e) + extra
-    b0 = ctx.sizing.entry_bytes(raw_text, adm.meta, e) + extra if raw_text else b
+    sized = state.sized_meta(adm.meta, adm.trust)
+    b = ctx.sizing.entry_bytes(adm.text, sized, e) + extra
+    b0 = ctx.sizing.entry_bytes(raw_text, sized, e) + extra if raw_text else b
     if raw_bytes is not None:
         b0 = int(raw_bytes)
     return Entry(
@@ -354,6 +350,7 @@ def _candidate(
         created_step=st,
         meta=adm.meta,
         stats=stats,
+        trust=adm.trust,
     )
 
 

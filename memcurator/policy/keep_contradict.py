@@ -24,8 +24,10 @@ from __future__ import annotations
 import numpy as np
 
 from memcurator.embed.hashing import HashingEmbedder
+from memcurator.trust import state
 from memcurator.trust.agreement import AGREEMENT
-from memcurator.trust.provenance import CORROBORATED, injectable
+from memcurator.trust.provenance import injectable
+from memcurator.trust.state import CORROBORATED
 from memcurator.trust.text_risk import find_conflicts
 from memcurator.types import Entry
 
@@ -40,15 +42,16 @@ def proven(entry: Entry, over: Entry) -> bool:
     Examples
     --------
     >>> from types import SimpleNamespace as E
-    >>> a = E(meta={}, successes=0, failures=0)
-    >>> b = E(meta={}, successes=2, failures=0)
+    >>> from memcurator.types import TrustState as T
+    >>> a = E(trust=T(), successes=0, failures=0)
+    >>> b = E(trust=T(), successes=2, failures=0)
     >>> proven(a, b), proven(b, a)
     (False, True)
-    >>> proven(E(meta={"_corroborated": ["verified outcome at step 3"]}, successes=0,
+    >>> proven(E(trust=T(corroborated=["verified outcome at step 3"]), successes=0,
     ...          failures=0), b)
     True
     """
-    corr = [str(c) for c in entry.meta.get(CORROBORATED, [])]
+    corr = [str(c) for c in state.of(entry).get(CORROBORATED, [])]
     if any(not c.startswith(AGREEMENT) for c in corr):
         return True
     return entry.successes - entry.failures > over.successes - over.failures

@@ -15,7 +15,8 @@ list) and ``exists`` (value true or false). A field the entry lacks satisfies on
 Examples
 --------
 >>> from types import SimpleNamespace as C
->>> from memcurator.types import Entry
+>>> from memcurator.trust import state
+from memcurator.types import Entry
 >>> import numpy as np
 >>> e = Entry("e1", "ns", "insight", "t", 10, 10, np.zeros(2), meta={"family": "f3"})
 >>> pred = compile_where([C(field="kind", op="eq", value="insight"),
@@ -34,13 +35,14 @@ from typing import Any
 
 from memcurator.errors import InvalidInput
 from memcurator.limits import MAX_INT, MIN_INT
+from memcurator.trust import state
 from memcurator.types import Entry
 
 _ENTRY_FIELDS: dict[str, Callable[[Entry], Any]] = {
     "kind": lambda e: e.kind,
     "origin": lambda e: e.origin,
     "origin_detail": lambda e: e.origin_detail,
-    "user": lambda e: e.meta.get("_user", _MISSING),
+    "user": lambda e: _MISSING if (u := state.user_of(e)) is None else u,
     "created_step": lambda e: e.created_step,
     "last_used_step": lambda e: e.last_used_step,
     "uses": lambda e: e.uses,

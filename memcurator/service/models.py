@@ -21,6 +21,7 @@ from memcurator import limits
 from memcurator.errors import InvalidInput
 from memcurator.limits import MAX_INT, MAX_RECALL_K, MAX_USER_CHARS
 from memcurator.service.filters import MAX_CONDITIONS, check_condition
+from memcurator.trust import state
 from memcurator.types import Decision, Entry
 
 Scalar = str | int | float | bool | None
@@ -131,7 +132,6 @@ class EntryOut(BaseModel):
 
     @classmethod
     def of(cls, e: Entry) -> EntryOut:
-        meta = {k: v for k, v in e.meta.items() if not k.startswith("_")}
         return cls(
             id=e.id,
             kind=e.kind,
@@ -146,8 +146,8 @@ class EntryOut(BaseModel):
             failures=e.failures,
             created_step=e.created_step,
             last_used_step=e.last_used_step,
-            user=e.meta.get("_user"),
-            meta=meta,
+            user=state.user_of(e),
+            meta=dict(e.meta),
         )
 
 

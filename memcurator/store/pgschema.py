@@ -34,15 +34,21 @@ entry text there would outlive a delete. v2 sets the statistics target of ``text
 refreshed by :meth:`~memcurator.store.postgres.PostgresStore.secure_erase`.
 
 Version 5 admits the ``binary`` precision (sign bits in ``qvec``, like int8's BLOB layout).
+
+Version 6 moves the trust state out of the user's ``meta`` into the entries' own columns (the
+SQLite store's v6, :data:`memcurator.store.schema.V6_COLUMNS`); recall's probation and user
+filters read the ``probation`` and ``scope_user`` columns.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from memcurator.errors import StoreError
+from memcurator.store.schema import V6_COLUMNS, split_row_meta
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: Advisory-lock class ids (the first key of ``pg_advisory_xact_lock(int, int)``).
 LOCK_MIGRATE = 0x6D630001
@@ -292,7 +298,48 @@ ALTER TABLE namespaces ADD CONSTRAINT namespaces_vector_dtype_check
     CHECK (vector_dtype IN ('float32', 'float16', 'int8', 'binary'))
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
+
+def _v6(conn: Any) -> None:
+    """v6: the trust-state columns (statistics target 0 where a value may quote entry text; a
+    partial index on the entries on probation), then every row's internal ``meta`` keys moved
+    into them, and the touched namespaces' change numbers bumped so that open handles reload."""
+    alter = ", ".join(f"ADD COLUMN {name} {decl}" for name, decl in V6_COLUMNS)
+    conn.execute(f"ALTER TABLE entries {alter}")
+    for name, _ in V6_COLUMNS:
+        if name not in ("taint", "personal"):
+            conn.execute(f"ALTER TABLE entries ALTER COLUMN {name} SET STATISTICS 0")
+    conn.execute(
+        "CREATE INDEX entries_probation ON entries(namespace, pos) WHERE probation IS NOT NULL"
+    )
+    rows = conn.execute(
+        "SELECT namespace, id, meta FROM entries WHERE EXISTS (SELECT 1 FROM "
+        "jsonb_object_keys(CASE WHEN jsonb_typeof(metab) = 'object' THEN metab "
+        "ELSE '{}'::jsonb END) k WHERE left(k, 1) = '_' OR k = 'claimed_origin')"
+    ).fetchall()
+    cols = ", ".join(f"{name}=%s" for name, _ in V6_COLUMNS)
+    touched = set()
+    for ns, eid, meta in rows:
+        moved = split_row_meta(meta)
+        if moved is not None:
+            conn.execute(
+                f"UPDATE entries SET meta=%s, {cols} WHERE namespace=%s AND id=%s",
+                (moved[0], *moved[1], ns, eid),
+            )
+            touched.add(ns)
+    if touched:
+        conn.execute(
+            "UPDATE mc_changes SET v = v + 1 WHERE namespace = ANY(%s)", (sorted(touched),)
+        )
+
+
+MIGRATIONS: dict[int, str | Callable[[Any], None]] = {
+    1: _V1,
+    2: _V2,
+    3: _V3,
+    4: _V4,
+    5: _V5,
+    6: _v6,
+}
 
 
 def current_version(conn: Any) -> int:
@@ -327,7 +374,11 @@ def migrate(conn: Any) -> tuple[int, int]:
             conn.execute("CREATE TABLE mc_schema (version INTEGER NOT NULL)")
             conn.execute("INSERT INTO mc_schema(version) VALUES (0)")
         for v in range(before + 1, SCHEMA_VERSION + 1):
-            conn.execute(MIGRATIONS[v])  # no parameters: several statements in one call
+            step = MIGRATIONS[v]
+            if callable(step):
+                step(conn)
+            else:
+                conn.execute(step)  # no parameters: several statements in one call
             conn.execute("UPDATE mc_schema SET version=%s", (v,))
     return before, SCHEMA_VERSION
 

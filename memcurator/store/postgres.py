@@ -69,6 +69,8 @@ from memcurator.store.pgschema import (
 )
 from memcurator.store.rowlogic import (
     DECISION_COLS,
+    N_TRUST_COLS,
+    TRUST_COLS,
     DecisionLogReads,
     check_reopen,
     checked_embedding,
@@ -78,7 +80,9 @@ from memcurator.store.rowlogic import (
     decision_values,
     entry_from_row,
     finite_stats,
+    meta_json,
     namespace_args,
+    trust_values,
 )
 from memcurator.store.vectors import check_dtype, decode, encode
 from memcurator.types import Decision, Entry
@@ -89,7 +93,7 @@ SCHEMES = ("postgresql://", "postgres://")
 _ENTRY_COLS = (
     "id, namespace, kind, text, bytes, raw_bytes, vec::text, hvec::text, qvec, vec_dtype, "
     "origin, origin_detail, reinforcement, uses, successes, failures, created_step, "
-    "last_used_step, meta, stats"
+    "last_used_step, meta, stats, " + TRUST_COLS
 )
 
 
@@ -147,7 +151,7 @@ def _row_to_entry(r: tuple[Any, ...]) -> Entry:
         emb = decode(bytes(r[8]), dtype)
     else:
         emb = _parse_vec(r[6] if dtype == "float32" else r[7], dtype)
-    return entry_from_row(r[:6], emb, r[10:20])
+    return entry_from_row(r[:6], emb, r[10:20], r[20:])
 
 
 def _vec_args(emb: np.ndarray, dtype: str) -> tuple[str | None, str | None, bytes | None]:
@@ -160,9 +164,22 @@ def _vec_args(emb: np.ndarray, dtype: str) -> tuple[str | None, str | None, byte
     return None, None, blob
 
 
-def _no_nul(*texts: str) -> None:
-    if any("\x00" in t for t in texts):
+def _no_nul(*texts: Any) -> None:
+    if any(isinstance(t, str) and "\x00" in t for t in texts):
         raise InvalidInput("text contains a NUL character (\\x00), which PostgreSQL cannot store")
+
+
+def _trust_args(entry: Entry) -> tuple[Any, ...]:
+    """The values of :data:`~memcurator.store.rowlogic.TRUST_COLS` for ``entry``.
+
+    Raises
+    ------
+    InvalidInput
+        A value with a NUL character (PostgreSQL's text cannot hold one).
+    """
+    vals = trust_values(entry.trust)
+    _no_nul(*vals)
+    return vals
 
 
 class _TxState(threading.local):
@@ -777,8 +794,9 @@ class PostgresStore(DecisionLogReads):
             entry.failures,
             entry.created_step,
             entry.last_used_step,
-            json.dumps(entry.meta, sort_keys=True),
+            meta_json(entry),
             finite_stats(entry.stats),
+            *_trust_args(entry),
         )
         with self._writing(entry.namespace):
             if self._one(
@@ -788,8 +806,10 @@ class PostgresStore(DecisionLogReads):
             self._x(
                 "INSERT INTO entries(id, namespace, kind, text, bytes, raw_bytes, vec, hvec, "
                 "qvec, vec_dtype, origin, origin_detail, reinforcement, uses, successes, "
-                "failures, created_step, last_used_step, meta, stats) VALUES "
-                "(%s,%s,%s,%s,%s,%s,%s::vector,%s::halfvec,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s)",
+                f"failures, created_step, last_used_step, meta, stats, {TRUST_COLS}) VALUES "
+                "(%s,%s,%s,%s,%s,%s,%s::vector,%s::halfvec,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s"
+                + ",%s" * N_TRUST_COLS
+                + ")",
                 args,
             )
 
@@ -829,8 +849,9 @@ class PostgresStore(DecisionLogReads):
             n = self._x(
                 "UPDATE entries SET kind=%s, text=%s, bytes=%s, raw_bytes=%s, vec=%s::vector, "
                 "hvec=%s::halfvec, qvec=%s, vec_dtype=%s, reinforcement=%s, uses=%s, "
-                "successes=%s, failures=%s, last_used_step=%s, meta=%s, stats=%s "
-                "WHERE namespace=%s AND id=%s",
+                "successes=%s, failures=%s, last_used_step=%s, meta=%s, stats=%s, "
+                + ", ".join(f"{c}=%s" for c in TRUST_COLS.split(", "))
+                + " WHERE namespace=%s AND id=%s",
                 (
                     entry.kind,
                     entry.text,
@@ -841,8 +862,9 @@ class PostgresStore(DecisionLogReads):
                     qvec,
                     dtype,
                     *counts_of(entry),
-                    json.dumps(entry.meta, sort_keys=True),
+                    meta_json(entry),
                     finite_stats(entry.stats),
+                    *_trust_args(entry),
                     entry.namespace,
                     entry.id,
                 ),
@@ -1299,9 +1321,8 @@ class PostgresStore(DecisionLogReads):
     ) -> tuple[str, list[Any]]:
         """SQL condition (and its parameters) of the rows a recall may return."""
         conds = [
-            "NOT (metab ? '_probation')",  # trust probation (trust.provenance.injectable)
-            "(metab -> '_user' IS NULL OR metab -> '_user' = 'null'::jsonb"
-            + (" OR metab -> '_user' = to_jsonb(%s::text))" if user is not None else ")"),
+            "probation IS NULL",  # trust probation (trust.provenance.injectable)
+            "(scope_user IS NULL" + (" OR scope_user = %s)" if user is not None else ")"),
         ]
         args: list[Any] = [] if user is None else [str(user)]
         if meta:
@@ -1334,8 +1355,8 @@ class PostgresStore(DecisionLogReads):
         """Recall candidates found in the database: the ``k`` best eligible entries of a
         dense leg and of a full-text leg (:class:`~memcurator.store.base.SearchHits`).
 
-        **Eligible**: not on trust probation (``meta["_probation"]``), not scoped to another
-        user (``meta["_user"]`` unset or ``user``), containing every ``meta`` pair (JSON
+        **Eligible**: not on trust probation (the ``probation`` column), not scoped to another
+        user (``scope_user`` unset or ``user``), containing every ``meta`` pair (JSON
         equality of top-level values), cosine >= ``min_score``. The conditions are in the SQL,
         so each leg returns ``k`` hits whenever ``k`` eligible entries match it.
 

@@ -20,7 +20,100 @@ import numpy as np
 from memcurator.errors import DimensionMismatch, InvalidInput, NamespaceNotFound
 from memcurator.store.base import KEEP, REEMBED_PENDING, Store
 from memcurator.store.vectors import DEFAULT_DTYPE, check_dtype
-from memcurator.types import DECISION_ACTIONS, Decision, Entry
+from memcurator.types import (
+    DECISION_ACTIONS,
+    Decision,
+    Entry,
+    TrustState,
+    is_internal_key,
+    split_meta,
+)
+
+#: The trust-state columns of ``entries`` (schema v6), in the order :func:`trust_values` gives
+#: and :func:`trust_from_row` reads: one per typed field of
+#: :class:`~memcurator.types.TrustState` (lists as JSON text; NULL when unset) and
+#: ``trust_extra``, the JSON object of any other internal key.
+TRUST_COLS = (
+    "probation, held_for, taint, claimed_origin, derived_from, vouched_by, corroborated, "
+    "scope_user, personal, trust_extra"
+)
+#: how many columns :data:`TRUST_COLS` names
+N_TRUST_COLS = 10
+#: what a store without the columns (before v6, opened read-only) selects in their place
+NO_TRUST_COLS = ", ".join(["NULL"] * (N_TRUST_COLS - 1) + ["'{}'"])
+_JSON_FIELDS = ("derived_from", "vouched_by", "corroborated")
+
+
+def meta_json(entry: Entry) -> str:
+    """``entry.meta`` as the JSON a store keeps.
+
+    Raises
+    ------
+    InvalidInput
+        ``meta`` has a top-level internal key (one starting with ``_``, or ``claimed_origin``):
+        trust state goes in ``entry.trust``, never in the user's metadata.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> meta_json(Entry("a", "ns", "raw", "t", 1, 1, np.ones(2), meta={"b": 1, "a": {"_x": 2}}))
+    '{"a": {"_x": 2}, "b": 1}'
+    """
+    bad = sorted(k for k in entry.meta if isinstance(k, str) and is_internal_key(k))
+    if bad:
+        raise InvalidInput(
+            f"entry {entry.id!r}: meta key {bad[0]!r} is reserved for trust state; set it in "
+            "entry.trust (meta is the user's alone)"
+        )
+    return json.dumps(entry.meta, sort_keys=True)
+
+
+def trust_values(t: TrustState) -> tuple[Any, ...]:
+    """The values of :data:`TRUST_COLS` for ``t``.
+
+    Examples
+    --------
+    >>> trust_values(TrustState(probation="origin peer", vouched_by=["peer:a"]))
+    ('origin peer', None, None, None, None, '["peer:a"]', None, None, None, '{}')
+    """
+    if not isinstance(t, TrustState):
+        raise InvalidInput(f"entry.trust must be a TrustState, got {type(t).__name__}")
+    return (
+        t.probation,
+        t.held_for,
+        t.taint,
+        t.claimed_origin,
+        *(None if (v := getattr(t, f)) is None else json.dumps(v) for f in _JSON_FIELDS),
+        t.user,
+        True if t.personal else None,
+        json.dumps(t.extra, sort_keys=True),
+    )
+
+
+def trust_from_row(r: Sequence[Any]) -> TrustState:
+    """The state from the values of :data:`TRUST_COLS` (the inverse of :func:`trust_values`).
+
+    Examples
+    --------
+    >>> t = TrustState(taint="peer", derived_from=[{"kind": "peer", "id": "p"}], personal=True,
+    ...                user="u", extra={"_x": 1})
+    >>> trust_from_row(trust_values(t)) == t
+    True
+    """
+    derived, vouched, corr = (None if v is None else json.loads(v) for v in r[4:7])
+    return TrustState(
+        probation=r[0],
+        held_for=r[1],
+        taint=r[2],
+        claimed_origin=r[3],
+        derived_from=derived,
+        vouched_by=vouched,
+        corroborated=corr,
+        user=r[7],
+        personal=True if r[8] else None,
+        extra=json.loads(r[9]) if r[9] else {},
+    )
+
 
 #: Columns of the ``decisions`` table in the order :func:`decision_from_row` reads them.
 DECISION_COLS = "seq, namespace, step, action, entry_id, score, reason, policy, bytes, at"
@@ -136,10 +229,21 @@ def checked_embedding(embedding: Any, dim: int, namespace: str) -> np.ndarray:
     return emb
 
 
-def entry_from_row(head: Sequence[Any], embedding: np.ndarray, tail: Sequence[Any]) -> Entry:
+def entry_from_row(
+    head: Sequence[Any], embedding: np.ndarray, tail: Sequence[Any], trust: Sequence[Any]
+) -> Entry:
     """An entry from its row: ``head`` = (id, namespace, kind, text, bytes, raw_bytes), the
     decoded ``embedding``, ``tail`` = (origin, origin_detail, reinforcement, uses, successes,
-    failures, created_step, last_used_step, meta JSON, stats JSON)."""
+    failures, created_step, last_used_step, meta JSON, stats JSON), ``trust`` = the values of
+    :data:`TRUST_COLS`. A row written before schema v6 and read without migrating (a read-only
+    open) still holds its trust state in ``meta``: it is split out here, so no read path ever
+    gives internal keys in ``meta``."""
+    meta = json.loads(tail[8])
+    state = trust_from_row(trust)
+    if any(isinstance(k, str) and is_internal_key(k) for k in meta):
+        meta, old = split_meta(meta)
+        for k, v in old.legacy().items():
+            state.setdefault(k, v)
     return Entry(
         id=head[0],
         namespace=head[1],
@@ -156,8 +260,9 @@ def entry_from_row(head: Sequence[Any], embedding: np.ndarray, tail: Sequence[An
         failures=int(tail[5]),
         created_step=int(tail[6]),
         last_used_step=int(tail[7]),
-        meta=json.loads(tail[8]),
+        meta=meta,
         stats=json.loads(tail[9]),
+        trust=state,
     )
 
 

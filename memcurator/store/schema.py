@@ -6,12 +6,14 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 
 from memcurator.errors import StoreError
+from memcurator.types import is_internal_key, split_meta
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS namespaces (
@@ -177,6 +179,60 @@ def _v5(conn: sqlite3.Connection) -> None:
         raise StoreError(f"schema v5 migration found {n} of the 2 tables to loosen")
 
 
+# v6: trust state in the entries' own columns (:class:`memcurator.types.TrustState`), out of
+# the user's ``meta``. One column per typed field (lists as JSON text, NULL when unset) and
+# ``trust_extra`` (JSON object) for any other internal key; :data:`V6_COLUMNS` is shared with
+# the PostgreSQL migration.
+V6_COLUMNS = (
+    ("probation", "TEXT"),
+    ("held_for", "TEXT"),
+    ("taint", "TEXT"),
+    ("claimed_origin", "TEXT"),
+    ("derived_from", "TEXT"),
+    ("vouched_by", "TEXT"),
+    ("corroborated", "TEXT"),
+    ("scope_user", "TEXT"),
+    ("personal", "BOOLEAN"),
+    ("trust_extra", "TEXT NOT NULL DEFAULT '{}'"),
+)
+
+
+def split_row_meta(meta_json: str) -> tuple[str, tuple[object, ...]] | None:
+    """``(meta JSON, trust column values)`` of a pre-v6 row's ``meta``, or None when it holds
+    no internal key (nothing to move). The user's part is written as the store writes it
+    (sorted keys)."""
+    from memcurator.store.rowlogic import trust_values
+
+    meta = json.loads(meta_json)
+    if not any(isinstance(k, str) and is_internal_key(k) for k in meta):
+        return None
+    user, state = split_meta(meta)
+    return json.dumps(user, sort_keys=True), trust_values(state)
+
+
+def _v6(conn: sqlite3.Connection) -> None:
+    """v6: add the trust-state columns and move every row's internal ``meta`` keys into them
+    (the change-feed triggers record each moved row)."""
+    for name, decl in V6_COLUMNS:
+        sql_type = decl.replace("BOOLEAN", "INTEGER")
+        conn.execute(f"ALTER TABLE entries ADD COLUMN {name} {sql_type}")
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS entries_probation ON entries(namespace) "
+        "WHERE probation IS NOT NULL"
+    )
+    cols = ", ".join(f"{name}=?" for name, _ in V6_COLUMNS)
+    rows = conn.execute(
+        "SELECT rowid, meta FROM entries WHERE meta LIKE '%\"\\_%' ESCAPE '\\' "
+        "OR meta LIKE '%\"claimed_origin\"%'"
+    ).fetchall()
+    for rowid, meta in rows:
+        moved = split_row_meta(meta)
+        if moved is not None:
+            conn.execute(
+                f"UPDATE entries SET meta=?, {cols} WHERE rowid=?", (moved[0], *moved[1], rowid)
+            )
+
+
 #: Version -> SQL statements (``;\n``-separated, triggers whole) or a function of the connection.
 MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
     1: _V1,
@@ -184,6 +240,7 @@ MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
     3: _V3,
     4: _V4,
     5: _v5,
+    6: _v6,
 }
 
 

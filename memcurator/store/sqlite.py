@@ -38,6 +38,9 @@ from memcurator.store.base import (
 from memcurator.store.connection import ClosedConnection, GuardedConnection, retry_busy
 from memcurator.store.rowlogic import (
     DECISION_COLS,
+    N_TRUST_COLS,
+    NO_TRUST_COLS,
+    TRUST_COLS,
     DecisionLogReads,
     check_reopen,
     checked_embedding,
@@ -47,7 +50,9 @@ from memcurator.store.rowlogic import (
     decision_values,
     entry_from_row,
     finite_stats,
+    meta_json,
     namespace_args,
+    trust_values,
 )
 from memcurator.store.schema import migrate, migrate_check
 from memcurator.store.vectors import DEFAULT_DTYPE, check_dtype, decode, encode
@@ -60,8 +65,9 @@ _ENTRY_COLS = (
 
 
 def _row_to_entry(r: tuple[Any, ...]) -> Entry:
-    """An entry from a row of ``_ENTRY_COLS`` followed by the row's vector precision."""
-    return entry_from_row(r[:6], decode(r[6], r[17]), r[7:17])
+    """An entry from a row of ``_ENTRY_COLS``, the row's vector precision and its
+    :data:`~memcurator.store.rowlogic.TRUST_COLS`."""
+    return entry_from_row(r[:6], decode(r[6], r[17]), r[7:17], r[18:])
 
 
 class SQLiteStore(DecisionLogReads):
@@ -159,6 +165,9 @@ class SQLiteStore(DecisionLogReads):
         # files before schema v3 (opened read-only, so not migrated) store float32 only
         self._vec = "vec_dtype" if readonly is False or version >= 3 else f"'{DEFAULT_DTYPE}'"
         self._nsvec = "vector_dtype" if self._vec == "vec_dtype" else self._vec
+        # ... and before v6 keep the trust state in meta (split out when read)
+        trust = TRUST_COLS if readonly is False or version >= 6 else NO_TRUST_COLS
+        self._sel = f"{_ENTRY_COLS}, {self._vec}, {trust}"
         if readonly:
             if version > 0:
                 migrate_check(version)
@@ -470,8 +479,8 @@ class SQLiteStore(DecisionLogReads):
         with self._tx() as c:
             try:
                 c.execute(
-                    f"INSERT INTO entries({_ENTRY_COLS}, vec_dtype) VALUES "
-                    "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT INTO entries({_ENTRY_COLS}, vec_dtype, {TRUST_COLS}) VALUES "
+                    f"(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?{',?' * N_TRUST_COLS})",
                     (
                         entry.id,
                         entry.namespace,
@@ -488,9 +497,10 @@ class SQLiteStore(DecisionLogReads):
                         entry.failures,
                         entry.created_step,
                         entry.last_used_step,
-                        json.dumps(entry.meta, sort_keys=True),
+                        meta_json(entry),
                         finite_stats(entry.stats),
                         info.vector_dtype,
+                        *trust_values(entry.trust),
                     ),
                 )
             except sqlite3.IntegrityError as e:
@@ -500,7 +510,7 @@ class SQLiteStore(DecisionLogReads):
         """Raises :class:`EntryNotFound` for an unknown id (never returns None)."""
         with self._lock:
             row = self._conn.execute(
-                f"SELECT {_ENTRY_COLS}, {self._vec} FROM entries WHERE namespace=? AND id=?",
+                f"SELECT {self._sel} FROM entries WHERE namespace=? AND id=?",
                 (namespace, entry_id),
             ).fetchone()
         if row is None:
@@ -516,7 +526,7 @@ class SQLiteStore(DecisionLogReads):
             for lo in range(0, len(want), 500):
                 part = want[lo : lo + 500]
                 rows = self._conn.execute(
-                    f"SELECT {_ENTRY_COLS}, {self._vec} FROM entries WHERE namespace=? AND id IN "
+                    f"SELECT {self._sel} FROM entries WHERE namespace=? AND id IN "
                     f"({','.join('?' * len(part))})",
                     (namespace, *part),
                 ).fetchall()
@@ -528,7 +538,7 @@ class SQLiteStore(DecisionLogReads):
         self.namespace(namespace)
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT {_ENTRY_COLS}, {self._vec} FROM entries WHERE namespace=? ORDER BY rowid",
+                f"SELECT {self._sel} FROM entries WHERE namespace=? ORDER BY rowid",
                 (namespace,),
             ).fetchall()
         return [_row_to_entry(r) for r in rows]
@@ -556,7 +566,9 @@ class SQLiteStore(DecisionLogReads):
             cur = c.execute(
                 "UPDATE entries SET kind=?, text=?, bytes=?, raw_bytes=?, embedding=?, "
                 "vec_dtype=?, reinforcement=?, uses=?, successes=?, failures=?, "
-                "last_used_step=?, meta=?, stats=? WHERE namespace=? AND id=?",
+                "last_used_step=?, meta=?, stats=?, "
+                + ", ".join(f"{c}=?" for c in TRUST_COLS.split(", "))
+                + " WHERE namespace=? AND id=?",
                 (
                     entry.kind,
                     entry.text,
@@ -565,8 +577,9 @@ class SQLiteStore(DecisionLogReads):
                     encode(entry.embedding, dtype),
                     dtype,
                     *counts_of(entry),
-                    json.dumps(entry.meta, sort_keys=True),
+                    meta_json(entry),
                     finite_stats(entry.stats),
+                    *trust_values(entry.trust),
                     entry.namespace,
                     entry.id,
                 ),

@@ -9,11 +9,16 @@ step. ``memcurator copy SRC DST`` runs it; the stream is JSON Lines:
 - ``{"type": "memcurator-store", "version": 1}``
 - per namespace: ``{"type": "namespace", ...}``, ``{"type": "state", ...}`` if one is saved,
   one ``{"type": "entry", ...}`` per entry (``embedding``: base64 of its float32 values as the
-  store gives them back), one ``{"type": "decision", ...}`` per log row, oldest first.
+  store gives them back; ``trust``: its trust state as an object of internal keys,
+  :meth:`memcurator.types.TrustState.legacy`), one ``{"type": "decision", ...}`` per log row,
+  oldest first.
 
 Not carried: decision sequence numbers (the target numbers its own rows, in the same order),
 a namespace's creation time (the target's clock), the running totals behind a compacted log's
 summary row (the summary row itself is copied), and the list of entries shared with peers.
+
+A stream written before the trust state had its own field (schema v6) kept it in underscore
+keys of ``meta``; loading it moves them into the state, as the store migration does.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import numpy as np
 
 from memcurator.errors import InvalidInput
 from memcurator.store.base import Store
-from memcurator.types import Entry
+from memcurator.types import Entry, TrustState, split_meta
 
 FORMAT = "memcurator-store"
 VERSION = 1
@@ -95,6 +100,7 @@ def dump_store(store: Store, fh: IO[str], namespaces: list[str] | None = None) -
                     "last_used_step": e.last_used_step,
                     "meta": e.meta,
                     "stats": e.stats,
+                    "trust": e.trust.legacy(),
                 }
             )
             n["entries"] += 1
@@ -193,7 +199,7 @@ def _load_namespace(store: Store, group: list[dict[str, Any]], n: dict[str, int]
                         failures=int(obj["failures"]),
                         created_step=int(obj["created_step"]),
                         last_used_step=int(obj["last_used_step"]),
-                        meta=obj["meta"],
+                        **_meta_and_trust(obj),
                         stats=obj["stats"],
                     )
                 )
@@ -216,6 +222,24 @@ def _load_namespace(store: Store, group: list[dict[str, Any]], n: dict[str, int]
             else:
                 raise InvalidInput(f"unknown line type {kind!r} in namespace {ns!r}")
     n["namespaces"] += 1
+
+
+def _meta_and_trust(obj: dict[str, Any]) -> dict[str, Any]:
+    """``meta`` and ``trust`` of an entry line: its ``trust`` object, and any internal key an
+    older stream kept in ``meta`` (the ``trust`` object wins where both name one).
+
+    Raises
+    ------
+    InvalidInput
+        ``meta`` or ``trust`` is not an object.
+    """
+    meta, trust = obj.get("meta") or {}, obj.get("trust") or {}
+    if not isinstance(meta, dict) or not isinstance(trust, dict):
+        raise InvalidInput(f"entry {obj.get('id')!r}: meta and trust must be JSON objects")
+    meta, state = split_meta(meta)
+    for k, v in TrustState.from_legacy(trust).legacy().items():
+        state[k] = v
+    return {"meta": meta, "trust": state}
 
 
 def copy_store(src: Store, dst: Store, namespaces: list[str] | None = None) -> dict[str, int]:

@@ -4,18 +4,19 @@ The dangerous path into a memory is not an attacker calling ``write(origin="self
 agent writing down what it *read* — a tool output, a web page, a peer's entry, a user's pasted
 email. A writer declares what an entry was derived from (``derived_from``); a ``self`` claim for
 content derived from outside is handled as the least trusted of its sources (its *taint*), and
-the entry's meta carries the sources through distillation, update and sharing.
+the entry's trust state (:mod:`memcurator.trust.state`) carries the sources through
+distillation, update and sharing.
 
 Admission is not injection. An entry whose trusted origin is not ``self`` (or whose ``self``
 claim is tainted) is admitted on *probation* under a policy that asks for it: kept, counted and
-marked (``meta["_probation"]``), but not returned by recall for injection
+marked (``trust["_probation"]``), but not returned by recall for injection
 (:func:`injectable`) until it is corroborated — by a verified outcome (feedback whose reward
 comes from an execution check), by the same content from two independent authenticated
 sources, or by agreement with independent trusted entries
 (:mod:`memcurator.trust.agreement`). When unproven content is shown to a model at all,
 :func:`spotlight` wraps it as data (delimiters and datamarking).
 
-Meta keys (``_`` keys are memcurator's own):
+Trust-state keys (:class:`memcurator.types.TrustState`, in the store's own columns):
 
 - ``_derived_from``: list of ``{"kind": str, "id": str}`` — the declared sources;
 - ``_taint``: the channel the sources imply (``"peer"`` or ``"external"``);
@@ -36,6 +37,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from memcurator.errors import InvalidInput
+from memcurator.trust import state
+from memcurator.trust.state import CORROBORATED, DERIVED_FROM, HELD_FOR, PROBATION, TAINT, VOUCHED
+from memcurator.types import TrustState
 
 #: declared source kinds, each with the channel its content arrives on
 SOURCE_KINDS: Mapping[str, str] = {
@@ -49,16 +53,6 @@ SOURCE_KINDS: Mapping[str, str] = {
 }
 #: trust order of channels, most trusted first
 CHANNEL_ORDER = ("self", "peer", "external")
-
-DERIVED_FROM = "_derived_from"
-TAINT = "_taint"
-PROBATION = "_probation"
-CORROBORATED = "_corroborated"
-#: authenticated principals that wrote the same content (``origin:origin_detail``)
-VOUCHED = "_vouched_by"
-#: on probation for what the content says (an instruction in an own record's tool output),
-#: not for its source: more writers or agreement do not release it, a verified outcome does
-HELD_FOR = "_held_for"
 
 
 def parse_sources(derived_from: Any) -> list[dict[str, str]]:
@@ -154,26 +148,26 @@ def taint_of(sources: Sequence[Mapping[str, str]], entry_taint: Mapping[str, str
     return least_trusted(chans)
 
 
-def entry_taint(meta: Mapping[str, Any], origin: str) -> str:
+def entry_taint(trust: TrustState, origin: str) -> str:
     """The channel an existing entry's content counts as when something is derived from it:
     ``"self"`` once it is injectable (own, or corroborated), else its taint or origin."""
-    if PROBATION not in meta and (origin == "self" or CORROBORATED in meta):
+    if PROBATION not in trust and (origin == "self" or CORROBORATED in trust):
         return "self"
-    return least_trusted([origin, str(meta.get(TAINT, "") or "")])
+    return least_trusted([origin, str(trust.get(TAINT, "") or "")])
 
 
 def injectable(entry: Any) -> bool:
     """Whether recall may return ``entry`` for injection into a prompt.
 
     The eligibility predicate of probation: an entry admitted on probation
-    (``meta["_probation"]``) is kept and counted but not injected until corroborated
+    (``trust["_probation"]``) is kept and counted but not injected until corroborated
     (:func:`corroborate` removes the mark). Entries of policies without probation never carry
     the mark.
 
     Parameters
     ----------
     entry : Entry
-        Anything with a ``meta`` mapping.
+        Anything with a ``trust`` state (:func:`memcurator.trust.state.of`).
 
     Returns
     -------
@@ -182,36 +176,36 @@ def injectable(entry: Any) -> bool:
     Examples
     --------
     >>> from types import SimpleNamespace as E
-    >>> injectable(E(meta={})), injectable(E(meta={"_probation": "origin external"}))
+    >>> injectable(E(trust=TrustState())), injectable(E(trust=TrustState(probation="origin ext")))
     (True, False)
     """
-    return PROBATION not in entry.meta
+    return not state.on_probation(entry)
 
 
-def corroborate(meta: dict[str, Any], evidence: str) -> bool:
-    """Release an entry from probation with ``evidence`` (mutates ``meta``); True if it was on
-    probation."""
-    if PROBATION not in meta:
+def corroborate(trust: TrustState, evidence: str) -> bool:
+    """Release an entry from probation with ``evidence`` (mutates its ``trust`` state); True if
+    it was on probation."""
+    if PROBATION not in trust:
         return False
-    meta.pop(PROBATION)
-    meta[CORROBORATED] = [*meta.get(CORROBORATED, []), evidence]
+    trust.pop(PROBATION)
+    trust[CORROBORATED] = [*trust.get(CORROBORATED, []), evidence]
     return True
 
 
-def vouch(meta: dict[str, Any], principal: str, *, needed: int = 2) -> bool:
+def vouch(trust: TrustState, principal: str, *, needed: int = 2) -> bool:
     """Count ``principal`` (an authenticated ``origin:detail``) as having written this same
-    content; True when ``needed`` distinct principals now agree (mutates ``meta``).
+    content; True when ``needed`` distinct principals now agree (mutates ``trust``).
 
     Examples
     --------
-    >>> m = {}
-    >>> vouch(m, "peer:a"), vouch(m, "peer:a"), vouch(m, "peer:b")
-    (False, False, True)
+    >>> t = TrustState()
+    >>> vouch(t, "peer:a"), vouch(t, "peer:a"), vouch(t, "peer:b"), t.vouched_by
+    (False, False, True, ['peer:a', 'peer:b'])
     """
-    seen = list(meta.get(VOUCHED, []))
+    seen = list(trust.get(VOUCHED, []))
     if principal not in seen:
         seen.append(principal)
-    meta[VOUCHED] = seen
+    trust[VOUCHED] = seen
     return len(seen) >= needed
 
 
@@ -295,6 +289,7 @@ __all__ = [
     "unmark_reply",
     "CORROBORATED",
     "DERIVED_FROM",
+    "HELD_FOR",
     "PROBATION",
     "SOURCE_KINDS",
     "TAINT",

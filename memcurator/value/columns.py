@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from memcurator.trust import state
 from memcurator.trust.provenance import injectable
 from memcurator.types import Entry
 from memcurator.value.provenance import text_stats
@@ -40,7 +41,7 @@ def _extractor(key: Hashable) -> Extract:
     if key == "content_free":
         return lambda m: not np.any(m.embedding)
     if key == "user_scoped":
-        return lambda m: m.meta.get("_user") is not None
+        return lambda m: state.user_of(m) is not None
     if key == "on_probation":
         return lambda m: not injectable(m)
     if key == "log_reinforcement":
@@ -67,7 +68,7 @@ class EntryColumns:
     Notes
     -----
     Keys: ``"bytes"``, ``"raw_bytes"``, ``"external"``, ``"peer"`` (0/1), ``"content_free"``
-    (1 for a zero embedding), ``"user_scoped"`` (1 when ``meta["_user"]`` is set),
+    (1 for a zero embedding), ``"user_scoped"`` (1 when ``trust.user`` is set),
     ``"on_probation"`` (1 when :func:`memcurator.trust.provenance.injectable` is False),
     ``"log_reinforcement"`` (log1p of the reinforcement count), ``"specificity"``,
     ``"instruction_likeness"`` (the text statistics of

@@ -18,15 +18,8 @@ import numpy as np
 
 from memcurator.errors import EntryNotFound, InvalidInput, MemcuratorError
 from memcurator.memory import Memory
-from memcurator.trust.provenance import (
-    CORROBORATED,
-    DERIVED_FROM,
-    HELD_FOR,
-    PROBATION,
-    TAINT,
-    VOUCHED,
-    corroborate,
-)
+from memcurator.trust import state
+from memcurator.trust.provenance import corroborate
 from memcurator.types import Decision, Entry
 
 #: the longest text preview of a row in a listing, characters
@@ -91,7 +84,7 @@ def distilled_ids(memory: Memory) -> set[str]:
 
 def state_of(e: Entry, distilled: set[str]) -> str:
     """``probation`` (kept, not injected), ``distilled`` or ``injectable``."""
-    if PROBATION in e.meta:
+    if state.on_probation(e):
         return "probation"
     return "distilled" if e.id in distilled else "injectable"
 
@@ -108,7 +101,7 @@ def row(e: Entry, distilled: set[str]) -> dict[str, Any]:
         "state": state_of(e, distilled),
         "created_step": e.created_step,
         "uses": e.uses,
-        "user": e.meta.get("_user"),
+        "user": state.user_of(e),
         "preview": text,
     }
 
@@ -122,7 +115,7 @@ def overview(memory: Memory) -> dict[str, Any]:
     distilled = sum(
         1
         for i in distilled_ids(memory)
-        if (e := res.get(i)) is not None and PROBATION not in e.meta
+        if (e := res.get(i)) is not None and not state.on_probation(e)
     )
     return {
         "name": memory.namespace,
@@ -291,22 +284,22 @@ def list_entries(
 
 def trust_of(e: Entry) -> dict[str, Any]:
     """An entry's trust marks in words: probation, its evidence and what it still lacks."""
-    m = e.meta
-    on = PROBATION in m
+    t = state.of(e)
+    on = t.probation is not None
     lacks: list[str] = []
     if on:
         lacks.append("a verified outcome (a passed contained trial or verified feedback)")
-        if HELD_FOR not in m:
+        if t.held_for is None:
             lacks.append("a second authenticated writer of the same content (agreement)")
     return {
-        "state": "probation" if on else "released" if CORROBORATED in m else "trusted",
-        "probation": m.get(PROBATION),
-        "held_for": m.get(HELD_FOR),
-        "taint": m.get(TAINT),
-        "corroborated": list(m.get(CORROBORATED, [])),
-        "vouched_by": list(m.get(VOUCHED, [])),
-        "derived_from": m.get(DERIVED_FROM),
-        "claimed_origin": m.get("claimed_origin"),
+        "state": "probation" if on else "released" if t.corroborated is not None else "trusted",
+        "probation": t.probation,
+        "held_for": t.held_for,
+        "taint": t.taint,
+        "corroborated": list(t.corroborated or []),
+        "vouched_by": list(t.vouched_by or []),
+        "derived_from": t.derived_from,
+        "claimed_origin": t.claimed_origin,
         "signed": e.origin in ("self", "peer"),
         "lacks": lacks,
     }
@@ -435,7 +428,7 @@ def entry_detail(memory: Memory, entry_id: str) -> dict[str, Any]:
             "successes": e.successes,
             "failures": e.failures,
             "last_used_step": e.last_used_step,
-            "meta": {k: v for k, v in e.meta.items() if not k.startswith("_")},
+            "meta": dict(e.meta),
         }
         out["trust"] = trust_of(e)
     return out
@@ -566,7 +559,7 @@ def recall_explained(
     other_user = int(other_users_rows(res, user).sum()) if n else 0
     removed_where = None
     if where is not None:
-        removed_where = sum(1 for e in res.entries if PROBATION not in e.meta and not where(e))
+        removed_where = sum(1 for e in res.entries if not state.on_probation(e) and not where(e))
     bm = res.bm25.scores(query) if n else None
     top = float(np.max(bm)) if bm is not None and len(bm) and np.max(bm) > 0 else 0.0
     cands = []
@@ -602,7 +595,7 @@ def recall_explained(
 def probation_queue(memory: Memory, *, offset: int = 0, limit: int = 50) -> dict[str, Any]:
     """Resident entries on trust probation, newest first, each with its evidence."""
     res = _res(memory)
-    held = [e for e in reversed(res.entries) if PROBATION in e.meta]
+    held = [e for e in reversed(res.entries) if state.on_probation(e)]
     page = held[offset : offset + limit]
     return {
         "total": len(held),
@@ -624,7 +617,7 @@ def _held(memory: Memory, entry_id: str) -> Entry:
     e = _res(memory).get(entry_id)
     if e is None:
         raise EntryNotFound("no such entry")
-    if PROBATION not in e.meta:
+    if not state.on_probation(e):
         raise InvalidInput(f"entry {entry_id!r} is not on probation")
     return e
 
@@ -647,10 +640,11 @@ def release(memory: Memory, entry_id: str, by: str, reason: str) -> dict[str, An
         m = ctx.res.get(entry_id)
         if m is None:
             raise EntryNotFound("no such entry")
-        if PROBATION not in m.meta:
+        if not state.on_probation(m):
             raise InvalidInput(f"entry {entry_id!r} is not on probation")
-        held = str(m.meta[PROBATION])
-        corroborate(m.meta, f"released by admin key {by!r} at step {ctx.step}: {reason.strip()}")
+        held = str(state.of(m).probation)
+        why = f"released by admin key {by!r} at step {ctx.step}: {reason.strip()}"
+        corroborate(state.of(m), why)
         ctx.log(
             ctx.step,
             "corroborate",
@@ -721,7 +715,7 @@ def peer_traffic(memory: Memory, hub: Any, group: str) -> dict[str, Any]:
         if e.origin == "peer" and e.origin_detail:
             p = of(e.origin_detail)
             p["resident"] += 1
-            p["probation"] += int(PROBATION in e.meta)
+            p["probation"] += int(state.on_probation(e))
     for d in memory.store.decisions(memory.namespace, action="reject"):
         for p in peers.values():
             if f"peer {p['peer']}" in d.reason or f"peer:{p['peer']}" in d.reason:

@@ -25,6 +25,7 @@ from memcurator.service.models import (
     WriteResponse,
 )
 from memcurator.service.routes.deps import Key, Pool, write_out
+from memcurator.trust import state
 from memcurator.types import Entry
 
 router = APIRouter()
@@ -73,7 +74,7 @@ def _select(
         for e in es
         if (kind is None or e.kind == kind)
         and (origin is None or e.origin == origin)
-        and (user is None or e.meta.get("_user") == user)
+        and (user is None or state.user_of(e) == user)
         and lo <= e.created_step <= hi
         and after <= admitted.get(e.id, -math.inf)
         and admitted.get(e.id, math.inf) <= before
