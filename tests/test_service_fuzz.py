@@ -350,3 +350,62 @@ def test_each_bad_input_kind_is_refused_over_mcp_and_changes_nothing(tmp_path: P
         anyio.run(main)
     finally:
         pool.close()
+
+
+def test_mcp_over_http_refuses_nan_literals_and_a_streamed_20_mb_body(tmp_path: Path) -> None:
+    """The wire path the SDK's client cannot take: JSON-RPC bodies with NaN/Infinity literals
+    (the server's parser reads them), and a chunked body far over the limit (refused as it
+    streams, as ``memcurator mcp --transport http`` serves it)."""
+    pytest.importorskip("mcp")
+    import json
+    import logging
+
+    from memcurator.service.guard import MAX_BODY_BYTES
+    from memcurator.service.mcp_server import create_mcp
+    from memcurator.service.tenants import TenantPool
+
+    keys = make_keys()
+    pool = TenantPool(str(tmp_path / "store.db"), keys.table)
+    base = "http://127.0.0.1:9"  # never connected to: the app runs in process
+    app = create_mcp(pool, base_url=base).streamable_http_app(
+        stateless_http=True, host="127.0.0.1", max_request_body_size=MAX_BODY_BYTES
+    )
+    h = keys.h("a") | {"accept": "application/json, text/event-stream",
+                       "content-type": "application/json"}  # fmt: skip
+
+    def call(name: str, args: str) -> bytes:
+        head = '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "%s", '
+        return (head % name + f'"arguments": {args}}}}}').encode()
+
+    def chunks() -> Iterator[bytes]:
+        yield call("write", '{"text": "Task: count rows\\nAction: ')[:-4]
+        for _ in range(20 * 16):  # 20 MiB
+            yield b"x" * 65536
+        yield b'"}}}'
+
+    text = json.dumps(SQL_B)
+    bad = [
+        call("write", f'{{"text": {text}, "meta": {{"x": NaN}}}}'),
+        call("write", f'{{"text": {text}, "meta": {{"x": [-Infinity]}}}}'),
+        call("feedback", '{"reward": Infinity, "used": []}'),
+        call("feedback", '{"reward": NaN, "used": []}'),
+        call("recall", '{"query": "rows", "k": 1e400}'),
+        call("recall", '{"query": "rows", "k": 9223372036854775808}'),
+        call("write", f'{{"text": {text}, "namespace": "b"}}'),
+    ]
+    logging.disable(logging.INFO)
+    try:
+        with TestClient(app, base_url=base, raise_server_exceptions=False) as c:
+            ok = c.post("/mcp", content=call("write", json.dumps({"text": SQL_A})), headers=h)
+            assert ok.status_code == 200 and '"isError":false' in ok.text, ok.text[:300]
+            mem = pool.tenant("a").memory
+            before = ([e.id for e in mem.entries()], len(mem.decisions()))
+            for body in bad:
+                r = c.post("/mcp", content=body, headers=h)
+                assert r.status_code < 500 and '"isError":true' in r.text, (body, r.text[:300])
+            r = c.post("/mcp", content=chunks(), headers=h)
+            assert r.status_code == 413, r.text[:200]
+            assert ([e.id for e in mem.entries()], len(mem.decisions())) == before
+    finally:
+        logging.disable(logging.NOTSET)
+        pool.close()
