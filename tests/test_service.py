@@ -452,6 +452,9 @@ ROUTES = {
     ("/v1/hub/pull", "get"),
     ("/v1/hub/sketch", "put"),
     ("/v1/hub/sketches", "get"),
+    ("/v1/observations", "post"),
+    ("/v1/observations", "get"),
+    ("/v1/observations", "delete"),
 }
 
 

@@ -27,7 +27,7 @@ from memcurator.service.mcp_server import create_mcp  # noqa: E402
 from memcurator.service.problems import NOT_FOUND_DETAIL  # noqa: E402
 from memcurator.service.tenants import TenantPool  # noqa: E402
 
-TOOLS = {"write", "recall", "feedback", "forget", "explain"}
+TOOLS = {"write", "observe", "recall", "feedback", "forget", "explain"}
 
 
 def _text(result: Any) -> str:

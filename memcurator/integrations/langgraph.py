@@ -37,6 +37,21 @@ returns None, ``search`` does not find it); :attr:`MemcuratorStore.last_writes` 
 ``reason``, ``evicted``), and ``memory.decisions()`` the reasons. An entry on probation (a
 non-self origin under curator's Trust gate) is returned by ``get`` but not recalled by a query.
 TTLs are not supported (``supports_ttl`` is False; LangGraph refuses a ``ttl`` then).
+
+Provenance of what the agent read: LangGraph hands a store only the items a node puts, never
+the graph's state, so the store cannot see a tool's output by itself. The application reports
+it: :meth:`MemcuratorStore.observe` (one text and its source) or
+:meth:`MemcuratorStore.observe_messages` (the tool messages of a message list, e.g.
+``state["messages"]`` in the node that writes memory, or in a node after the tool node). Both
+record a fingerprint in the memory's read window (:meth:`Memory.observe_read
+<memcurator.Memory.observe_read>`; calls made on the memory directly count too). A ``put``
+whose value's text (every string in it, indexed or not) copies an observed read is written as
+derived from that source: handled as its channel (``downgrade`` row, on probation under a Trust
+gate), the match in the entry's ``lg_observed`` meta. (The match is made here because the
+entry's text puts the item in its request line, which the library's copy test leaves out.)
+Limits: what was never observed (an output the application did not report, a message already
+trimmed from the state), a paraphrase, and what fell out of the window are not seen; the
+window lives in this process, with the memory handle.
 """
 
 from __future__ import annotations
@@ -53,6 +68,7 @@ from typing import Any
 
 from memcurator.embed.text import has_content
 from memcurator.errors import InvalidInput, MissingExtra
+from memcurator.lifecycle.reads import observed_reason, observed_sources
 from memcurator.lifecycle.write import WriteResult
 from memcurator.memory import Memory
 from memcurator.types import Entry
@@ -87,6 +103,8 @@ NS, KEY, VALUE, INDEXED, CREATED, UPDATED = (
     "lg_created",
     "lg_updated",
 )
+#: meta key of a put that copies an observed read: the match (``copies N words observed ...``)
+OBSERVED = "lg_observed"
 _OPS: dict[str, Callable[[Any, Any], bool]] = {
     "$eq": lambda a, b: a == b,
     "$ne": lambda a, b: a != b,
@@ -231,12 +249,15 @@ class MemcuratorStore(BaseStore):
         created = now if old is None else float(old.meta.get(CREATED, now))
         meta = {NS: list(ns), KEY: key, VALUE: value, INDEXED: indexed}
         meta |= {CREATED: created, UPDATED: now}
+        derived = self._copied(value, meta)
         if old is not None:
             self.memory.forget(old.id, reason=f"langgraph put replaces {_path(ns, key)}")
         sig = None
         if self.memory.keyring is not None and self.origin == "self":
             sig = self.memory.sign(body)
-        r = self.memory.write(body, origin=self.origin, meta=meta, signature=sig)
+        r = self.memory.write(
+            body, origin=self.origin, meta=meta, signature=sig, derived_from=derived
+        )
         self.last_writes.append(r)
         for gone in r.evicted:  # the Keep pass this write ran may evict any item
             for k, e in list(found.items()):
@@ -244,6 +265,71 @@ class MemcuratorStore(BaseStore):
                     del found[k]
         if r.admitted and r.id is not None and r.id not in r.evicted:
             found[(ns, key)] = self.memory.get(r.id)
+
+    def _copied(self, value: dict[str, Any], meta: dict[str, Any]) -> list[str] | None:
+        """The observed sources the value's text copies (None when none), the match noted in
+        ``meta`` (see the module notes: the memory's read window, the library's match)."""
+        window = self.memory._ctx.reads  # the handle's read window (Memory.observe_read's)
+        found, m = observed_sources(window, "\n".join(_leaves(value)), None)
+        if m is None:
+            return None
+        meta[OBSERVED] = observed_reason(m)
+        return [f"{s['kind']}:{s['id']}" if s["id"] else s["kind"] for s in found]
+
+    # ------------------------------------------------------------------ what the agent read
+    def observe(self, text: str | bytes, source: str = "tool_output") -> int:
+        """Record that the agent read ``text`` from ``source`` (``"kind"`` or
+        ``"kind:id"``, e.g. ``"web:https://x.test/a"``): :meth:`Memory.observe_read
+        <memcurator.Memory.observe_read>` (its errors; nothing is written).
+
+        Returns
+        -------
+        int
+            Shingles recorded.
+
+        Examples
+        --------
+        >>> store = MemcuratorStore(Memory(max_bytes=None))
+        >>> page = ("Release notes: version 4.2 drops the legacy sync endpoint; clients must "
+        ...         "move to the batch API before the end of June.")
+        >>> store.observe(page, "web:vendor.test/notes")
+        18
+        >>> store.put(("notes",), "sync", {"text": page})
+        >>> store.memory.decisions(action="downgrade")[0].reason  # doctest: +ELLIPSIS
+        'taint: self claim for content derived from web:vendor.test/notes; handled as external'
+        """
+        with self._lock:
+            return self.memory.observe_read(text, source)
+
+    def observe_messages(self, messages: Iterable[Any]) -> int:
+        r"""Observe the tool outputs in ``messages`` (LangChain ``ToolMessage``\ s, or dicts
+        with ``"role"``/``"type"`` ``"tool"``): each as ``tool_output:<tool name>`` (else its
+        ``tool_call_id``). Other messages (the user's, the model's) are not observed.
+
+        Returns
+        -------
+        int
+            Tool messages observed (those with text).
+
+        Raises
+        ------
+        InvalidInput
+            ``messages`` is not a list of messages; a tool output over the read limit.
+        """
+        if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Iterable):
+            raise InvalidInput(f"messages must be a list of messages, got {type(messages)}")
+        seen = 0
+        for msg in messages:
+            get = msg.get if isinstance(msg, Mapping) else lambda a, o=msg: getattr(o, a, None)
+            if get("type") != "tool" and get("role") != "tool":
+                continue
+            text = _content_text(get("content"))
+            if not has_content(text):
+                continue
+            label = get("name") or get("tool_call_id")
+            self.observe(text, f"tool_output:{label}" if label else "tool_output")
+            seen += 1
+        return seen
 
     def _text(self, value: dict[str, Any], index: list[str] | None) -> str:
         """The indexed text of ``value``: its fields at ``index`` (else the store's), one a
@@ -307,6 +393,21 @@ def _leaves(x: Any) -> list[str]:
     if isinstance(x, list | tuple):
         return [t for v in x for t in _leaves(v)]
     return []
+
+
+def _content_text(content: Any) -> str:
+    """A message's text: a string, or the text parts of a list of content blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [c if isinstance(c, str) else c.get("text") for c in content if _is_text(c)]
+        return "\n".join(p for p in parts if isinstance(p, str))
+    return ""
+
+
+def _is_text(block: Any) -> bool:
+    """A content block that is text (a string, or ``{"type": "text", "text": ...}``)."""
+    return isinstance(block, str) or (isinstance(block, Mapping) and block.get("type") == "text")
 
 
 def _path(ns: tuple[str, ...], key: str) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 
 from memcurator.service import guard
 from memcurator.service.guard import MAX_BODY_BYTES
@@ -24,8 +24,18 @@ from memcurator.service.hub import Hub
 from memcurator.service.keys import KeyTable, RateLimiter
 from memcurator.service.metrics import Metrics
 from memcurator.service.models import Problem
+from memcurator.service.observations import attach
 from memcurator.service.problems import MEDIA_TYPE
-from memcurator.service.routes import admin, embeddings, entries, feedback, health, hub, recall
+from memcurator.service.routes import (
+    admin,
+    embeddings,
+    entries,
+    feedback,
+    health,
+    hub,
+    provenance,
+    recall,
+)
 from memcurator.service.tenants import TenantPool
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -106,12 +116,15 @@ def create_app(
     app.state.limiter = RateLimiter(clock=rate_clock, state=table.state)
     app.state.metrics = Metrics()
     app.state.hub = Hub(state=table.state) if peer_hub is None else peer_hub
+    app.state.reads = attach(app.state.pool)  # what each key's session observed
     guard.install(app, max_body_bytes)
+    writes_in_session = [Depends(provenance.in_session)]  # write, update, record: checked
     app.include_router(health.router)
-    app.include_router(entries.router)
+    app.include_router(entries.router, dependencies=writes_in_session)
     app.include_router(recall.router)
     app.include_router(embeddings.router)
-    app.include_router(feedback.router)
+    app.include_router(feedback.router, dependencies=writes_in_session)
+    app.include_router(provenance.router)
     app.include_router(admin.router)
     app.include_router(hub.router)
     # /ui (the inspector) and an offline /docs

@@ -1,4 +1,5 @@
-"""``memcurator mcp``: the memory as MCP tools (write, recall, feedback, forget, explain).
+"""``memcurator mcp``: the memory as MCP tools (write, observe, recall, feedback, forget,
+explain).
 
 Built on the official ``mcp`` SDK, major version 2 (``mcp.server.mcpserver.MCPServer``; what
 was FastMCP in 1.x), pinned ``>=2,<3`` in the ``serve`` extra.
@@ -24,7 +25,7 @@ most :data:`~memcurator.limits.MAX_META_DEPTH` levels deep), before anything is 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -38,6 +39,7 @@ from memcurator import limits
 from memcurator.errors import EntryNotFound, InvalidInput, MemcuratorError, Unauthorized
 from memcurator.service.filters import MAX_CONDITIONS, compile_where
 from memcurator.service.keys import NO_KEY, KeyInfo, KeyTable
+from memcurator.service.observations import MAX_SESSION_CHARS, SESSION_PATTERN, attach
 from memcurator.service.problems import from_error
 from memcurator.service.tenants import TenantPool
 
@@ -54,6 +56,11 @@ _Where = Annotated[list[dict[str, Any]] | None, Field(strict=True, max_length=MA
 _Meta = Annotated[dict[str, Any] | None, Field(strict=True)]
 _Reason = Annotated[str, Field(strict=True, min_length=1, max_length=1000)]
 _Id = Annotated[str, Field(strict=True, min_length=1, max_length=256)]
+_Session = Annotated[
+    str | None, Field(strict=True, pattern=SESSION_PATTERN, max_length=MAX_SESSION_CHARS)
+]
+_SourceKind = Literal["tool_output", "web", "user", "document", "external", "peer"]
+_Label = Annotated[str | None, Field(strict=True, min_length=1, max_length=512)]
 
 
 class KeyVerifier:
@@ -71,6 +78,19 @@ class KeyVerifier:
         return AccessToken(token=token, client_id=k.key_id, scopes=list(k.scopes), subject=k.name)
 
 
+class _StrictServer(MCPServer):
+    """The SDK's server, refusing a tool call that passes an argument the tool does not take
+    (the SDK drops unknown arguments; the REST bodies refuse unknown fields the same way)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        known = {t.name: set(t.input_schema.get("properties", {})) for t in await self.list_tools()}
+        extra = sorted(set(arguments) - known.get(name, set(arguments)))
+        if extra:
+            raise ToolError(f"InvalidInput: unknown arguments {extra}; {name} takes "
+                            f"{sorted(known[name])}")  # fmt: skip
+        return await super().call_tool(name, arguments, context)
+
+
 def _server(pool: TenantPool, base_url: str | None) -> MCPServer:
     """The bare server; over HTTP, with the key table as its bearer-token verifier."""
     kw: dict[str, Any] = {}
@@ -81,7 +101,7 @@ def _server(pool: TenantPool, base_url: str | None) -> MCPServer:
             resource_server_url=AnyHttpUrl(f"{base_url}/mcp"),
             validate_token_resource=False,
         )
-    return MCPServer(
+    return _StrictServer(
         "memcurator",
         instructions="A governed experience memory: recall before a task, write what worked, "
         "give feedback on what was recalled, forget on request; every decision is logged.",
@@ -114,6 +134,7 @@ def create_mcp(
     if (key is None) == (base_url is None):
         raise ValueError("give key (stdio) or base_url (HTTP), exactly one")
     server = _server(pool, base_url)
+    reads = attach(pool)  # what each key's session observed (memcurator.service.observations)
 
     def caller() -> KeyInfo:
         if key is not None:
@@ -138,21 +159,43 @@ def create_mcp(
         kind: Annotated[str, Field(strict=True, max_length=16)] = "insight",
         meta: _Meta = None,
         user: _User = None,
+        session: _Session = None,
     ) -> dict[str, Any]:
         """Offer one experience to the memory; its origin is this key's identity. Returns
-        whether it was admitted, why, and what it evicted."""
+        whether it was admitted, why, and what it evicted. A text that copies what this
+        key's ``session`` observed (the observe tool) is handled as that source's channel."""
 
         def go(k: KeyInfo) -> dict[str, Any]:
             if meta is not None:
                 limits.meta_json(meta)  # depth, 64-bit integers, size: before anything else
             origin, detail, sig = pool.signature(k, None, kind, text)
-            with pool.using(k) as t:
+            with reads.scope(k.key_id, session), pool.using(k) as t:
                 r = t.memory.write(
                     text, origin=origin, kind=kind, origin_detail=detail, meta=meta,
                     signature=sig, user=user,
                 )  # fmt: skip
                 return {"id": r.id, "admitted": r.admitted, "reason": r.reason,
                         "evicted": list(r.evicted), "used_bytes": t.memory.used_bytes}  # fmt: skip
+
+        return await run("write", go)
+
+    @server.tool()
+    async def observe(
+        text: _Text,
+        kind: _SourceKind = "tool_output",
+        label: _Label = None,
+        user: _User = None,
+        session: _Session = None,
+    ) -> dict[str, Any]:
+        """Report outside content the agent read (a tool output, a page, a mail): nothing is
+        written, but a later write in the same session that copies it is handled as coming
+        from that source (tainted, on probation). ``label`` names the source (a tool, a URL)."""
+
+        def go(k: KeyInfo) -> dict[str, Any]:
+            source = kind if label is None else f"{kind}:{label}"
+            with reads.scope(k.key_id, session), pool.using(k) as t:
+                n = t.memory.observe_read(text, source, user=user)
+            return reads.status(k.key_id, session or "") | {"shingles": n}
 
         return await run("write", go)
 

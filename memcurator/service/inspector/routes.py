@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from memcurator.errors import Forbidden
+from memcurator.limits import MAX_INT
 from memcurator.service.filters import compile_where
 from memcurator.service.inspector import views
 from memcurator.service.keys import KeyInfo
@@ -25,7 +26,7 @@ Json = dict[str, Any]
 class RecallProbe(BaseModel):
     """A recall for the playground; it changes nothing (``observe`` is always off)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # as the /v1 bodies: no coercion
 
     query: str = Field(min_length=1, max_length=10_000)
     k: int = Field(5, ge=1, le=100)
@@ -115,7 +116,7 @@ def _entry_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
         meta_key: Annotated[str | None, Query(max_length=128)] = None,
         meta_value: Annotated[str | None, Query(max_length=256)] = None,
         order: Annotated[str, Query(pattern="^(newest|oldest)$")] = "newest",
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
     ) -> Json:
         """One page of resident entries by text search and filters (read)."""
@@ -157,7 +158,7 @@ def _log_and_recall_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None
         origin: Annotated[str | None, Query(max_length=16)] = None,
         peer: Annotated[str | None, Query(max_length=256)] = None,
         entry_id: Annotated[str | None, Query(max_length=256)] = None,
-        before: Annotated[int | None, Query(ge=0)] = None,
+        before: Annotated[int | None, Query(ge=0, le=MAX_INT)] = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
     ) -> Json:
         """The decision log newest first, filtered by action, reason, origin, peer, entry
@@ -200,7 +201,7 @@ def _probation_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
     def probation(
         request: Request,
         key: KeyInfo = Depends(key_of),
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
     ) -> Json:
         """Entries on trust probation with their evidence (read)."""

@@ -15,5 +15,6 @@ module                  routes
 :mod:`.admin`           ``/v1/namespaces[/{name}]``, ``/v1/forget-all``
 :mod:`.hub`             ``/v1/hub/*`` (the peers' hub)
 :mod:`.embeddings`      ``/v1/embeddings`` (OpenAI-compatible)
+:mod:`.provenance`      ``/v1/observations`` (what the agent read, per key session)
 ======================  ==============================================================
 """
