@@ -110,16 +110,16 @@ def _tainted(mem: Memory, w: dict[str, Any], label: str) -> None:
         assert "theta(external)" in w["reason"], w["reason"]
         return
     e = mem.get(eid)
-    assert e.origin == "external" and e.meta["_taint"] == "external"
-    assert "_probation" in e.meta
-    assert {"kind": "tool_output", "id": label, "via": "observed"} in e.meta["_derived_from"]
+    assert e.origin == "external" and e.trust["_taint"] == "external"
+    assert "_probation" in e.trust
+    assert {"kind": "tool_output", "id": label, "via": "observed"} in e.trust["_derived_from"]
 
 
 def _clean(mem: Memory, w: dict[str, Any]) -> None:
     assert w["admitted"], w["reason"]
     eid = w["id"]
     e = mem.get(eid)
-    assert e.origin == "self" and "_taint" not in e.meta and "_derived_from" not in e.meta
+    assert e.origin == "self" and "_taint" not in e.trust and "_derived_from" not in e.trust
     assert not [d for d in mem.decisions(action="downgrade") if d.entry_id == eid]
 
 
@@ -160,7 +160,7 @@ def test_an_update_and_a_record_that_copy_are_tainted(svc: Any) -> None:
     r = c.put(f"/v1/entries/{w['id']}", json={"text": _appended(PAGE)}, headers=keys.h("a"))
     assert r.status_code == 200 and r.json()["admitted"], r.text
     e = mem.get(r.json()["id"] or w["id"])
-    assert e.meta["_taint"] == "external"
+    assert e.trust["_taint"] == "external"
     assert any("observed from tool_output:notes" in d.reason for d in mem.decisions())
     _observe(c, keys, "a", "mail")
     rec = {
@@ -342,7 +342,7 @@ def test_mcp_observe_then_write_taints_per_key_and_session(tmp_path: Path) -> No
 # ---------------------------------------------------------------------------- LangGraph
 def _lg_tainted(mem: Memory, eid: str, source: str) -> None:
     e = mem.get(eid)
-    assert e.meta["_taint"] == "external" and "_probation" in e.meta
+    assert e.trust["_taint"] == "external" and "_probation" in e.trust
     assert e.meta["lg_observed"].startswith("copies ")
     assert any(source in d.reason for d in mem.decisions(action="downgrade") if d.entry_id == eid)
 
@@ -373,7 +373,7 @@ def test_langgraph_store_taints_puts_that_copy_what_it_observed() -> None:
     _lg_tainted(mem, ids["spaced"], "tool_output:sql")
     _lg_tainted(mem, ids["partial"], "web:vendor.test/notes")
     _lg_tainted(mem, ids["unindexed"], "tool_output:mail")  # a field not indexed counts too
-    assert "_taint" not in mem.get(ids["unrelated"]).meta
+    assert "_taint" not in mem.get(ids["unrelated"]).trust
     # get still returns the items; a query does not recall the tainted ones (probation)
     assert store.get(("u1",), "appended").value == puts["appended"]
     found = [i.key for i in store.search(("u1",), query="invoice 4471 approved", limit=10)]
@@ -406,7 +406,7 @@ def test_langgraph_store_observes_tool_messages_only() -> None:
         store.put(("u",), key, {"text": text})
         _lg_tainted(mem, store.last_writes[0].id, src)
     store.put(("u",), "c", {"text": _appended(USER_TURN)})
-    assert "_taint" not in mem.get(store.last_writes[0].id).meta
+    assert "_taint" not in mem.get(store.last_writes[0].id).trust
     for bad in ("a string", {"role": "tool"}, 5):
         with pytest.raises(InvalidInput):
             store.observe_messages(bad)  # type: ignore[arg-type]
