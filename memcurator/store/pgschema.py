@@ -42,7 +42,7 @@ from typing import Any
 
 from memcurator.errors import StoreError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: Advisory-lock class ids (the first key of ``pg_advisory_xact_lock(int, int)``).
 LOCK_MIGRATE = 0x6D630001
@@ -292,7 +292,40 @@ ALTER TABLE namespaces ADD CONSTRAINT namespaces_vector_dtype_check
     CHECK (vector_dtype IN ('float32', 'float16', 'int8', 'binary'))
 """
 
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
+# v6: entry text kept zstd-compressed (:mod:`memcurator.store.compression`). The namespace
+# records its text codec ('none' before v6); ``mc_text_dicts`` holds a compressing namespace's
+# dictionary. A compressed row keeps the tagged zstd frame in ``ztext`` and an empty ``text``
+# (the CHECK is loosened for it). ``rtsv`` can no longer be generated from ``text``: it
+# becomes a plain column (existing values kept) that the store fills from the uncompressed
+# text with the same expression.
+_V6 = """
+ALTER TABLE namespaces ADD COLUMN text_codec TEXT NOT NULL DEFAULT 'none'
+    CHECK (text_codec IN ('none', 'zstd'));
+CREATE TABLE mc_text_dicts (
+    namespace TEXT PRIMARY KEY REFERENCES namespaces(name),
+    dict BYTEA NOT NULL,
+    samples BIGINT NOT NULL,
+    at DOUBLE PRECISION NOT NULL
+);
+ALTER TABLE entries ADD COLUMN ztext BYTEA;
+ALTER TABLE entries ALTER COLUMN ztext SET STATISTICS 0;
+DO $$
+DECLARE c record;
+BEGIN
+    FOR c IN SELECT conname FROM pg_constraint WHERE conrelid = 'entries'::regclass
+             AND contype = 'c' AND pg_get_constraintdef(oid) LIKE '%btrim(text)%' LOOP
+        EXECUTE format('ALTER TABLE entries DROP CONSTRAINT %I', c.conname);
+    END LOOP;
+END $$;
+ALTER TABLE entries ADD CONSTRAINT entries_text_or_ztext
+    CHECK (CASE WHEN ztext IS NULL THEN length(btrim(text)) > 0 ELSE text = '' END);
+ALTER TABLE entries ALTER COLUMN rtsv DROP EXPRESSION
+"""
+
+#: The full-text form of a text parameter given twice (what v2..v5 generated from ``text``).
+RTSV_OF_PARAM = "to_tsvector('simple'::regconfig, " + _RECALL_TEXT.replace("text", "%s::text") + ")"
+
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
 
 
 def current_version(conn: Any) -> int:
@@ -337,6 +370,7 @@ __all__ = [
     "LOCK_NAMESPACE",
     "LOCK_STORE",
     "MIGRATIONS",
+    "RTSV_OF_PARAM",
     "SCHEMA_VERSION",
     "current_version",
     "migrate",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from memcurator.errors import StoreError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS namespaces (
@@ -177,6 +177,22 @@ def _v5(conn: sqlite3.Connection) -> None:
         raise StoreError(f"schema v5 migration found {n} of the 2 tables to loosen")
 
 
+# v6: entry text kept zstd-compressed (:mod:`memcurator.store.compression`). The namespace
+# records its text codec ('none': text as is, the only layout before v6); ``text_dicts`` holds
+# a compressing namespace's trained dictionary. A compressed entry's ``text`` holds the tagged
+# zstd frame as a BLOB (its first byte, the tag, is never blank: the v1 CHECK holds); nothing
+# existing is rewritten (``memcurator compress`` converts a namespace).
+_V6 = """
+ALTER TABLE namespaces ADD COLUMN text_codec TEXT NOT NULL DEFAULT 'none'
+    CHECK (text_codec IN ('none', 'zstd'));
+CREATE TABLE IF NOT EXISTS text_dicts (
+    namespace TEXT PRIMARY KEY REFERENCES namespaces(name),
+    dict BLOB NOT NULL,
+    samples INTEGER NOT NULL,
+    at REAL NOT NULL
+);
+"""
+
 #: Version -> SQL statements (``;\n``-separated, triggers whole) or a function of the connection.
 MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
     1: _V1,
@@ -184,6 +200,7 @@ MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
     3: _V3,
     4: _V4,
     5: _v5,
+    6: _V6,
 }
 
 
