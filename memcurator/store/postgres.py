@@ -161,6 +161,14 @@ def _row_to_entry(r: tuple[Any, ...]) -> Entry:
     return entry_from_row(r[:6], emb, r[10:20])
 
 
+def _bits_expr(dim: int) -> str:
+    """A binary row's sign bits (``qvec``, :func:`memcurator.store.vectors.sign_code`) as
+    pgvector's ``bit(dim)``. Bytes map to bits most significant first, where the code packs
+    dimension ``i`` little-endian: the same permutation of the bits for every row and for the
+    query, so Hamming distances are those of the codes."""
+    return f"(('x' || encode(qvec, 'hex'))::bit({int(dim)}))"
+
+
 def _text_args(codec: NamespaceCodec | None, text: str) -> tuple[str, bytes | None]:
     """(text, ztext) column values of ``text`` stored with ``codec``."""
     v = stored_text(codec, text)
@@ -1191,13 +1199,16 @@ class PostgresStore(DecisionLogReads):
                 raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
 
     # ------------------------------------------------------------------ vector search
-    def _vec_expr(self, namespace: str) -> tuple[str, str, str]:
-        """(column expression, operator class, query cast) of ``namespace``'s vectors."""
+    def _vec_expr(self, namespace: str, codes: bool = False) -> tuple[str, str, str]:
+        """(column expression, operator class, query cast) of ``namespace``'s vectors; with
+        ``codes``, a binary namespace's sign bits as pgvector ``bit`` (Hamming distance)."""
         info = self.namespace(namespace)
         if info.vector_dtype == "float32":
             return f"(vec::vector({info.dim}))", "vector_cosine_ops", f"vector({info.dim})"
         if info.vector_dtype == "float16":
             return f"(hvec::halfvec({info.dim}))", "halfvec_cosine_ops", f"halfvec({info.dim})"
+        if info.vector_dtype == "binary" and codes:
+            return _bits_expr(info.dim), "bit_hamming_ops", f"bit({info.dim})"
         raise InvalidInput(
             f"namespace {namespace!r} stores {info.vector_dtype} vectors (bytea): no pgvector "
             "index; convert it with memcurator reembed --vector-dtype float16 or float32"
@@ -1222,7 +1233,7 @@ class PostgresStore(DecisionLogReads):
         """
         from psycopg import sql
 
-        expr, ops, _ = self._vec_expr(namespace)
+        expr, ops, _ = self._vec_expr(namespace, codes=True)
         dtype = self.namespace(namespace).vector_dtype
         name = "entries_hnsw_" + format(abs(hash_ns(namespace)), "x")
         # CONCURRENTLY (outside a transaction): the build takes SHARE UPDATE EXCLUSIVE, which
@@ -1592,6 +1603,91 @@ class PostgresStore(DecisionLogReads):
         )
         got = {r[0]: self._entry(r) for r in rows}
         return [got[i] for i in want if i in got]
+
+    # ------------------------------------------------------------------ binary codes
+    def hamming_shortlist(
+        self, namespace: str, query: np.ndarray, n: int, *, index: bool | None = None
+    ) -> list[tuple[str, str]]:
+        """The ``n`` entries of a binary namespace whose sign bits are nearest to ``query``'s
+        by Hamming distance (pgvector ``<~>`` on ``bit(dim)``; the HNSW index of
+        :meth:`ensure_hnsw` when the planner takes it), as ``(id, text)``, nearest first: a
+        short list to rescore exactly (:meth:`search_codes`).
+
+        Raises
+        ------
+        InvalidInput
+            ``n < 1``, a query of the wrong shape, a namespace not stored as binary.
+        """
+        from psycopg import sql
+
+        from memcurator.store.vectors import sign_code
+
+        if isinstance(n, bool) or int(n) < 1:
+            raise InvalidInput(f"n must be a positive integer, got {n!r}")
+        info = self.namespace(namespace)
+        if info.vector_dtype != "binary":
+            raise InvalidInput(f"namespace {namespace!r} stores {info.vector_dtype} vectors")
+        expr, _, cast = self._vec_expr(namespace, codes=True)
+        q = np.asarray(query, dtype=np.float32)
+        if q.shape != (info.dim,) or not np.all(np.isfinite(q)):
+            raise InvalidInput(f"query must be a finite vector of shape ({info.dim},)")
+        qbits = "('x' || %s)::" + cast
+        stmt = sql.SQL(
+            "SELECT id, text, ztext FROM {} entries WHERE vec_dtype = 'binary' ORDER BY "
+            + expr
+            + " <~> "
+            + qbits
+            + " LIMIT %s"
+        ).format(sql.Identifier(partition_name(namespace)))
+        with self._conn() as c:
+            if index is not None:
+                self._run(lambda: c.execute(f"SET enable_seqscan = {'off' if index else 'on'}"))
+            try:
+                rows = self._run(
+                    lambda: c.execute(stmt, (sign_code(q).tobytes().hex(), int(n))).fetchall()
+                )
+            finally:
+                if index is not None:
+                    self._run(lambda: c.execute("RESET enable_seqscan"))
+        codec = self._read_codec(namespace) if any(r[2] is not None for r in rows) else None
+        return [(str(r[0]), str(r[1]) if r[2] is None else read_text(codec, r[2])) for r in rows]
+
+    def search_codes(
+        self,
+        namespace: str,
+        query: np.ndarray,
+        k: int,
+        embed: Callable[[list[str]], np.ndarray],
+        *,
+        shortlist: int | None = None,
+        index: bool | None = None,
+    ) -> list[Nearest]:
+        """The ``k`` entries of a binary namespace nearest to ``query`` (cosine): a Hamming
+        short list of ``shortlist`` (default ``30 * k``) from the database, rescored with the
+        exact vectors derived from the short list's texts (``embed``: recall texts -> (n, d)
+        unit vectors, the namespace's deterministic embedder, as
+        :mod:`memcurator.lifecycle.derive` does on load).
+
+        Recall@10 against float32 exact search on the SQL stream, 10^4 entries: see
+        docs/bytes.md (``benchmarks/bytes_per_entry.py --stores postgres``).
+
+        Raises
+        ------
+        InvalidInput
+            As :meth:`hamming_shortlist`; ``k < 1``.
+        """
+        from memcurator.retrieve.dense import rescore_shortlist
+        from memcurator.retrieve.hybrid import recall_text
+
+        if isinstance(k, bool) or int(k) < 1:
+            raise InvalidInput(f"k must be a positive integer, got {k!r}")
+        rows = self.hamming_shortlist(namespace, query, int(shortlist or 30 * int(k)), index=index)
+        if not rows:
+            return []
+        X = np.asarray(embed([recall_text(t) for _, t in rows]), dtype=np.float32)
+        q = np.asarray(query, dtype=np.float32)
+        ids, sc = rescore_shortlist(np.arange(len(rows)), X, q, int(k))
+        return [Nearest(rows[int(i)][0], float(s)) for i, s in zip(ids, sc, strict=True)]
 
     # ------------------------------------------------------------------ text compression
     def _entry(self, r: tuple[Any, ...]) -> Entry:
