@@ -251,7 +251,13 @@ def _physical(store: object, backend: str) -> dict[str, float]:
 
 
 def store_run(
-    backend: str, target: str, texts: list[str], rtexts: list[str], queries: list[str], n_q: int
+    backend: str,
+    target: str,
+    texts: list[str],
+    rtexts: list[str],
+    queries: list[str],
+    n_q: int,
+    configs: tuple[tuple[str, bool], ...] = (),
 ) -> list[dict]:
     """Insert the entries into a real store per configuration; parts, bytes, recall@10."""
     from memcurator.embed import HashingEmbedder
@@ -266,7 +272,7 @@ def store_run(
     qs = [queries[i] for i in rng.choice(len(queries), min(n_q, len(queries)), replace=False)]
     Q = emb.embed_many(qs)
     out = []
-    for dtype, z in STORE_CONFIGS:
+    for dtype, z in configs or STORE_CONFIGS:
         with tempfile.TemporaryDirectory() as tmp:
             if backend == "sqlite":
                 from memcurator.store.sqlite import SQLiteStore
@@ -306,36 +312,60 @@ def store_run(
             sum_parts = sum(parts.values()) + row["dict"]
             assert abs(sum_parts - row["b_m"]) < 1e-6 * n, (sum_parts, row["b_m"])
             if dtype == "binary":
-                from memcurator.retrieve.hybrid import recall_text
-
-                codes = sign_code(np.stack([e.embedding for e in ent]))
-                X = emb.embed_many([recall_text(e.text) for e in ent])  # derived, from the store
-                hits = []
-                for q in Q:
-                    _, ref_sc = dense_topk(M, q, 10)
-                    exact = M @ q
-                    short = hamming_topk(codes, sign_code(q), 100)
-                    ids, _ = rescore_shortlist(short, X[short], q, 10)
-                    floor = float(ref_sc[-1]) - 1e-6
-                    hits.append(min(10, int(np.count_nonzero(exact[ids] >= floor))) / 10)
-                row["recall@10"] = float(np.mean(hits))
+                row.update(_store_recall(st, backend, ent, M, Q))
             st.close()
             out.append(row)
             print(f"  {backend} {dtype} text {row['codec']}: {row['b_m']:.0f} B/entry")
     return out
 
 
+def _store_recall(st: Any, backend: str, ent: list, M: np.ndarray, Q: np.ndarray) -> dict:
+    """recall@10 of a binary store against float32 exact search, short lists L = 10k, 30k.
+
+    SQLite: codes and texts read back from the store, Hamming short list and exact rescore in
+    process (the vectors derived from the store's texts). PostgreSQL: the short list comes from
+    the database (``hamming_shortlist``: ``bit`` and ``<~>``, sequential scan: exact) and is
+    rescored with vectors derived from the texts it returns (``search_codes``)."""
+    from memcurator.embed import HashingEmbedder
+    from memcurator.retrieve.hybrid import recall_text
+
+    emb = HashingEmbedder()
+    ids_of = {e.id: i for i, e in enumerate(ent)}
+    codes = sign_code(np.stack([e.embedding for e in ent]))
+    X = emb.embed_many([recall_text(e.text) for e in ent])  # derived, from the store's texts
+    out: dict[str, float] = {}
+    for c in (10, 30):
+        hits, t = [], []
+        for q in Q:
+            _, ref_sc = dense_topk(M, q, 10)
+            exact = M @ q
+            t0 = time.perf_counter()
+            if backend == "sqlite":
+                short = hamming_topk(codes, sign_code(q), c * 10)
+                ids, _ = rescore_shortlist(short, X[short], q, 10)
+            else:
+                got = st.search_codes("a", q, 10, emb.embed_many, shortlist=c * 10, index=False)
+                ids = np.array([ids_of[g.id] for g in got])
+            t.append(time.perf_counter() - t0)
+            floor = float(ref_sc[-1]) - 1e-6
+            hits.append(min(10, int(np.count_nonzero(exact[ids] >= floor))) / 10)
+        out[f"recall@10 L={c}k"] = float(np.mean(hits))
+        out[f"ms L={c}k"] = float(np.median(t) * 1e3)
+    return out
+
+
 def print_store_rows(rows: list[dict]) -> None:
     print("\n| store | vectors | text | vector B | text B | meta B | detail B | dict share B "
-          "| **b(m) B/entry** | recall@10 (L=10k) | insert ms | not in b(m): file / partition, "
-          "rtsv, metab, GIN (B/entry) |")  # fmt: skip
+          "| **b(m) B/entry** | recall@10 L=10k / 30k (ms/query) | insert ms | not in b(m): "
+          "file / partition, rtsv, metab, GIN (B/entry) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         extra = (f"file {r['file']:.0f}" if "file" in r else
                  f"partition {r['partition']:.0f}, rtsv {r['rtsv']:.0f}, metab {r['metab']:.0f}, "
                  f"GIN {r['gin']:.0f}")  # fmt: skip
-        rec = f"{r['recall@10']:.4f}" if "recall@10" in r else "(exact)" if r["vectors"] == (
-            "float32") else "-"  # fmt: skip
+        rec = (f"{r['recall@10 L=10k']:.4f} ({r['ms L=10k']:.1f}) / {r['recall@10 L=30k']:.4f} "
+               f"({r['ms L=30k']:.1f})" if "recall@10 L=10k" in r else "(exact)"
+               if r["vectors"] == "float32" else "-")  # fmt: skip
         print(f"| {r['backend']} | {r['vectors']} | {r['codec']} | {r['vector']:.0f} | "
               f"{r['text']:.0f} | {r['meta']:.0f} | {r['detail']:.0f} | {r['dict']:.1f} | "
               f"**{r['b_m']:.0f}** | {rec} | {r['insert_ms']:.2f} | {extra} |")  # fmt: skip
@@ -351,6 +381,8 @@ def main() -> None:
     ap.add_argument("--cache", help="JSON file keeping the pooled entries between runs")
     ap.add_argument("--stores", default="", help="real stores to measure: sqlite,postgres")
     ap.add_argument("--pg-url", help="a PostgreSQL server to use (default: start a local one)")
+    ap.add_argument("--configs", default="", help="real-store configurations, e.g. "
+                    "float32:off,binary:zstd (default: all of STORE_CONFIGS)")  # fmt: skip
     a = ap.parse_args()
     sizes = [int(x) for x in a.n.split(",")]
     t0 = time.perf_counter()
@@ -365,6 +397,9 @@ def main() -> None:
     print(f"{len(texts)} distinct entries from the SQL streams in {time.perf_counter() - t0:.0f} s")
     meta = metas(len(texts))
     if a.stores:
+        configs = tuple(
+            (c.split(":")[0], c.split(":")[1] == "zstd") for c in a.configs.split(",") if c
+        )
         rows: list[dict] = []
         for backend in a.stores.split(","):
             for n in sizes:
@@ -373,10 +408,10 @@ def main() -> None:
 
                     with LocalPostgres() as pg:
                         rows += store_run(backend, pg.url, texts[:n], rtexts[:n], queries,
-                                          a.queries)  # fmt: skip
+                                          a.queries, configs)  # fmt: skip
                 else:
                     rows += store_run(backend, a.pg_url or "", texts[:n], rtexts[:n], queries,
-                                      a.queries)  # fmt: skip
+                                      a.queries, configs)  # fmt: skip
         print_store_rows(rows)
         return
     for n in sizes:

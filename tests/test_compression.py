@@ -212,3 +212,39 @@ def test_a_trained_dictionary_leaves_with_the_last_entry(opener: Callable[..., A
         mem.write(t)
     assert s.fixed_bytes("a") > 0
     assert [e.text for e in s.entries("a")] == _texts(AUTO_TRAIN, start=1000)
+
+
+def test_the_commands_convert_an_old_store(tmp_path: Path) -> None:
+    """``memcurator compress`` and ``reembed --compress-text`` convert a store written without
+    compression; ``--off`` reverts."""
+    from typer.testing import CliRunner
+
+    from memcurator.cli import app
+
+    path = str(tmp_path / "old.sqlite")
+    mem = Memory(path, namespace="a", embedder=HashingEmbedder(), policy="lru", max_bytes=None)
+    texts = _texts(100)
+    for t in texts:
+        mem.write(t)
+    mem.close()
+    plain = SQLiteStore(path).used_bytes("a")
+    runner = CliRunner()
+    r = runner.invoke(app, ["compress", path, "--namespace", "a"])
+    assert r.exit_code == 0, r.output
+    assert "compressed 100 entries" in r.output
+    s = SQLiteStore(path)
+    assert s.used_bytes("a") < plain and [e.text for e in s.entries("a")] == texts
+    assert "text compressed" in s.decisions("a")[-1].reason
+    r = runner.invoke(app, ["compress", path, "--namespace", "a", "--off"])
+    assert r.exit_code == 0, r.output
+    assert SQLiteStore(path).used_bytes("a") == plain
+    r = runner.invoke(
+        app, ["reembed", path, "--namespace", "a", "--vector-dtype", "binary", "--compress-text"]
+    )
+    assert r.exit_code == 0, r.output
+    s = SQLiteStore(path)
+    assert s.fixed_bytes("a") > 0 and s.namespace("a").vector_dtype == "binary"
+    assert [e.text for e in s.entries("a")] == texts
+    assert s.used_bytes("a") / s.count("a") < plain / 100 / 2
+    r = runner.invoke(app, ["compress", path, "--namespace", "nope"])
+    assert r.exit_code != 0
