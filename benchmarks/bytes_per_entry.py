@@ -16,9 +16,23 @@ instructions (the bench's recall query), ``--queries`` of them. Recall counts ti
 entries share a task line (same cosine), so a returned entry counts when its exact cosine is
 at least the exact 10th best (``hit``); by ids alone an order among equals would count as loss.
 
+Real stores (``--stores sqlite,postgres``): the same entries inserted into a SQLite file and
+a PostgreSQL database (a local server, :class:`memcurator.store.pglocal.LocalPostgres`), once per
+configuration (float32, int8, binary, each with text as is; binary and int8 with text
+zstd-compressed, ``compress_text=True``). Each entry's ``b(m)`` is what a Memory would count
+(:func:`~memcurator.store.sizing.default_sizeof` with the namespace's codec); the parts are read
+back from the database (vector column, text column(s), meta, origin detail), the dictionary from
+the store, the namespace's bytes from ``used_bytes``; "not in b(m)" shows what the database
+holds besides (SQLite: the whole file over its entries; PostgreSQL: the partition with its
+indexes, the full-text column ``rtsv`` and its GIN index, ``metab``). Recall@10 is then measured
+on what each store gives back: binary codes and the texts read from the store (decompressed),
+exact vectors derived from those texts (as a Memory handle does), Hamming short list of
+``L`` = 10k rescored exactly, against float32 exact search over the original vectors.
+
 Usage::
 
     python benchmarks/bytes_per_entry.py --n 1000,10000 --queries 500
+    python benchmarks/bytes_per_entry.py --n 10000 --stores sqlite,postgres --cache /tmp/s.json
 """
 
 from __future__ import annotations
@@ -27,7 +41,9 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
+from typing import Any
 
 import numpy as np
 
@@ -179,6 +195,182 @@ def recall(rtexts: list[str], queries: list[str], n_q: int, factors: list[int]) 
     return res
 
 
+#: (vector precision, compress text) of each real-store configuration.
+STORE_CONFIGS = (
+    ("float32", False),
+    ("int8", False),
+    ("binary", False),
+    ("int8", True),
+    ("binary", True),
+)
+
+
+def _db_parts(store: object, backend: str) -> dict[str, float]:
+    """Sums over the namespace's rows, read from the database: vector, text, meta, detail."""
+    if backend == "sqlite":
+        q = (
+            "SELECT SUM(length(embedding)), SUM(length(CAST(text AS BLOB))), SUM(length(meta)), "
+            "SUM(length(origin_detail)) FROM entries WHERE namespace='a'"
+        )
+        row = store._conn.execute(q).fetchone()  # type: ignore[attr-defined]
+    else:
+        q = (
+            "SELECT SUM(CASE vec_dtype WHEN 'float32' THEN 4 * vector_dims(vec) "
+            "ELSE octet_length(qvec) END), SUM(octet_length(text) + "
+            "COALESCE(octet_length(ztext), 0)), SUM(octet_length(meta)), "
+            "SUM(octet_length(origin_detail)) FROM entries WHERE namespace='a'"
+        )
+        row = store._one(q)  # type: ignore[attr-defined]
+    return dict(zip(("vector", "text", "meta", "detail"), map(float, row), strict=True))
+
+
+def _physical(store: object, backend: str) -> dict[str, float]:
+    """What the database holds besides ``b(m)``'s parts, bytes (whole namespace)."""
+    if backend == "sqlite":
+        c = store._conn  # type: ignore[attr-defined]
+        c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        pages = (
+            c.execute("PRAGMA page_count").fetchone()[0]
+            - c.execute("PRAGMA freelist_count").fetchone()[0]
+        )
+        return {"file": float(pages * c.execute("PRAGMA page_size").fetchone()[0])}
+    from memcurator.store.pgschema import partition_name
+
+    part = partition_name("a")
+    one = store._one  # type: ignore[attr-defined]
+    rel = one("SELECT pg_total_relation_size(%s::regclass)", (part,))[0]
+    rtsv = one(f"SELECT SUM(pg_column_size(rtsv)), SUM(pg_column_size(metab)) FROM {part}")
+    gin = one(
+        "SELECT COALESCE(SUM(pg_relation_size(i.indexrelid)), 0) FROM pg_index i JOIN pg_class c "
+        "ON c.oid = i.indexrelid WHERE i.indrelid = %s::regclass AND c.relam = "
+        "(SELECT oid FROM pg_am WHERE amname = 'gin')",
+        (part,),
+    )[0]
+    return {"partition": float(rel), "rtsv": float(rtsv[0]), "metab": float(rtsv[1]),
+            "gin": float(gin)}  # fmt: skip
+
+
+def store_run(
+    backend: str,
+    target: str,
+    texts: list[str],
+    rtexts: list[str],
+    queries: list[str],
+    n_q: int,
+    configs: tuple[tuple[str, bool], ...] = (),
+) -> list[dict]:
+    """Insert the entries into a real store per configuration; parts, bytes, recall@10."""
+    from memcurator.embed import HashingEmbedder
+    from memcurator.memory import embedder_identity
+    from memcurator.store.sizing import default_sizeof
+    from memcurator.types import Entry
+
+    emb = HashingEmbedder()
+    M = emb.embed_many(rtexts)
+    metas_ = [json.loads(m) for m in metas(len(texts))]
+    rng = np.random.default_rng(1)
+    qs = [queries[i] for i in rng.choice(len(queries), min(n_q, len(queries)), replace=False)]
+    Q = emb.embed_many(qs)
+    out = []
+    for dtype, z in configs or STORE_CONFIGS:
+        with tempfile.TemporaryDirectory() as tmp:
+            if backend == "sqlite":
+                from memcurator.store.sqlite import SQLiteStore
+
+                store: object = SQLiteStore(os.path.join(tmp, "b.sqlite"), compress_text=z)
+            else:
+                import psycopg
+
+                from memcurator.store.postgres import PostgresStore
+
+                db = f"bpe_{dtype}_{int(z)}"
+                with psycopg.connect(target, autocommit=True) as c:
+                    c.execute(f"DROP DATABASE IF EXISTS {db}")
+                    c.execute(f"CREATE DATABASE {db}")
+                store = PostgresStore(target.rsplit("/", 1)[0] + "/" + db, compress_text=z)
+            st: Any = store
+            st.create_namespace("a", embedder=embedder_identity(emb), dim=emb.dim,
+                                vector_dtype=dtype)  # fmt: skip
+            t0 = time.perf_counter()
+            for lo in range(0, len(texts), 500):
+                with st.transaction("a"):
+                    for i in range(lo, min(lo + 500, len(texts))):
+                        meta = dict(metas_[i], text_sha1=f"{i:040x}")
+                        codec = st.text_codec("a")
+                        b = default_sizeof(texts[i], meta, M[i], dtype, text_codec=codec)
+                        st.insert(Entry(f"e{i:06d}", "a", "raw", texts[i], b + 6, b + 6, M[i],
+                                        origin_detail="expert", meta=meta))  # fmt: skip
+            t_ins = (time.perf_counter() - t0) / len(texts)
+            n = st.count("a")
+            parts = {k: v / n for k, v in _db_parts(st, backend).items()}
+            ent = st.entries("a")
+            assert [e.text for e in ent] == texts  # every text back whole
+            row = {"backend": backend, "vectors": dtype, "codec": "zstd+dict" if z else "as is",
+                   "n": n, **parts, "dict": st.fixed_bytes("a") / n,
+                   "b_m": st.used_bytes("a") / n, "insert_ms": t_ins * 1e3,
+                   **{k: v / n for k, v in _physical(st, backend).items()}}  # fmt: skip
+            sum_parts = sum(parts.values()) + row["dict"]
+            assert abs(sum_parts - row["b_m"]) < 1e-6 * n, (sum_parts, row["b_m"])
+            if dtype == "binary":
+                row.update(_store_recall(st, backend, ent, M, Q))
+            st.close()
+            out.append(row)
+            print(f"  {backend} {dtype} text {row['codec']}: {row['b_m']:.0f} B/entry")
+    return out
+
+
+def _store_recall(st: Any, backend: str, ent: list, M: np.ndarray, Q: np.ndarray) -> dict:
+    """recall@10 of a binary store against float32 exact search, short lists L = 10k, 30k.
+
+    SQLite: codes and texts read back from the store, Hamming short list and exact rescore in
+    process (the vectors derived from the store's texts). PostgreSQL: the short list comes from
+    the database (``hamming_shortlist``: ``bit`` and ``<~>``, sequential scan: exact) and is
+    rescored with vectors derived from the texts it returns (``search_codes``)."""
+    from memcurator.embed import HashingEmbedder
+    from memcurator.retrieve.hybrid import recall_text
+
+    emb = HashingEmbedder()
+    ids_of = {e.id: i for i, e in enumerate(ent)}
+    codes = sign_code(np.stack([e.embedding for e in ent]))
+    X = emb.embed_many([recall_text(e.text) for e in ent])  # derived, from the store's texts
+    out: dict[str, float] = {}
+    for c in (10, 30):
+        hits, t = [], []
+        for q in Q:
+            _, ref_sc = dense_topk(M, q, 10)
+            exact = M @ q
+            t0 = time.perf_counter()
+            if backend == "sqlite":
+                short = hamming_topk(codes, sign_code(q), c * 10)
+                ids, _ = rescore_shortlist(short, X[short], q, 10)
+            else:
+                got = st.search_codes("a", q, 10, emb.embed_many, shortlist=c * 10, index=False)
+                ids = np.array([ids_of[g.id] for g in got])
+            t.append(time.perf_counter() - t0)
+            floor = float(ref_sc[-1]) - 1e-6
+            hits.append(min(10, int(np.count_nonzero(exact[ids] >= floor))) / 10)
+        out[f"recall@10 L={c}k"] = float(np.mean(hits))
+        out[f"ms L={c}k"] = float(np.median(t) * 1e3)
+    return out
+
+
+def print_store_rows(rows: list[dict]) -> None:
+    print("\n| store | vectors | text | vector B | text B | meta B | detail B | dict share B "
+          "| **b(m) B/entry** | recall@10 L=10k / 30k (ms/query) | insert ms | not in b(m): "
+          "file / partition, rtsv, metab, GIN (B/entry) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        extra = (f"file {r['file']:.0f}" if "file" in r else
+                 f"partition {r['partition']:.0f}, rtsv {r['rtsv']:.0f}, metab {r['metab']:.0f}, "
+                 f"GIN {r['gin']:.0f}")  # fmt: skip
+        rec = (f"{r['recall@10 L=10k']:.4f} ({r['ms L=10k']:.1f}) / {r['recall@10 L=30k']:.4f} "
+               f"({r['ms L=30k']:.1f})" if "recall@10 L=10k" in r else "(exact)"
+               if r["vectors"] == "float32" else "-")  # fmt: skip
+        print(f"| {r['backend']} | {r['vectors']} | {r['codec']} | {r['vector']:.0f} | "
+              f"{r['text']:.0f} | {r['meta']:.0f} | {r['detail']:.0f} | {r['dict']:.1f} | "
+              f"**{r['b_m']:.0f}** | {rec} | {r['insert_ms']:.2f} | {extra} |")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", default="1000,10000")
@@ -187,6 +379,10 @@ def main() -> None:
     ap.add_argument("--train", type=int, default=256, help="entries the dictionary trains on")
     ap.add_argument("--factors", default="4,10,30")
     ap.add_argument("--cache", help="JSON file keeping the pooled entries between runs")
+    ap.add_argument("--stores", default="", help="real stores to measure: sqlite,postgres")
+    ap.add_argument("--pg-url", help="a PostgreSQL server to use (default: start a local one)")
+    ap.add_argument("--configs", default="", help="real-store configurations, e.g. "
+                    "float32:off,binary:zstd (default: all of STORE_CONFIGS)")  # fmt: skip
     a = ap.parse_args()
     sizes = [int(x) for x in a.n.split(",")]
     t0 = time.perf_counter()
@@ -200,6 +396,24 @@ def main() -> None:
                 json.dump([texts, rtexts, queries], f)
     print(f"{len(texts)} distinct entries from the SQL streams in {time.perf_counter() - t0:.0f} s")
     meta = metas(len(texts))
+    if a.stores:
+        configs = tuple(
+            (c.split(":")[0], c.split(":")[1] == "zstd") for c in a.configs.split(",") if c
+        )
+        rows: list[dict] = []
+        for backend in a.stores.split(","):
+            for n in sizes:
+                if backend == "postgres" and not a.pg_url:
+                    from memcurator.store.pglocal import LocalPostgres
+
+                    with LocalPostgres() as pg:
+                        rows += store_run(backend, pg.url, texts[:n], rtexts[:n], queries,
+                                          a.queries, configs)  # fmt: skip
+                else:
+                    rows += store_run(backend, a.pg_url or "", texts[:n], rtexts[:n], queries,
+                                      a.queries, configs)  # fmt: skip
+        print_store_rows(rows)
+        return
     for n in sizes:
         print(f"\n## n = {n}")
         print("| vectors | text / meta | vec B | text B | meta B | detail B | dict B (once) "

@@ -104,17 +104,22 @@ def synth_text(rng: random.Random, i: int) -> tuple[str, str]:
     return f"Task: {ins} (#{i})\nAction: {act}", "insight"
 
 
-def build(path: str, n: int, seed: int = 0, vector_dtype: str = "float32") -> tuple[float, str]:
+def build(
+    path: str, n: int, seed: int = 0, vector_dtype: str = "float32", compress_text: bool = False
+) -> tuple[float, str]:
     """Write ``n`` synthetic entries into ``path`` in one transaction; returns (seconds, note).
 
     ``vector_dtype``: the namespace's stored precision (``binary`` needs every vector derivable
-    from its text: ``n`` up to ``EMBED_LIMIT``)."""
+    from its text: ``n`` up to ``EMBED_LIMIT``). ``compress_text``: the namespace keeps its
+    texts zstd-compressed (:mod:`memcurator.store.compression`; its dictionary is trained at
+    64 entries and again at 1,024 inside this transaction); each ``b(m)`` counts the text as
+    stored."""
     if vector_dtype in DERIVED_DTYPES and n > EMBED_LIMIT:
         raise SystemExit(f"--vector-dtype {vector_dtype} needs sizes <= {EMBED_LIMIT:,}")
     rng = random.Random(seed)
     nprng = np.random.default_rng(seed)
     emb = HashingEmbedder()
-    store = SQLiteStore(path)
+    store = SQLiteStore(path, compress_text=compress_text)
     store.create_namespace(
         "default",
         embedder=embedder_identity(emb),
@@ -138,7 +143,7 @@ def build(path: str, n: int, seed: int = 0, vector_dtype: str = "float32") -> tu
             u = rng.random()
             origin = "self" if u < 0.9 else ("peer" if u < 0.98 else "external")
             meta = {"text_sha1": dedup_key(text)}
-            b = default_sizeof(text, meta, e, vector_dtype)
+            b = default_sizeof(text, meta, e, vector_dtype, store.text_codec("default"))
             uses = rng.randint(0, 6)
             succ = rng.randint(0, uses)
             gamma_n = float(sum(0.7**j for j in range(uses)))
@@ -234,10 +239,15 @@ def open_memory(path: str, n: int = 0) -> Memory:
 
 
 def bench_size(
-    n: int, workdir: str, repeats: int, profile: bool, vector_dtype: str = "float32"
+    n: int,
+    workdir: str,
+    repeats: int,
+    profile: bool,
+    vector_dtype: str = "float32",
+    compress_text: bool = False,
 ) -> dict[str, float]:
-    base = os.path.join(workdir, f"base-{n}.sqlite")
-    build_s, note = build(base, n, vector_dtype=vector_dtype)
+    base = os.path.join(workdir, f"base-{n}-{int(compress_text)}.sqlite")
+    build_s, note = build(base, n, vector_dtype=vector_dtype, compress_text=compress_text)
     if note:
         print(f"  n={n:,}: {note}")
     print(f"  n={n:,}: built in {build_s:.1f} s (one transaction through the store)")
@@ -354,7 +364,17 @@ def main() -> None:
         default="float32",
         help="stored precision of the namespace (binary: exact vectors derived on open)",
     )
+    ap.add_argument(
+        "--compress-text",
+        choices=("off", "on", "both"),
+        default="off",
+        help="keep entry texts zstd-compressed (both: each size twice, uncompressed first, and "
+        "the ratios compressed / uncompressed measured in this process)",
+    )
     args = ap.parse_args()
+    if args.compress_text == "both":
+        compare_compression(args)
+        return
     print(
         f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
@@ -362,7 +382,9 @@ def main() -> None:
     results: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="memcurator-bench-") as wd:
         for n in args.sizes:
-            results[n] = bench_size(n, wd, args.repeats, args.profile, args.vector_dtype)
+            results[n] = bench_size(
+                n, wd, args.repeats, args.profile, args.vector_dtype, args.compress_text == "on"
+            )
     rows = list(next(iter(results.values())).keys())
     base = args.sizes[0]
     head = f"{'ms per op':<26}" + "".join(f"{n:>12,}" for n in args.sizes)
@@ -389,6 +411,25 @@ def main() -> None:
             f"({r['pass = priority + fill']:.1f} ms); recall < 5 ms: "
             f"{'met' if ok_recall else 'MISSED'} ({r['recall k=1']:.2f} ms)"
         )
+
+
+def compare_compression(args: argparse.Namespace) -> None:
+    """Each size uncompressed then compressed in this process; the table of ms and ratios
+    (issue 35: compression adds <= 20 % to write and recall latency at 10^4)."""
+    print(
+        f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, vectors "
+        f"{args.vector_dtype}"
+    )
+    with tempfile.TemporaryDirectory(prefix="memcurator-bench-") as wd:
+        for n in args.sizes:
+            plain = bench_size(n, wd, args.repeats, False, args.vector_dtype, False)
+            packed = bench_size(n, wd, args.repeats, False, args.vector_dtype, True)
+            print(f"\nn = {n:,}\n\n| ms per op | text as is | zstd+dict | ratio |")
+            print("|---|---|---|---|")
+            for row in plain:
+                print(f"| {row} | {plain[row]:.2f} | {packed[row]:.2f} | "
+                      f"{packed[row] / plain[row]:.2f} |")  # fmt: skip
 
 
 if __name__ == "__main__":

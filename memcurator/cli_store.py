@@ -389,6 +389,14 @@ def reembed(
             "each entry's text); default: keep the namespace's precision."
         ),
     ] = None,
+    compress_text: Annotated[
+        bool,
+        typer.Option(
+            "--compress-text",
+            help="Also keep the texts zstd-compressed with a dictionary trained on them (as "
+            "`memcurator compress`), once the re-embedding is finished.",
+        ),
+    ] = False,
 ) -> None:
     """Re-embed a namespace with the current embedder and recall text (resumable).
 
@@ -417,9 +425,15 @@ def reembed(
             batch=batch,
             vector_dtype=vector_dtype,
         )
+        compressed = store.train_text_dict(namespace) if compress_text and r.finished else None
     except MemcuratorError as e:
         fail(e)
         return
+    if compressed is not None:
+        console.print(
+            f"compressed {compressed} texts in {namespace!r} (dictionary "
+            f"{store.fixed_bytes(namespace):,} bytes)"
+        )
     console.print(
         f"re-embedded {r.reembedded} of {r.total} entries in {namespace!r}"
         + ("" if r.finished else " (not finished; run again to resume)")
@@ -432,6 +446,43 @@ def reembed(
             f"(each eviction in the decision log). To keep them, raise the budget first: "
             f"Memory(STORE, namespace={namespace!r}, max_bytes=...)."
         )
+
+
+def compress(
+    path: Annotated[str, typer.Argument(help=STORE_HELP)],
+    namespace: Annotated[str, typer.Option(help="Namespace to convert." + _NS_REQUIRED)],
+    off: Annotated[
+        bool, typer.Option("--off", help="Store the texts uncompressed again (no dictionary).")
+    ] = False,
+) -> None:
+    """Keep a namespace's entry texts zstd-compressed with a dictionary trained on them.
+
+    Trains the namespace's dictionary on its texts (again, if it has one) and rewrites every
+    text with it in one transaction; each entry's bytes and the namespace's (the dictionary
+    counted once) change with it, and handles open on the store catch up. New texts are
+    compressed from then on. --off decompresses every text and drops the dictionary.
+    """
+    store = _open(path, readonly=False)
+    try:
+        before = store.used_bytes(namespace)
+        n = store.set_text_codec(namespace, "none") if off else store.train_text_dict(namespace)
+        after = store.used_bytes(namespace)
+        store.log(
+            namespace,
+            step=(store.load_state(namespace) or ("", 0, {}))[1],
+            action="update",
+            entry_id="",
+            reason=f"text {'decompressed' if off else 'compressed (zstd, namespace dictionary)'}"
+            f": {n} entries rewritten, {before:,} -> {after:,} bytes",
+        )
+    except MemcuratorError as e:
+        fail(e)
+        return
+    console.print(
+        f"{'decompressed' if off else 'compressed'} {n} entries in {namespace!r}: "
+        f"{before:,} -> {after:,} bytes"
+        + ("" if off else f" (dictionary {store.fixed_bytes(namespace):,} bytes included)")
+    )
 
 
 def explain(
@@ -524,5 +575,6 @@ def register(app: typer.Typer) -> None:
     app.command()(forget)
     app.command()(explain)
     app.command()(reembed)
+    app.command()(compress)
     app.command()(migrate)
     app.command()(copy)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -36,16 +37,26 @@ class Backend:
     persisted: Callable[[], bytes] | None = None
 
 
-def _sqlite(tmp: Path) -> Backend:
+DIM = 64
+EMB = HashingEmbedder(dim=DIM)
+
+
+def _text(i: int, tag: str = "") -> str:
+    return (
+        f"Task: count the orders of customer {i}{tag}\nAction: SELECT COUNT(*) FROM o WHERE c={i};"
+    )
+
+
+def _sqlite(tmp: Path, **kw: Any) -> Backend:
     path = tmp / "contract.sqlite"
 
     def persisted() -> bytes:  # the database file and its WAL / journal
         return b"".join(p.read_bytes() for p in sorted(tmp.glob("contract.sqlite*")))
 
-    return Backend("sqlite", lambda: SQLiteStore(path), persisted)
+    return Backend("sqlite", lambda: SQLiteStore(path, **kw), persisted)
 
 
-def _postgres(tmp: Path, request: pytest.FixtureRequest) -> Backend:
+def _postgres(tmp: Path, request: pytest.FixtureRequest, **kw: Any) -> Backend:
     from memcurator.store.postgres import PostgresStore
 
     url = request.getfixturevalue("pg_url")
@@ -53,7 +64,7 @@ def _postgres(tmp: Path, request: pytest.FixtureRequest) -> Backend:
     handles: list[PostgresStore] = []
 
     def connect() -> Store:
-        handles.append(PostgresStore(url, pool_size=2))
+        handles.append(PostgresStore(url, pool_size=2, **kw))
         return handles[-1]
 
     def persisted() -> bytes:  # every relation file and WAL segment of the cluster
@@ -65,14 +76,28 @@ def _postgres(tmp: Path, request: pytest.FixtureRequest) -> Backend:
     return Backend("postgres", connect, persisted if datadir is not None else None)
 
 
+def _zstd_dict() -> bytes:
+    """A text dictionary trained on texts like the contract's (issue 35: each store also runs
+    the contract with its texts kept zstd-compressed from the first entry)."""
+    from memcurator.store.compression import train
+
+    texts = [_text(i, t) for i in range(200) for t in ("", "-b")]
+    codec = train(texts)
+    assert codec.dictionary is not None
+    return codec.dictionary
+
+
+#: Store options of the compressed backends: text kept zstd-compressed from the first entry.
+_ZSTD = {"compress_text": True, "text_dict": _zstd_dict()}
+
+
 #: Store factories: name -> (temporary folder, pytest request -> Backend). Add a backend here.
 BACKENDS: dict[str, Callable[[Path, pytest.FixtureRequest], Backend]] = {
     "sqlite": lambda tmp, request: _sqlite(tmp),
     "postgres": _postgres,
+    "sqlite+zstd": lambda tmp, request: _sqlite(tmp, **_ZSTD),
+    "postgres+zstd": lambda tmp, request: _postgres(tmp, request, **_ZSTD),
 }
-
-DIM = 64
-EMB = HashingEmbedder(dim=DIM)
 
 
 @pytest.fixture(params=sorted(BACKENDS))
@@ -85,10 +110,19 @@ def _memory(store: Store, namespace: str = "a", **kw: object) -> Memory:
     return Memory(store=store, namespace=namespace, embedder=EMB, **kw)  # type: ignore[arg-type]
 
 
-def _text(i: int, tag: str = "") -> str:
-    return (
-        f"Task: count the orders of customer {i}{tag}\nAction: SELECT COUNT(*) FROM o WHERE c={i};"
-    )
+def _as_stored(store: Store, text: str) -> bytes:
+    """The bytes ``store`` writes for ``text`` in namespace "a": UTF-8, or its zstd frame."""
+    from memcurator.store.compression import stored_text
+
+    codec = getattr(store, "text_codec", None)
+    v = stored_text(None if codec is None else codec("a"), text)
+    return v.encode() if isinstance(v, str) else v[1:]
+
+
+def _fixed_bytes(store: Store) -> int:
+    """What namespace "a" stores besides its entries (a given text dictionary), bytes."""
+    fixed = getattr(store, "fixed_bytes", None)
+    return 0 if fixed is None else int(fixed("a"))
 
 
 def test_implements_the_protocol(backend: Backend) -> None:
@@ -135,7 +169,8 @@ def test_hard_delete_leaves_no_read_path_and_no_bytes(backend: Backend) -> None:
     if backend.persisted is not None:
         assert r.erased
         assert b"zebra-4417-quartz" not in backend.persisted()
-        assert b"customer 1" in backend.persisted()  # the check can see text at all
+        assert _as_stored(s, secret) not in backend.persisted()  # nor its compressed form
+        assert _as_stored(s, _text(1)) in backend.persisted()  # the check can see text at all
     assert keep in {e.id for e in mem.entries()}
 
 
@@ -149,7 +184,7 @@ def test_forget_all_is_all_or_nothing_per_namespace(backend: Backend) -> None:
         a.forget("deadbeef")
     assert len(a) == 3
     freed = a.forget_all().freed
-    assert freed > 0 and len(a) == 0 and store.used_bytes("a") == 0
+    assert freed > 0 and len(a) == 0 and store.used_bytes("a") == _fixed_bytes(store)
     assert len(b) == 3 and store.count("b") == 3
 
 

@@ -164,13 +164,27 @@ class Sizing:
     def __init__(self, sizeof: Callable[..., int], vector_dtype: str = "float32"):
         self.sizeof = sizeof
         self.vector_dtype = vector_dtype
+        #: how the namespace stores text (a compressing store's codec; None: as is)
+        self.text_codec: Any = None
         try:
-            self._with_dtype = "vector_dtype" in inspect.signature(sizeof).parameters
+            params = inspect.signature(sizeof).parameters
         except (TypeError, ValueError):  # a callable without a signature (a builtin)
-            self._with_dtype = False
+            params = {}  # type: ignore[assignment]
+        self._with_dtype = "vector_dtype" in params
+        self._with_codec = "text_codec" in params
 
     def entry_bytes(self, text: str, meta: dict[str, Any], embedding: np.ndarray) -> int:
-        """``sizeof`` of an entry in this namespace's precision, bytes."""
+        """``sizeof`` of an entry in this namespace's precision (and text codec), bytes."""
+        if self._with_codec and self.text_codec is not None:
+            return int(
+                self.sizeof(
+                    text,
+                    meta,
+                    embedding,
+                    vector_dtype=self.vector_dtype,
+                    text_codec=self.text_codec,
+                )  # fmt: skip
+            )
         if self._with_dtype:
             return int(self.sizeof(text, meta, embedding, vector_dtype=self.vector_dtype))
         return int(self.sizeof(text, meta, embedding))
@@ -184,6 +198,16 @@ class Sizing:
             A vector the precision cannot hold (:func:`memcurator.store.vectors.stored_vector`).
         """
         return stored_vector(embedding, self.vector_dtype)
+
+
+def _text_codec_of(store: Any, namespace: str) -> tuple[Any, int]:
+    """(how ``store`` keeps ``namespace``'s text, bytes it stores besides the entries): a
+    compressing store's codec and dictionary (:mod:`memcurator.store.compression`)."""
+    codec = getattr(store, "text_codec", None)
+    if codec is None:
+        return None, 0
+    c = codec(namespace)
+    return c, int(store.fixed_bytes(namespace))
 
 
 class Scope:
@@ -314,6 +338,7 @@ class Context(Scope):
         info = self.store.namespace(self.namespace)
         self.max_bytes = None if info.max_bytes is None else int(info.max_bytes)
         self.sizing.vector_dtype = info.vector_dtype
+        self._load_text_codec()
         # an unfinished `memcurator reembed` (begun after this handle opened): its vectors are
         # half converted, so this handle neither reads nor writes until it finishes
         # ... or one that finished with another embedder than this handle's
@@ -328,6 +353,13 @@ class Context(Scope):
         set_budget = getattr(self.policy, "set_budget", None)
         if set_budget is not None:  # rules that read the byte budget (tokenworth/bytes-capacity)
             set_budget(self.max_bytes)
+
+    def _load_text_codec(self) -> None:
+        """The namespace's text codec for sizing; its dictionary's bytes count in the resident
+        bytes (the budget counts what is stored, the dictionary included)."""
+        self.sizing.text_codec, fixed = _text_codec_of(self.store, self.namespace)
+        self.res.used += fixed - self.res.fixed
+        self.res.fixed = fixed
 
     def sync(self) -> bool:
         if self.res.sync():

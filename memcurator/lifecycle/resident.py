@@ -139,6 +139,8 @@ class ResidentSet:
         # exact vectors of a derived precision (memcurator.lifecycle.derive), applied on load
         self.derive = derive
         self.same_request: float | None = SAME_REQUEST
+        #: bytes the namespace stores besides its entries (a text dictionary), in ``used``
+        self.fixed = 0
         self._token: Any = None
         #: the namespace's change sequence number this set reflects (None: reload on sync)
         self._seq: int | None = None
@@ -289,7 +291,7 @@ class ResidentSet:
     def _reindex(self) -> None:
         self.index = {m.id: i for i, m in enumerate(self.entries)}
         self.keys = {m.meta.get("text_sha1"): m.id for m in self.entries}
-        self.used = sum(m.bytes for m in self.entries)
+        self.used = sum(m.bytes for m in self.entries) + self.fixed
 
     @property
     def matrix(self) -> np.ndarray:

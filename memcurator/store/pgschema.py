@@ -48,7 +48,7 @@ from typing import Any
 from memcurator.errors import StoreError
 from memcurator.store.schema import V6_COLUMNS, split_row_meta
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 #: Advisory-lock class ids (the first key of ``pg_advisory_xact_lock(int, int)``).
 LOCK_MIGRATE = 0x6D630001
@@ -332,6 +332,40 @@ def _v6(conn: Any) -> None:
         )
 
 
+# v7: entry text kept zstd-compressed (:mod:`memcurator.store.compression`). The namespace
+# records its text codec ('none' before v7); ``mc_text_dicts`` holds a compressing namespace's
+# dictionary. A compressed row keeps the tagged zstd frame in ``ztext`` and an empty ``text``
+# (the CHECK is loosened for it). ``rtsv`` can no longer be generated from ``text``: it
+# becomes a plain column (existing values kept) that the store fills from the uncompressed
+# text with the same expression.
+_V7 = """
+ALTER TABLE namespaces ADD COLUMN text_codec TEXT NOT NULL DEFAULT 'none'
+    CHECK (text_codec IN ('none', 'zstd'));
+CREATE TABLE mc_text_dicts (
+    namespace TEXT PRIMARY KEY REFERENCES namespaces(name),
+    dict BYTEA NOT NULL,
+    samples BIGINT NOT NULL,
+    at DOUBLE PRECISION NOT NULL
+);
+ALTER TABLE entries ADD COLUMN ztext BYTEA;
+ALTER TABLE entries ALTER COLUMN ztext SET STATISTICS 0;
+DO $$
+DECLARE c record;
+BEGIN
+    FOR c IN SELECT conname FROM pg_constraint WHERE conrelid = 'entries'::regclass
+             AND contype = 'c' AND pg_get_constraintdef(oid) LIKE '%btrim(text)%' LOOP
+        EXECUTE format('ALTER TABLE entries DROP CONSTRAINT %I', c.conname);
+    END LOOP;
+END $$;
+ALTER TABLE entries ADD CONSTRAINT entries_text_or_ztext
+    CHECK (CASE WHEN ztext IS NULL THEN length(btrim(text)) > 0 ELSE text = '' END);
+ALTER TABLE entries ALTER COLUMN rtsv DROP EXPRESSION
+"""
+
+#: The full-text form of a text parameter given twice (what v2..v6 generated from ``text``).
+RTSV_OF_PARAM = "to_tsvector('simple'::regconfig, " + _RECALL_TEXT.replace("text", "%s::text") + ")"
+
+
 MIGRATIONS: dict[int, str | Callable[[Any], None]] = {
     1: _V1,
     2: _V2,
@@ -339,6 +373,7 @@ MIGRATIONS: dict[int, str | Callable[[Any], None]] = {
     4: _V4,
     5: _V5,
     6: _v6,
+    7: _V7,
 }
 
 
@@ -388,6 +423,7 @@ __all__ = [
     "LOCK_NAMESPACE",
     "LOCK_STORE",
     "MIGRATIONS",
+    "RTSV_OF_PARAM",
     "SCHEMA_VERSION",
     "current_version",
     "migrate",

@@ -60,9 +60,19 @@ from memcurator.store.base import (
     Store,
     VectorRow,
 )
+from memcurator.store.compression import (
+    NamespaceCodec,
+    check_codec,
+    read_text,
+    resized,
+    stored_text,
+    text_nbytes,
+    train,
+)
 from memcurator.store.pgschema import (
     LOCK_NAMESPACE,
     LOCK_STORE,
+    RTSV_OF_PARAM,
     current_version,
     migrate,
     partition_name,
@@ -84,6 +94,7 @@ from memcurator.store.rowlogic import (
     namespace_args,
     trust_values,
 )
+from memcurator.store.textcodec import TextCodec
 from memcurator.store.vectors import check_dtype, decode, encode
 from memcurator.types import Decision, Entry
 
@@ -93,7 +104,7 @@ SCHEMES = ("postgresql://", "postgres://")
 _ENTRY_COLS = (
     "id, namespace, kind, text, bytes, raw_bytes, vec::text, hvec::text, qvec, vec_dtype, "
     "origin, origin_detail, reinforcement, uses, successes, failures, created_step, "
-    "last_used_step, meta, stats, " + TRUST_COLS
+    "last_used_step, meta, stats, ztext, " + TRUST_COLS
 )
 
 
@@ -151,7 +162,21 @@ def _row_to_entry(r: tuple[Any, ...]) -> Entry:
         emb = decode(bytes(r[8]), dtype)
     else:
         emb = _parse_vec(r[6] if dtype == "float32" else r[7], dtype)
-    return entry_from_row(r[:6], emb, r[10:20], r[20:])
+    return entry_from_row(r[:6], emb, r[10:20], r[21:])  # r[20]: ztext
+
+
+def _bits_expr(dim: int) -> str:
+    """A binary row's sign bits (``qvec``, :func:`memcurator.store.vectors.sign_code`) as
+    pgvector's ``bit(dim)``. Bytes map to bits most significant first, where the code packs
+    dimension ``i`` little-endian: the same permutation of the bits for every row and for the
+    query, so Hamming distances are those of the codes."""
+    return f"(('x' || encode(qvec, 'hex'))::bit({int(dim)}))"
+
+
+def _text_args(codec: NamespaceCodec | None, text: str) -> tuple[str, bytes | None]:
+    """(text, ztext) column values of ``text`` stored with ``codec``."""
+    v = stored_text(codec, text)
+    return (v, None) if isinstance(v, str) else ("", v)
 
 
 def _vec_args(emb: np.ndarray, dtype: str) -> tuple[str | None, str | None, bytes | None]:
@@ -188,6 +213,7 @@ class _TxState(threading.local):
     store_wide = False
     locked: set[str]
     touched: set[str]
+    retrained = False
 
 
 class PostgresStore(DecisionLogReads):
@@ -226,8 +252,17 @@ class PostgresStore(DecisionLogReads):
         clock: Callable[[], float] = time.time,
         pool_size: int = 4,
         readonly: bool = False,
+        compress_text: bool = False,
+        text_dict: bytes | None = None,
     ):
         psycopg, psycopg_pool = _psycopg()
+        #: new namespaces store their text zstd-compressed (:mod:`.compression`)
+        self.compress_text = bool(compress_text)
+        #: a dictionary new compressing namespaces start with (else trained at AUTO_TRAIN)
+        self.text_dict = None if text_dict is None else bytes(text_dict)
+        self._codecs: dict[str, tuple[Any, NamespaceCodec]] = {}
+        self._inserts: dict[str, int] = {}
+        self._has_codec = True
         self._pg = psycopg
         self._pgpool = psycopg_pool
         self.url = url
@@ -277,6 +312,7 @@ class PostgresStore(DecisionLogReads):
                 if v == 0:
                     self.close()
                     raise StoreError(f"no memcurator store at {self.path}")
+                self._has_codec = v >= 7
             else:
                 self._run(lambda: migrate(c))
 
@@ -472,9 +508,12 @@ class PostgresStore(DecisionLogReads):
                 self._run(lambda: c.execute("COMMIT"))
                 ok = True
                 tx.own = (int(total), self._bump_event() if tx.touched else self._event)
+                if tx.retrained:  # rows this handle did not write changed: it catches up
+                    tx.own, tx.retrained = (-1, -1), False
             finally:
                 tx.conn = None
                 if not ok:
+                    tx.retrained = False
                     try:
                         c.execute("ROLLBACK")
                     except self._pg.Error:
@@ -659,6 +698,9 @@ class PostgresStore(DecisionLogReads):
                 )
                 self._partition(name)
                 self._tx.infos.clear()
+                if self.compress_text:
+                    self.set_text_codec(name, "zstd")
+                    self._seed_dict(name)
                 return
             check_reopen(name, row, embedder, dim, args)
             if not args.keep_budget:
@@ -711,8 +753,14 @@ class PostgresStore(DecisionLogReads):
         rows = self._q(
             "SELECT n.name, "
             "(SELECT COUNT(*) FROM entries e WHERE e.namespace = n.name), "
-            "(SELECT COALESCE(SUM(bytes), 0) FROM entries e WHERE e.namespace = n.name), "
-            "n.max_bytes, n.embedder, n.dim, "
+            "(SELECT COALESCE(SUM(bytes), 0) FROM entries e WHERE e.namespace = n.name)"
+            + (
+                " + (SELECT COALESCE(SUM(length(dict)), 0) FROM mc_text_dicts t WHERE "
+                "t.namespace = n.name)"
+                if self._has_codec
+                else ""
+            )
+            + ", n.max_bytes, n.embedder, n.dim, "
             "(SELECT COUNT(*) FROM decisions d WHERE d.namespace = n.name), "
             "(SELECT policy FROM policy_state p WHERE p.namespace = n.name), "
             "n.vector_dtype FROM namespaces n ORDER BY n.name"
@@ -750,6 +798,7 @@ class PostgresStore(DecisionLogReads):
             self._erase.add(name)
             self._x("UPDATE shared_out SET forgotten=true WHERE namespace=%s", (name,))
             self._x("DELETE FROM policy_state WHERE namespace=%s", (name,))
+            freed += self._drop_dict(name)
             self._x("DELETE FROM namespaces WHERE name=%s", (name,))
             # the feed of a deleted namespace reaches back nowhere: its handles reload (v + 1:
             # the number this transaction's commit leaves)
@@ -775,11 +824,10 @@ class PostgresStore(DecisionLogReads):
         emb = checked_embedding(entry.embedding, info.dim, entry.namespace)
         _no_nul(entry.id, entry.text, entry.origin_detail)
         vec, hvec, qvec = _vec_args(emb, info.vector_dtype)
-        args = (
+        args: tuple[Any, ...] = (
             entry.id,
             entry.namespace,
             entry.kind,
-            entry.text,
             int(entry.bytes),
             int(entry.raw_bytes),
             vec,
@@ -796,9 +844,10 @@ class PostgresStore(DecisionLogReads):
             entry.last_used_step,
             meta_json(entry),
             finite_stats(entry.stats),
-            *_trust_args(entry),
         )
         with self._writing(entry.namespace):
+            text, ztext = _text_args(self._write_codec(entry.namespace), entry.text)
+            args = (*args[:3], text, *args[3:], ztext, entry.text, entry.text, *_trust_args(entry))
             if self._one(
                 "SELECT 1 FROM entries WHERE namespace=%s AND id=%s", (entry.namespace, entry.id)
             ):
@@ -806,12 +855,12 @@ class PostgresStore(DecisionLogReads):
             self._x(
                 "INSERT INTO entries(id, namespace, kind, text, bytes, raw_bytes, vec, hvec, "
                 "qvec, vec_dtype, origin, origin_detail, reinforcement, uses, successes, "
-                f"failures, created_step, last_used_step, meta, stats, {TRUST_COLS}) VALUES "
-                "(%s,%s,%s,%s,%s,%s,%s::vector,%s::halfvec,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s"
-                + ",%s" * N_TRUST_COLS
-                + ")",
+                f"failures, created_step, last_used_step, meta, stats, ztext, rtsv, {TRUST_COLS}) "
+                "VALUES (%s,%s,%s,%s,%s,%s,%s::vector,%s::halfvec,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"
+                "%s," + RTSV_OF_PARAM + ",%s" * N_TRUST_COLS + ")",
                 args,
             )
+            self._auto_train(entry.namespace)
 
     def get(self, namespace: str, entry_id: str) -> Entry:
         """Raises :class:`EntryNotFound` for an unknown id (never returns None)."""
@@ -822,7 +871,7 @@ class PostgresStore(DecisionLogReads):
         if row is None:
             self.namespace(namespace)
             raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
-        return _row_to_entry(row)
+        return self._entry(row)
 
     def entries(self, namespace: str) -> list[Entry]:
         """All resident entries of ``namespace`` in insertion order (one statement: one
@@ -832,7 +881,7 @@ class PostgresStore(DecisionLogReads):
         )
         if not rows:
             self.namespace(namespace)
-        return [_row_to_entry(r) for r in rows]
+        return [self._entry(r) for r in rows]
 
     def update(self, entry: Entry) -> None:
         """Write back an entry's mutable fields.
@@ -846,15 +895,17 @@ class PostgresStore(DecisionLogReads):
             dtype = self.namespace(entry.namespace).vector_dtype
             emb = np.asarray(entry.embedding, dtype=np.float32)
             vec, hvec, qvec = _vec_args(emb, dtype)
+            text, ztext = _text_args(self._write_codec(entry.namespace), entry.text)
             n = self._x(
                 "UPDATE entries SET kind=%s, text=%s, bytes=%s, raw_bytes=%s, vec=%s::vector, "
                 "hvec=%s::halfvec, qvec=%s, vec_dtype=%s, reinforcement=%s, uses=%s, "
-                "successes=%s, failures=%s, last_used_step=%s, meta=%s, stats=%s, "
+                "successes=%s, failures=%s, last_used_step=%s, meta=%s, stats=%s, ztext=%s, "
+                "rtsv=" + RTSV_OF_PARAM + ", "
                 + ", ".join(f"{c}=%s" for c in TRUST_COLS.split(", "))
                 + " WHERE namespace=%s AND id=%s",
                 (
                     entry.kind,
-                    entry.text,
+                    text,
                     int(entry.bytes),
                     int(entry.raw_bytes),
                     vec,
@@ -864,6 +915,9 @@ class PostgresStore(DecisionLogReads):
                     *counts_of(entry),
                     meta_json(entry),
                     finite_stats(entry.stats),
+                    ztext,
+                    entry.text,
+                    entry.text,
                     *_trust_args(entry),
                     entry.namespace,
                     entry.id,
@@ -887,6 +941,7 @@ class PostgresStore(DecisionLogReads):
             )
             if row is None:
                 raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
+            self._drop_trained_dict(namespace)
         self._erase.add(namespace)
         return int(row[0])
 
@@ -921,7 +976,10 @@ class PostgresStore(DecisionLogReads):
             "CASE vec_dtype WHEN 'float32' THEN 4 * vector_dims(vec) "
             "WHEN 'float16' THEN 2 * vector_dims(hvec) ELSE length(qvec) END"
         )
-        q = f"SELECT pos, id, text, bytes, {vbytes} FROM entries WHERE namespace=%s AND pos>%s"
+        q = (
+            f"SELECT pos, id, text, bytes, {vbytes}, ztext FROM entries "
+            "WHERE namespace=%s AND pos>%s"
+        )
         args: list[Any] = [namespace, int(after)]
         if other_than is not None:
             q += f" AND (vec_dtype != %s OR {vbytes} != %s)"
@@ -931,7 +989,17 @@ class PostgresStore(DecisionLogReads):
             q += " LIMIT %s"
             args.append(int(limit))
         rows = self._q(q, args)
-        return [VectorRow(int(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4])) for r in rows]
+        codec = self._read_codec(namespace) if any(r[5] is not None for r in rows) else None
+        return [
+            VectorRow(
+                int(r[0]),
+                str(r[1]),
+                str(r[2]) if r[5] is None else read_text(codec, r[5]),
+                int(r[3]),
+                int(r[4]),
+            )
+            for r in rows
+        ]
 
     def used_bytes(self, namespace: str) -> int:
         """Resident bytes ``sum(b(m))`` of the namespace."""
@@ -939,7 +1007,7 @@ class PostgresStore(DecisionLogReads):
         row = self._one(
             "SELECT COALESCE(SUM(bytes), 0) FROM entries WHERE namespace=%s", (namespace,)
         )
-        return int(row[0]) if row else 0
+        return (int(row[0]) if row else 0) + self.fixed_bytes(namespace)
 
     def count(self, namespace: str) -> int:
         """Number of resident entries. Raises :class:`NamespaceNotFound`."""
@@ -1151,13 +1219,16 @@ class PostgresStore(DecisionLogReads):
                 raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
 
     # ------------------------------------------------------------------ vector search
-    def _vec_expr(self, namespace: str) -> tuple[str, str, str]:
-        """(column expression, operator class, query cast) of ``namespace``'s vectors."""
+    def _vec_expr(self, namespace: str, codes: bool = False) -> tuple[str, str, str]:
+        """(column expression, operator class, query cast) of ``namespace``'s vectors; with
+        ``codes``, a binary namespace's sign bits as pgvector ``bit`` (Hamming distance)."""
         info = self.namespace(namespace)
         if info.vector_dtype == "float32":
             return f"(vec::vector({info.dim}))", "vector_cosine_ops", f"vector({info.dim})"
         if info.vector_dtype == "float16":
             return f"(hvec::halfvec({info.dim}))", "halfvec_cosine_ops", f"halfvec({info.dim})"
+        if info.vector_dtype == "binary" and codes:
+            return _bits_expr(info.dim), "bit_hamming_ops", f"bit({info.dim})"
         raise InvalidInput(
             f"namespace {namespace!r} stores {info.vector_dtype} vectors (bytea): no pgvector "
             "index; convert it with memcurator reembed --vector-dtype float16 or float32"
@@ -1182,7 +1253,7 @@ class PostgresStore(DecisionLogReads):
         """
         from psycopg import sql
 
-        expr, ops, _ = self._vec_expr(namespace)
+        expr, ops, _ = self._vec_expr(namespace, codes=True)
         dtype = self.namespace(namespace).vector_dtype
         name = "entries_hnsw_" + format(abs(hash_ns(namespace)), "x")
         # CONCURRENTLY (outside a transaction): the build takes SHARE UPDATE EXCLUSIVE, which
@@ -1549,8 +1620,259 @@ class PostgresStore(DecisionLogReads):
             f"SELECT {_ENTRY_COLS} FROM entries WHERE namespace=%s AND id = ANY(%s)",
             (namespace, want),
         )
-        got = {r[0]: _row_to_entry(r) for r in rows}
+        got = {r[0]: self._entry(r) for r in rows}
         return [got[i] for i in want if i in got]
+
+    # ------------------------------------------------------------------ binary codes
+    def hamming_shortlist(
+        self, namespace: str, query: np.ndarray, n: int, *, index: bool | None = None
+    ) -> list[tuple[str, str]]:
+        """The ``n`` entries of a binary namespace whose sign bits are nearest to ``query``'s
+        by Hamming distance (pgvector ``<~>`` on ``bit(dim)``; the HNSW index of
+        :meth:`ensure_hnsw` when the planner takes it), as ``(id, text)``, nearest first: a
+        short list to rescore exactly (:meth:`search_codes`).
+
+        Raises
+        ------
+        InvalidInput
+            ``n < 1``, a query of the wrong shape, a namespace not stored as binary.
+        """
+        from psycopg import sql
+
+        from memcurator.store.vectors import sign_code
+
+        if isinstance(n, bool) or int(n) < 1:
+            raise InvalidInput(f"n must be a positive integer, got {n!r}")
+        info = self.namespace(namespace)
+        if info.vector_dtype != "binary":
+            raise InvalidInput(f"namespace {namespace!r} stores {info.vector_dtype} vectors")
+        expr, _, cast = self._vec_expr(namespace, codes=True)
+        q = np.asarray(query, dtype=np.float32)
+        if q.shape != (info.dim,) or not np.all(np.isfinite(q)):
+            raise InvalidInput(f"query must be a finite vector of shape ({info.dim},)")
+        qbits = "('x' || %s)::" + cast
+        stmt = sql.SQL(
+            "SELECT id, text, ztext FROM {} entries WHERE vec_dtype = 'binary' ORDER BY "
+            + expr
+            + " <~> "
+            + qbits
+            + " LIMIT %s"
+        ).format(sql.Identifier(partition_name(namespace)))
+        with self._conn() as c:
+            if index is not None:
+                self._run(lambda: c.execute(f"SET enable_seqscan = {'off' if index else 'on'}"))
+            try:
+                rows = self._run(
+                    lambda: c.execute(stmt, (sign_code(q).tobytes().hex(), int(n))).fetchall()
+                )
+            finally:
+                if index is not None:
+                    self._run(lambda: c.execute("RESET enable_seqscan"))
+        codec = self._read_codec(namespace) if any(r[2] is not None for r in rows) else None
+        return [(str(r[0]), str(r[1]) if r[2] is None else read_text(codec, r[2])) for r in rows]
+
+    def search_codes(
+        self,
+        namespace: str,
+        query: np.ndarray,
+        k: int,
+        embed: Callable[[list[str]], np.ndarray],
+        *,
+        shortlist: int | None = None,
+        index: bool | None = None,
+    ) -> list[Nearest]:
+        """The ``k`` entries of a binary namespace nearest to ``query`` (cosine): a Hamming
+        short list of ``shortlist`` (default ``30 * k``) from the database, rescored with the
+        exact vectors derived from the short list's texts (``embed``: recall texts -> (n, d)
+        unit vectors, the namespace's deterministic embedder, as
+        :mod:`memcurator.lifecycle.derive` does on load).
+
+        Recall@10 against float32 exact search on the SQL stream, 10^4 entries: see
+        docs/bytes.md (``benchmarks/bytes_per_entry.py --stores postgres``).
+
+        Raises
+        ------
+        InvalidInput
+            As :meth:`hamming_shortlist`; ``k < 1``.
+        """
+        from memcurator.retrieve.dense import rescore_shortlist
+        from memcurator.retrieve.hybrid import recall_text
+
+        if isinstance(k, bool) or int(k) < 1:
+            raise InvalidInput(f"k must be a positive integer, got {k!r}")
+        rows = self.hamming_shortlist(namespace, query, int(shortlist or 30 * int(k)), index=index)
+        if not rows:
+            return []
+        X = np.asarray(embed([recall_text(t) for _, t in rows]), dtype=np.float32)
+        q = np.asarray(query, dtype=np.float32)
+        ids, sc = rescore_shortlist(np.arange(len(rows)), X, q, int(k))
+        return [Nearest(rows[int(i)][0], float(s)) for i, s in zip(ids, sc, strict=True)]
+
+    # ------------------------------------------------------------------ text compression
+    def _entry(self, r: tuple[Any, ...]) -> Entry:
+        """An entry from a row of ``_ENTRY_COLS``, its text decompressed when stored so."""
+        if r[20] is not None:
+            r = (*r[:3], read_text(self._read_codec(str(r[1])), r[20]), *r[4:])
+        return _row_to_entry(r)
+
+    def _load_codec(self, namespace: str) -> NamespaceCodec:
+        if not self._has_codec:
+            return NamespaceCodec()
+        row = self._one(
+            "SELECT n.text_codec, d.at, d.samples FROM namespaces n LEFT JOIN mc_text_dicts d "
+            "ON d.namespace = n.name WHERE n.name=%s",
+            (namespace,),
+        )
+        if row is None:
+            return NamespaceCodec()
+        key = (row[0], row[1])
+        cached = self._codecs.get(namespace)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        d = None
+        if row[1] is not None:
+            got = self._one("SELECT dict FROM mc_text_dicts WHERE namespace=%s", (namespace,))
+            d = None if got is None else TextCodec(bytes(got[0]))
+        codec = NamespaceCodec(str(row[0]), d, int(row[2] or 0))
+        self._codecs[namespace] = (key, codec)
+        return codec
+
+    def _read_codec(self, namespace: str) -> NamespaceCodec:
+        """The cached codec of ``namespace`` when it has a dictionary, else read afresh."""
+        cached = self._codecs.get(namespace)
+        if cached is not None and cached[1].text is not None:
+            return cached[1]
+        return self._load_codec(namespace)
+
+    def _write_codec(self, namespace: str) -> NamespaceCodec:
+        """The codec as committed (read under the namespace's lock: never a stale one)."""
+        return self._load_codec(namespace)
+
+    def text_codec(self, namespace: str) -> NamespaceCodec:
+        """How ``namespace`` stores its texts (:class:`~.compression.NamespaceCodec`)."""
+        return self._load_codec(namespace)
+
+    def fixed_bytes(self, namespace: str) -> int:
+        """Bytes ``namespace`` stores besides its entries: its text dictionary (0 if none)."""
+        if not self._has_codec:
+            return 0
+        row = self._one("SELECT length(dict) FROM mc_text_dicts WHERE namespace=%s", (namespace,))
+        return 0 if row is None else int(row[0])
+
+    def _seed_dict(self, namespace: str) -> None:
+        if self.text_dict is not None:
+            TextCodec(self.text_dict)  # a clear error for bytes that are not a dictionary
+            self._x(
+                "INSERT INTO mc_text_dicts(namespace, dict, samples, at) VALUES (%s,%s,0,%s)",
+                (namespace, self.text_dict, time.time()),
+            )
+
+    def _drop_trained_dict(self, namespace: str) -> None:
+        """A dictionary trained on the namespace's texts holds fragments of them: it leaves
+        with the last entry (the namespace trains again when it fills up)."""
+        if self._load_codec(namespace).samples == 0:
+            return
+        if self._one("SELECT 1 FROM entries WHERE namespace=%s LIMIT 1", (namespace,)):
+            return
+        self._drop_dict(namespace)
+        self._codecs.pop(namespace, None)
+        self._tx.retrained = True  # handles catch up: the namespace's bytes changed
+
+    def _drop_dict(self, namespace: str) -> int:
+        n = self.fixed_bytes(namespace)
+        if n:
+            self._x("DELETE FROM mc_text_dicts WHERE namespace=%s", (namespace,))
+        return n
+
+    def set_text_codec(self, namespace: str, codec: str) -> int:
+        """Store ``namespace``'s texts with ``codec`` from now on (as
+        :meth:`memcurator.store.sqlite.SQLiteStore.set_text_codec`); entries rewritten.
+
+        Raises
+        ------
+        InvalidInput
+            An unknown codec. NamespaceNotFound.
+        """
+        check_codec(codec)
+        with self._writing(namespace):
+            self.namespace(namespace)
+            self._x("UPDATE namespaces SET text_codec=%s WHERE name=%s", (codec, namespace))
+            if codec == "zstd":
+                return 0
+            n = self._rewrite_texts(namespace, NamespaceCodec())
+            self._drop_dict(namespace)
+            return n
+
+    def train_text_dict(self, namespace: str) -> int:
+        """Train ``namespace``'s dictionary on its texts and rewrite every text with it (as
+        :meth:`memcurator.store.sqlite.SQLiteStore.train_text_dict`); entries rewritten.
+
+        Raises
+        ------
+        InvalidInput
+            Fewer entries than a dictionary needs.
+        """
+        with self._writing(namespace):
+            self.namespace(namespace)
+            rows = self._text_rows(namespace)
+            codec = NamespaceCodec("zstd", train([r[1] for r in rows]))
+            self._x("UPDATE namespaces SET text_codec='zstd' WHERE name=%s", (namespace,))
+            self._x(
+                "INSERT INTO mc_text_dicts(namespace, dict, samples, at) VALUES (%s,%s,%s,%s) "
+                "ON CONFLICT (namespace) DO UPDATE SET dict=EXCLUDED.dict, "
+                "samples=EXCLUDED.samples, at=EXCLUDED.at",
+                (namespace, codec.text.dictionary if codec.text else b"", len(rows), time.time()),
+            )
+            return self._rewrite_texts(namespace, codec, rows)
+
+    def _text_rows(self, namespace: str) -> list[tuple[str, str, int, int, bool]]:
+        """(id, text, b(m), stored text bytes, stored as is) of every entry, in order."""
+        codec = self._load_codec(namespace)
+        out = []
+        for eid, text, z, nb in self._q(
+            "SELECT id, text, ztext, bytes FROM entries WHERE namespace=%s ORDER BY pos",
+            (namespace,),
+        ):
+            if z is None:
+                out.append((str(eid), str(text), int(nb), text_nbytes(None, text), True))
+            else:
+                out.append((str(eid), read_text(codec, z), int(nb), len(bytes(z)), False))
+        return out
+
+    def _rewrite_texts(
+        self,
+        namespace: str,
+        codec: NamespaceCodec,
+        rows: list[tuple[str, str, int, int, bool]] | None = None,
+    ) -> int:
+        """Every text of ``namespace`` stored again with ``codec``, ``b(m)`` updated."""
+        n = 0
+        for eid, text, nb, before, was_raw in self._text_rows(namespace) if rows is None else rows:
+            t, z = _text_args(codec, text)
+            if was_raw and z is None:
+                continue
+            self._x(
+                "UPDATE entries SET text=%s, ztext=%s, bytes=%s WHERE namespace=%s AND id=%s",
+                (t, z, resized(nb, before, text_nbytes(codec, text)), namespace, eid),
+            )
+            n += 1
+        self._codecs.pop(namespace, None)
+        if n:
+            self._tx.retrained = True
+        return n
+
+    def _auto_train(self, namespace: str) -> None:
+        """Train the dictionary of a compressing namespace once it holds AUTO_TRAIN entries,
+        and again when it holds RETRAIN_FACTOR times what it was trained on."""
+        codec = self._codecs.get(namespace)
+        if codec is None or not codec[1].compresses:
+            return
+        # a retrain is checked on every 64th insert of this handle (a count is a scan)
+        self._inserts[namespace] = seen = self._inserts.get(namespace, 0) + 1
+        if codec[1].text is not None and seen % 64:
+            return
+        if codec[1].due(self.count(namespace)):
+            self.train_text_dict(namespace)
 
 
 class Nearest(NamedTuple):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from memcurator.errors import StoreError
 from memcurator.types import is_internal_key, split_meta
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS namespaces (
@@ -232,6 +232,21 @@ def _v6(conn: sqlite3.Connection) -> None:
                 f"UPDATE entries SET meta=?, {cols} WHERE rowid=?", (moved[0], *moved[1], rowid)
             )
 
+# v7: entry text kept zstd-compressed (:mod:`memcurator.store.compression`). The namespace
+# records its text codec ('none': text as is, the only layout before v7); ``text_dicts`` holds
+# a compressing namespace's trained dictionary. A compressed entry's ``text`` holds the tagged
+# zstd frame as a BLOB (its first byte, the tag, is never blank: the v1 CHECK holds); nothing
+# existing is rewritten (``memcurator compress`` converts a namespace).
+_V7 = """
+ALTER TABLE namespaces ADD COLUMN text_codec TEXT NOT NULL DEFAULT 'none'
+    CHECK (text_codec IN ('none', 'zstd'));
+CREATE TABLE IF NOT EXISTS text_dicts (
+    namespace TEXT PRIMARY KEY REFERENCES namespaces(name),
+    dict BLOB NOT NULL,
+    samples INTEGER NOT NULL,
+    at REAL NOT NULL
+);
+"""
 
 #: Version -> SQL statements (``;\n``-separated, triggers whole) or a function of the connection.
 MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
@@ -241,6 +256,7 @@ MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
     4: _V4,
     5: _v5,
     6: _v6,
+    7: _V7,
 }
 
 

@@ -11,13 +11,20 @@ from memcurator.store.vectors import DEFAULT_DTYPE, vector_nbytes
 
 
 def default_sizeof(
-    text: str, meta: dict[str, Any], embedding: np.ndarray, vector_dtype: str = DEFAULT_DTYPE
+    text: str,
+    meta: dict[str, Any],
+    embedding: np.ndarray,
+    vector_dtype: str = DEFAULT_DTYPE,
+    text_codec: Any = None,
 ) -> int:
     """Stored footprint ``b(m)`` in bytes.
 
-    UTF-8 bytes of the text, plus the bytes of the JSON-encoded metadata, plus the bytes of the
-    embedding as stored in ``vector_dtype`` (:func:`memcurator.store.vectors.vector_nbytes`:
-    float32 4 bytes a dimension, float16 2, int8 1 plus a 4-byte scale).
+    Bytes of the text as stored (UTF-8; with a compressing namespace's ``text_codec``, a
+    :class:`~memcurator.store.compression.NamespaceCodec`, the tag byte and zstd frame:
+    :func:`~memcurator.store.compression.text_nbytes`), plus the bytes of the JSON-encoded
+    metadata, plus the bytes of the embedding as stored in ``vector_dtype``
+    (:func:`memcurator.store.vectors.vector_nbytes`: float32 4 bytes a dimension, float16 2,
+    int8 1 plus a 4-byte scale).
 
     Raises
     ------
@@ -32,8 +39,10 @@ def default_sizeof(
     ...     np.zeros(512), "int8")
     (1032, 524)
     """
+    from memcurator.store.compression import text_nbytes
+
     return (
-        len(text.encode("utf-8"))
+        text_nbytes(text_codec, text)
         + len(json.dumps(meta, sort_keys=True))
         + vector_nbytes(int(np.asarray(embedding).size), vector_dtype)
     )

@@ -35,6 +35,15 @@ from memcurator.store.base import (
     Store,
     VectorRow,
 )
+from memcurator.store.compression import (
+    NamespaceCodec,
+    check_codec,
+    read_text,
+    resized,
+    stored_text,
+    text_nbytes,
+    train,
+)
 from memcurator.store.connection import ClosedConnection, GuardedConnection, retry_busy
 from memcurator.store.rowlogic import (
     DECISION_COLS,
@@ -55,6 +64,7 @@ from memcurator.store.rowlogic import (
     trust_values,
 )
 from memcurator.store.schema import migrate, migrate_check
+from memcurator.store.textcodec import TextCodec
 from memcurator.store.vectors import DEFAULT_DTYPE, check_dtype, decode, encode
 from memcurator.types import Decision, Entry
 
@@ -120,8 +130,17 @@ class SQLiteStore(DecisionLogReads):
         clock: Callable[[], float] = time.time,
         seed: int = 0,
         readonly: bool = False,
+        compress_text: bool = False,
+        text_dict: bytes | None = None,
     ):
         self.path = str(path)
+        #: new namespaces store their text zstd-compressed (:mod:`.compression`)
+        self.compress_text = bool(compress_text)
+        #: a dictionary new compressing namespaces start with (else trained at AUTO_TRAIN)
+        self.text_dict = None if text_dict is None else bytes(text_dict)
+        self._codecs: dict[str, tuple[Any, NamespaceCodec]] = {}
+        self._inserts: dict[str, int] = {}
+        self._retrained = False
         self.timeout_s = timeout_s
         self.clock = clock
         self.seed = seed
@@ -168,6 +187,7 @@ class SQLiteStore(DecisionLogReads):
         # ... and before v6 keep the trust state in meta (split out when read)
         trust = TRUST_COLS if readonly is False or version >= 6 else NO_TRUST_COLS
         self._sel = f"{_ENTRY_COLS}, {self._vec}, {trust}"
+        self._has_codec = readonly is False or version >= 7  # schema v7: text codecs
         if readonly:
             if version > 0:
                 migrate_check(version)
@@ -208,6 +228,8 @@ class SQLiteStore(DecisionLogReads):
                 self._retry(lambda: self._conn.execute("COMMIT"))
                 self._commits += 1
                 self._own = (dv, self._commits)
+                if self._retrained:  # rows this handle did not write changed: it catches up
+                    self._own, self._retrained = (dv, -1), False
 
     @contextmanager
     def transaction(self, namespace: str | None = None) -> Iterator[None]:
@@ -374,6 +396,9 @@ class SQLiteStore(DecisionLogReads):
                     "vector_dtype) VALUES (?,?,?,?,?,?)",
                     (name, embedder, int(dim), args.max_bytes, self.clock(), args.dtype),
                 )
+                if self.compress_text:
+                    self.set_text_codec(name, "zstd")
+                    self._seed_dict(name)
                 return
             check_reopen(name, row, embedder, dim, args)
             if not args.keep_budget:
@@ -410,8 +435,14 @@ class SQLiteStore(DecisionLogReads):
         q = (
             "SELECT n.name, "
             "(SELECT COUNT(*) FROM entries e WHERE e.namespace = n.name), "
-            "(SELECT COALESCE(SUM(bytes), 0) FROM entries e WHERE e.namespace = n.name), "
-            "n.max_bytes, n.embedder, n.dim, "
+            "(SELECT COALESCE(SUM(bytes), 0) FROM entries e WHERE e.namespace = n.name)"
+            + (
+                " + (SELECT COALESCE(SUM(length(dict)), 0) FROM text_dicts t WHERE "
+                "t.namespace = n.name)"
+                if self._has_codec
+                else ""
+            )
+            + ", n.max_bytes, n.embedder, n.dim, "
             "(SELECT COUNT(*) FROM decisions d WHERE d.namespace = n.name), "
             "(SELECT policy FROM policy_state p WHERE p.namespace = n.name), "
             f"{self._nsvec} FROM namespaces n ORDER BY n.name"
@@ -459,6 +490,7 @@ class SQLiteStore(DecisionLogReads):
             c.execute("DELETE FROM entries WHERE namespace=?", (name,))
             c.execute("UPDATE shared_out SET forgotten=1 WHERE namespace=?", (name,))
             c.execute("DELETE FROM policy_state WHERE namespace=?", (name,))
+            freed += self._drop_dict(name)
             c.execute("DELETE FROM namespaces WHERE name=?", (name,))
             # the feed of a deleted namespace reaches back nowhere: its handles reload
             c.execute("DELETE FROM change_feed WHERE namespace=?", (name,))
@@ -485,7 +517,7 @@ class SQLiteStore(DecisionLogReads):
                         entry.id,
                         entry.namespace,
                         entry.kind,
-                        entry.text,
+                        stored_text(self._write_codec(entry.namespace), entry.text),
                         int(entry.bytes),
                         int(entry.raw_bytes),
                         encode(emb, info.vector_dtype),
@@ -505,6 +537,7 @@ class SQLiteStore(DecisionLogReads):
                 )
             except sqlite3.IntegrityError as e:
                 raise InvalidInput(f"entry id {entry.id!r} already exists") from e
+            self._auto_train(entry.namespace)
 
     def get(self, namespace: str, entry_id: str) -> Entry:
         """Raises :class:`EntryNotFound` for an unknown id (never returns None)."""
@@ -516,7 +549,7 @@ class SQLiteStore(DecisionLogReads):
         if row is None:
             self.namespace(namespace)  # a missing namespace is its own error
             raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
-        return _row_to_entry(row)
+        return self._entry(row)
 
     def get_many(self, namespace: str, ids: list[str]) -> list[Entry]:
         """The resident entries among ``ids``, in the order of ``ids`` (absent ids skipped)."""
@@ -530,7 +563,7 @@ class SQLiteStore(DecisionLogReads):
                     f"({','.join('?' * len(part))})",
                     (namespace, *part),
                 ).fetchall()
-                got.update((r[0], _row_to_entry(r)) for r in rows)
+                got.update((r[0], self._entry(r)) for r in rows)
         return [got[i] for i in want if i in got]
 
     def entries(self, namespace: str) -> list[Entry]:
@@ -541,7 +574,7 @@ class SQLiteStore(DecisionLogReads):
                 f"SELECT {self._sel} FROM entries WHERE namespace=? ORDER BY rowid",
                 (namespace,),
             ).fetchall()
-        return [_row_to_entry(r) for r in rows]
+        return [self._entry(r) for r in rows]
 
     def find_text(self, namespace: str, text_hash: str) -> str | None:
         """Id of an entry whose text hash equals ``text_hash`` (for reinforcement), or None."""
@@ -571,7 +604,7 @@ class SQLiteStore(DecisionLogReads):
                 + " WHERE namespace=? AND id=?",
                 (
                     entry.kind,
-                    entry.text,
+                    stored_text(self._write_codec(entry.namespace), entry.text),
                     int(entry.bytes),
                     int(entry.raw_bytes),
                     encode(entry.embedding, dtype),
@@ -604,6 +637,7 @@ class SQLiteStore(DecisionLogReads):
             if row is None:
                 raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
             c.execute("DELETE FROM entries WHERE namespace=? AND id=?", (namespace, entry_id))
+            self._drop_trained_dict(namespace)
         return int(row[0])
 
     def known_ids(self, namespace: str, ids: list[str]) -> set[str]:
@@ -674,7 +708,11 @@ class SQLiteStore(DecisionLogReads):
             args.append(int(limit))
         with self._lock:
             rows = self._conn.execute(q, args).fetchall()
-        return [VectorRow(int(r[0]), str(r[1]), str(r[2]), int(r[3]), int(r[4])) for r in rows]
+        codec = self.text_codec(namespace)
+        return [
+            VectorRow(int(r[0]), str(r[1]), read_text(codec, r[2]), int(r[3]), int(r[4]))
+            for r in rows
+        ]
 
     def used_bytes(self, namespace: str) -> int:
         """Resident bytes ``sum(b(m))`` of the namespace."""
@@ -683,7 +721,7 @@ class SQLiteStore(DecisionLogReads):
             row = self._conn.execute(
                 "SELECT COALESCE(SUM(bytes),0) FROM entries WHERE namespace=?", (namespace,)
             ).fetchone()
-        return int(row[0])
+        return int(row[0]) + self.fixed_bytes(namespace)
 
     def count(self, namespace: str) -> int:
         """Number of resident entries. Raises :class:`NamespaceNotFound`."""
@@ -941,6 +979,184 @@ class SQLiteStore(DecisionLogReads):
             )
             if cur.rowcount == 0:
                 raise EntryNotFound(f"no entry {entry_id!r} in namespace {namespace!r}")
+
+    # ------------------------------------------------------------------ text compression
+    def _entry(self, r: tuple[Any, ...]) -> Entry:
+        """An entry from a row (``_row_to_entry``), its text decompressed when stored so."""
+        if not isinstance(r[3], str):
+            r = (*r[:3], read_text(self._read_codec(str(r[1])), r[3]), *r[4:])
+        return _row_to_entry(r)
+
+    def _load_codec(self, namespace: str) -> NamespaceCodec:
+        if not self._has_codec:
+            return NamespaceCodec()
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT n.text_codec, d.dict, d.at, d.samples FROM namespaces n "
+                "LEFT JOIN text_dicts d "
+                "ON d.namespace = n.name WHERE n.name=?",
+                (namespace,),
+            ).fetchone()
+        if row is None:
+            return NamespaceCodec()
+        key = (row[0], row[2])
+        cached = self._codecs.get(namespace)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        codec = NamespaceCodec(
+            str(row[0]),
+            None if row[1] is None else TextCodec(bytes(row[1])),
+            int(row[3] or 0),
+        )
+        self._codecs[namespace] = (key, codec)
+        return codec
+
+    def _read_codec(self, namespace: str) -> NamespaceCodec:
+        """The cached codec of ``namespace`` when it has a dictionary, else read afresh."""
+        cached = self._codecs.get(namespace)
+        if cached is not None and cached[1].text is not None:
+            return cached[1]
+        return self._load_codec(namespace)
+
+    def _write_codec(self, namespace: str) -> NamespaceCodec:
+        """The codec as committed (read inside the write lock: never a stale dictionary)."""
+        return self._load_codec(namespace)
+
+    def text_codec(self, namespace: str) -> NamespaceCodec:
+        """How ``namespace`` stores its texts (:class:`~.compression.NamespaceCodec`): what
+        ``b(m)`` counts for a text (:func:`~.compression.text_nbytes`)."""
+        return self._load_codec(namespace)
+
+    def fixed_bytes(self, namespace: str) -> int:
+        """Bytes ``namespace`` stores besides its entries: its text dictionary (0 if none)."""
+        if not self._has_codec:
+            return 0
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT length(dict) FROM text_dicts WHERE namespace=?", (namespace,)
+            ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def _seed_dict(self, namespace: str) -> None:
+        if self.text_dict is not None:
+            TextCodec(self.text_dict)  # a clear error for bytes that are not a dictionary
+            self._conn.execute(
+                "INSERT INTO text_dicts(namespace, dict, samples, at) VALUES (?,?,0,?)",
+                (namespace, self.text_dict, time.time()),
+            )
+
+    def _drop_trained_dict(self, namespace: str) -> None:
+        """A dictionary trained on the namespace's texts holds fragments of them: it leaves
+        with the last entry (the namespace trains again when it fills up)."""
+        if self._load_codec(namespace).samples == 0:
+            return
+        if self._conn.execute(
+            "SELECT 1 FROM entries WHERE namespace=? LIMIT 1", (namespace,)
+        ).fetchone():
+            return
+        self._drop_dict(namespace)
+        self._codecs.pop(namespace, None)
+        self._retrained = True  # handles catch up: the namespace's bytes changed
+
+    def _drop_dict(self, namespace: str) -> int:
+        n = self.fixed_bytes(namespace)
+        if n:
+            self._conn.execute("DELETE FROM text_dicts WHERE namespace=?", (namespace,))
+        return n
+
+    def set_text_codec(self, namespace: str, codec: str) -> int:
+        """Store ``namespace``'s texts with ``codec`` (``'zstd'`` or ``'none'``) from now on.
+
+        ``'none'`` decompresses every stored text and drops the dictionary (each ``b(m)``
+        updated); ``'zstd'`` compresses new texts once a dictionary is trained (automatically
+        at :data:`~.compression.AUTO_TRAIN` entries, or :meth:`train_text_dict`). Returns the
+        entries rewritten.
+
+        Raises
+        ------
+        InvalidInput
+            An unknown codec. NamespaceNotFound.
+        """
+        check_codec(codec)
+        with self._tx() as c:
+            self.namespace(namespace)
+            c.execute("UPDATE namespaces SET text_codec=? WHERE name=?", (codec, namespace))
+            if codec == "zstd":
+                return 0
+            n = self._rewrite_texts(namespace, NamespaceCodec())  # decompressed
+            self._drop_dict(namespace)
+            return n
+
+    def train_text_dict(self, namespace: str) -> int:
+        """Train ``namespace``'s dictionary on its texts and rewrite every text with it, each
+        ``b(m)`` updated, in one transaction; the namespace compresses from now on. Returns
+        the entries rewritten.
+
+        Raises
+        ------
+        InvalidInput
+            Fewer entries than a dictionary needs (:data:`~.textcodec.MIN_SAMPLES`).
+        """
+        with self._tx() as c:
+            self.namespace(namespace)
+            rows = self._text_rows(namespace)
+            codec = NamespaceCodec("zstd", train([r[1] for r in rows]))
+            c.execute("UPDATE namespaces SET text_codec='zstd' WHERE name=?", (namespace,))
+            c.execute(
+                "INSERT INTO text_dicts(namespace, dict, samples, at) VALUES (?,?,?,?) "
+                "ON CONFLICT(namespace) DO UPDATE SET dict=excluded.dict, "
+                "samples=excluded.samples, at=excluded.at",
+                (namespace, codec.text.dictionary if codec.text else b"", len(rows), time.time()),
+            )
+            return self._rewrite_texts(namespace, codec, rows)
+
+    def _text_rows(self, namespace: str) -> list[tuple[str, str, int, int, bool]]:
+        """(id, text, b(m), stored text bytes, stored as is) of every entry, in insertion
+        order."""
+        codec = self._load_codec(namespace)
+        out = []
+        for eid, value, nb in self._conn.execute(
+            "SELECT id, text, bytes FROM entries WHERE namespace=? ORDER BY rowid", (namespace,)
+        ).fetchall():
+            text = read_text(codec, value)
+            stored = len(bytes(value)) if not isinstance(value, str) else text_nbytes(None, text)
+            out.append((str(eid), text, int(nb), stored, isinstance(value, str)))
+        return out
+
+    def _rewrite_texts(
+        self,
+        namespace: str,
+        codec: NamespaceCodec,
+        rows: list[tuple[str, str, int, int, bool]] | None = None,
+    ) -> int:
+        """Every text of ``namespace`` stored again with ``codec``, ``b(m)`` updated."""
+        n = 0
+        for eid, text, nb, before, was_raw in self._text_rows(namespace) if rows is None else rows:
+            new = stored_text(codec, text)
+            after = text_nbytes(codec, text)
+            if was_raw and isinstance(new, str):
+                continue
+            self._conn.execute(
+                "UPDATE entries SET text=?, bytes=? WHERE namespace=? AND id=?",
+                (new, resized(nb, before, after), namespace, eid),
+            )
+            n += 1
+        self._codecs.pop(namespace, None)
+        self._retrained = self._retrained or n > 0
+        return n
+
+    def _auto_train(self, namespace: str) -> None:
+        """Train the dictionary of a compressing namespace once it holds AUTO_TRAIN entries,
+        and again when it holds RETRAIN_FACTOR times what it was trained on."""
+        codec = self._codecs.get(namespace)
+        if codec is None or not codec[1].compresses:
+            return
+        # a retrain is checked on every 64th insert of this handle (a count is a scan)
+        self._inserts[namespace] = seen = self._inserts.get(namespace, 0) + 1
+        if codec[1].text is not None and seen % 64:
+            return
+        if codec[1].due(self.count(namespace)):
+            self.train_text_dict(namespace)
 
 
 def _implements_store(store: SQLiteStore) -> Store:

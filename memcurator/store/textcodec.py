@@ -20,9 +20,8 @@ under an older dictionary names the one it needs; a namespace keeps every dictio
 entries still names. The budget counts what is stored: each entry's tag byte and body, and the
 namespace's dictionaries once each (not spread over entries); :func:`stored_bytes` is that sum.
 
-Status: the codec and its accounting are measured here; the stores keep text uncompressed
-(their ``text`` columns feed PostgreSQL's full-text column and SQLite's readers directly), see
-docs/storage.md for what wiring it into both backends needs.
+Both stores use it for namespaces that compress (:mod:`memcurator.store.compression`: schema
+v6, one dictionary per namespace, measured in docs/bytes.md).
 """
 
 from __future__ import annotations
