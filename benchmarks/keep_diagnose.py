@@ -44,6 +44,28 @@ def _reason_key(reason: str) -> str:
     return re.sub(r"[-+]?\d+(\.\d+)?", "#", r)[:90]
 
 
+_DISTILL = re.compile(r"(\d+) -> (\d+) bytes")
+
+
+def _distillations(decisions: list[Any], entries: list[Any]) -> dict[str, float]:
+    """Bytes before/after each distillation, how many distilled entries were evicted later,
+    and the refusals (notices) of a run's decision log."""
+    sizes = [tuple(int(x) for x in mt.groups()) for d in decisions if d.action == "distill"
+             for mt in [_DISTILL.search(d.reason)] if mt]  # fmt: skip
+    distilled = {d.entry_id for d in decisions if d.action == "distill"}
+    evicted = {d.entry_id for d in decisions if d.action == "evict"}
+    n = len(sizes)
+    return {
+        "n_distill": float(n),
+        "raw_b": sum(a for a, _ in sizes) / n if n else float("nan"),
+        "ins_b": sum(b for _, b in sizes) / n if n else float("nan"),
+        "dist_evicted": float(len(distilled & evicted)),
+        "refused": float(
+            sum(d.action == "notice" and "distillation refused" in d.reason for d in decisions)
+        ),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--policies", default="curator,lru")
@@ -52,7 +74,14 @@ def main() -> None:
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--vector-dtype", default="int8")
     ap.add_argument("--reasons", type=int, default=6, help="eviction reasons shown per run")
+    ap.add_argument("--policy-file", default=None, help="TOML/JSON of extra policy specs")
     a = ap.parse_args()
+    if a.policy_file:
+        from memcurator.policy import register
+        from memcurator.policy.presets import load_policy_file
+
+        for name, spec in load_policy_file(a.policy_file).items():
+            register(name, spec)
     runner.Memory = _Capturing  # type: ignore[misc]
     fams = runner.load_families()
     ex = make_executor("fake")
@@ -90,6 +119,8 @@ def main() -> None:
                         "rec": len(rec),
                     }
                 )
+                dist = _distillations(got["decisions"], got["entries"])
+                rows[-1].update(dist)
                 for d in got["decisions"]:
                     actions[d.action] += 1
                     if d.action in ("evict", "reject", "distill"):
@@ -101,6 +132,11 @@ def main() -> None:
                 f"mean B {mean['mean_b']:.0f}  used {mean['used'] / 1000:.1f} kB  "
                 f"insight share {mean['insight']:.2f}  coverage {mean['cover']:.3f} "
                 f"({mean['fams']:.1f} families resident, {mean['rec']:.0f} recurring)"
+            )
+            print(
+                f"   distillations {mean['n_distill']:.1f}: raw {mean['raw_b']:.0f} -> insight "
+                f"{mean['ins_b']:.0f} B; evicted later {mean['dist_evicted']:.1f}; "
+                f"refused {mean['refused']:.1f}"
             )
             print("   actions:", dict(actions))
             for r, c in reasons.most_common(a.reasons):

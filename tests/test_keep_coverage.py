@@ -213,3 +213,62 @@ def test_family_coverage_measure() -> None:
     out = fc.result()
     assert out["family_coverage"] == 0.5
     assert out["family_coverage_mean"] == pytest.approx((0 + 0.5 + 1 + 0.5 + 0.5) / 5)
+
+
+# ---------------------------------------------------------------- distillation that pays
+def _raw(i: int, pad: int) -> str:
+    return (
+        f"Task: count the rows of table t{i}\nObservation: "
+        + "x" * pad
+        + f"\nAction: SELECT COUNT(*) FROM t{i};\nOutcome: success (reward 1, solver local)"
+    )
+
+
+class _Padder:
+    """A distiller whose 'insight' is longer than what it replaces."""
+
+    def distill(self, text: str) -> str:
+        return text + "\n" + "y" * 200
+
+
+def _fill(mem: Memory, n: int, pad: int) -> list[str]:
+    return [mem.write(_raw(i, pad), kind="raw").id for i in range(n)]
+
+
+def test_distillation_that_saves_bytes_happens_and_is_logged() -> None:
+    probe = Memory(policy="curator", max_bytes=None)
+    ids = _fill(probe, 4, 600)
+    sizes = [probe.get(i).bytes for i in ids]
+    m = Memory(policy="curator", max_bytes=sum(sizes) - 200)  # short of the last by 200 bytes
+    _fill(m, 4, 600)
+    d = m.decisions(action="distill")
+    assert d and all("->" in x.reason for x in d)
+    for x in d:
+        old, new = (int(v) for v in x.reason.split(": ")[1].split(" bytes")[0].split(" -> "))
+        assert new < old  # it paid
+    assert not m.decisions(action="evict")  # the insight made room: nothing had to go
+    assert m.used_bytes <= sum(sizes) - 200
+
+
+def test_distillation_refused_when_not_smaller() -> None:
+    probe = Memory(policy="curator", max_bytes=None)
+    sizes = [probe.get(i).bytes for i in _fill(probe, 3, 300)]
+    m = Memory(policy="curator", max_bytes=sum(sizes) - 50, distiller=_Padder())
+    _fill(m, 3, 300)
+    assert not m.decisions(action="distill")
+    notes = [x for x in m.decisions(action="notice") if "distillation refused" in x.reason]
+    assert notes and "not smaller" in notes[0].reason
+    assert len(m.decisions(action="evict")) == 1 and m.used_bytes <= sum(sizes) - 50
+
+
+def test_distillation_refused_when_the_insight_would_not_fit() -> None:
+    """Budget far below what even the insight needs: the raw entry is evicted as it is,
+    without a rewrite that the same pass would throw away."""
+    probe = Memory(policy="curator", max_bytes=None)
+    sizes = [probe.get(i).bytes for i in _fill(probe, 3, 1500)]
+    m = Memory(policy="curator", max_bytes=max(sizes) + 10)  # room for one raw entry
+    _fill(m, 3, 1500)
+    notes = [x for x in m.decisions(action="notice") if "would not fit" in x.reason]
+    evicted = {x.entry_id for x in m.decisions(action="evict")}
+    assert notes and {x.entry_id for x in notes} <= evicted
+    assert not {x.entry_id for x in m.decisions(action="distill")} & evicted
