@@ -91,6 +91,17 @@ GLOSSARY: tuple[Term, ...] = (
         ("B/entry", "vec share", "entry_total_b", "vec_share"),
     ),
     Term(
+        "family coverage",
+        "Share of the stream's recurring task families (drawn at least twice) that have at least "
+        "one resident exemplar (poison excluded). fam cover is the resident set at the end of "
+        "the run; fam cover avg averages it over the stream, counting after each task only the "
+        "recurring families drawn so far. With fewer slots than recurring families, a memory that "
+        "holds one exemplar of more families serves more tasks (TokenWorth's coverage, CURATOR's "
+        "redundancy). The bench reads the family from each entry's metadata; the library's Keep "
+        "never sees it.",
+        ("fam cover", "fam cover avg", "family_coverage", "family_coverage_mean", "coverage"),
+    ),
+    Term(
         "budget front",
         "Accuracy against peak KB for each bounded policy run at several budgets B "
         "(--max-bytes 25k,50k,100k): one line per policy, keep-all and full-oracle as unbounded "

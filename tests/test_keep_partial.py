@@ -34,7 +34,7 @@ def reference_govern(
     max_bytes: int | None,
     step: int,
     log: Log,
-    distill: Callable[[Entry, int, int | None], bool],
+    distill: Callable[[Entry, int, int | None, int | None], bool],
     scan: Callable[[int], None] = lambda n: None,
 ) -> GovernResult:
     """The Keep pass as a plain loop over all n entries in fill order (no tail shortcut).
@@ -42,7 +42,7 @@ def reference_govern(
     Fill order: entries that no other version of their request outranks, by descending
     priority (ties to the newer), then the outranked ones, likewise. Each entry is kept if it
     fits; one that does not is offered to the distiller (raw, distilling policy) and evicted if
-    it still does not fit.
+    it still does not fit (a distillation that would not fit the room left is refused).
     """
     evicted = evict_victims(res, policy, step, log)
     if max_bytes is None or res.used <= max_bytes:
@@ -72,7 +72,7 @@ def reference_govern(
     for i in order:
         m = res.entries[i]
         if used + m.bytes > max_bytes and policy.distills and m.kind == "raw":
-            if distill(m, step, int(i)):
+            if distill(m, step, int(i), max_bytes - used):  # the room left (issue 35)
                 distilled.append(m.id)
         if used + m.bytes <= max_bytes:
             used += m.bytes

@@ -7,6 +7,8 @@ Adding a measure column is one line in :data:`MEASURES` (the per-run value must 
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 #: A measure resting on fewer tasks than this is flagged in tables and pages.
@@ -53,6 +55,10 @@ MEASURES: list[Measure] = [
     Measure("peak_kb", "peak KB", "{:.1f}", "largest resident memory", None, "peak KB"),
     Measure("entry_total_b", "B/entry", "{:.0f}", "bytes per resident entry at the end",
             None, "bytes per entry"),
+    Measure("family_coverage", "fam cover", "{:.3f}", "share of the stream's recurring families "
+            "with >= 1 resident exemplar at the end", None, "family coverage"),
+    Measure("family_coverage_mean", "fam cover avg", "{:.3f}", "family coverage of the "
+            "resident set after each task, averaged over the stream", "tasks", "family coverage"),
     Measure("vec_share", "vec share", "{:.2f}", "share of resident bytes that are embedding "
             "vectors", None, "bytes per entry"),
     Measure("energy_mb", "energy MB", "{:.1f}", "bytes embedded + scanned", None,
@@ -107,3 +113,91 @@ def measure(key: str) -> Measure:
         if m.key == key:
             return m
     raise KeyError(f"no measure {key!r}; known: {[m.key for m in MEASURES]}")
+
+
+def recurring_families(families: Sequence[str], min_draws: int = 2) -> set[str]:
+    """The families drawn at least ``min_draws`` times in a stream (the ones worth covering).
+
+    Examples
+    --------
+    >>> sorted(recurring_families(["a", "b", "a", "c", "c"]))
+    ['a', 'c']
+    """
+    counts = Counter(families)
+    return {f for f, c in counts.items() if c >= min_draws}
+
+
+def resident_coverage(resident_families: Iterable[str | None], recurring: set[str]) -> float:
+    """Family coverage of a resident set: the share of ``recurring`` families with at least one
+    resident exemplar (NaN when there is no recurring family).
+
+    TokenWorth's coverage-quality principle (Sec. 4.4) read as a measure: with fewer slots than
+    recurring families, a memory that holds one exemplar of more families serves more tasks.
+
+    Parameters
+    ----------
+    resident_families : iterable of str or None
+        The family of each resident exemplar (the bench's ``meta["family"]``; poison excluded by
+        the caller).
+    recurring : set of str
+        The families to cover (:func:`recurring_families` of the stream).
+
+    Returns
+    -------
+    float
+        In [0, 1].
+
+    Examples
+    --------
+    >>> resident_coverage(["a", "a", "x"], {"a", "b"})
+    0.5
+    """
+    if not recurring:
+        return float("nan")
+    return len(recurring & {f for f in resident_families if f is not None}) / len(recurring)
+
+
+class FamilyCoverage:
+    """Family coverage of a run's resident set, at the end and averaged over the stream.
+
+    At step t the families to cover are the recurring families of the whole stream that were
+    drawn at or before t (a family not drawn yet cannot have an exemplar); the end value is over
+    all recurring families.
+
+    Parameters
+    ----------
+    families : sequence of str
+        The family of each task of the stream, in order.
+
+    Examples
+    --------
+    >>> fc = FamilyCoverage(["a", "b", "a", "b"])
+    >>> fc.observe(0, ["a"]); fc.observe(1, ["a"]); fc.observe(2, ["a"]); fc.observe(3, ["a", "b"])
+    >>> fc.result()
+    {'family_coverage': 1.0, 'family_coverage_mean': 0.75}
+    """
+
+    def __init__(self, families: Sequence[str]):
+        self.families = list(families)
+        self.recurring = recurring_families(self.families)
+        self._seen: set[str] = set()
+        self._sum = 0.0
+        self._n = 0
+        self._last = float("nan")
+
+    def observe(self, step: int, resident_families: Iterable[str | None]) -> None:
+        """Fold the resident set after task ``step`` (its exemplars' families) in."""
+        if 0 <= step < len(self.families) and self.families[step] in self.recurring:
+            self._seen.add(self.families[step])
+        have = {f for f in resident_families if f is not None}
+        if self._seen:
+            self._sum += len(self._seen & have) / len(self._seen)
+            self._n += 1
+        self._last = resident_coverage(have, self.recurring)
+
+    def result(self) -> dict[str, float]:
+        """``family_coverage`` (end of the stream) and ``family_coverage_mean`` (over steps)."""
+        return {
+            "family_coverage": self._last,
+            "family_coverage_mean": self._sum / self._n if self._n else float("nan"),
+        }

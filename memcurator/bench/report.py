@@ -97,6 +97,10 @@ def run_metrics(run: PolicyRun) -> dict[str, Any]:
         "decisions": run.decisions,
         # the raw byte split, so that `bench --resume` restores the run exactly
         "bytes_by_part": dict(getattr(run, "bytes_by_part", None) or {}),
+        # family coverage of the resident set (memcurator.bench.measures.FamilyCoverage)
+        "family_coverage": float("nan"),
+        "family_coverage_mean": float("nan"),
+        **dict(getattr(run, "family_coverage", None) or {}),
         **_budget_metrics(run),
     }
 

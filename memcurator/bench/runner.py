@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memcurator.bench.agent import AgentConfig, TaskRecord, run_task
+from memcurator.bench.measures import FamilyCoverage
 from memcurator.bench.stream import Stream, StreamConfig, build_stream
 from memcurator.errors import BudgetExceeded, InvalidInput
 from memcurator.memory import Memory
@@ -78,6 +79,8 @@ class PolicyRun:
     base_policy: str = ""
     #: bytes of the resident entries at the end, by part (text, meta, vec) and their count
     bytes_by_part: dict[str, int] = field(default_factory=dict)
+    #: family coverage of the resident set (:class:`~memcurator.bench.measures.FamilyCoverage`)
+    family_coverage: dict[str, float] = field(default_factory=dict)
 
 
 def _oracle(
@@ -128,6 +131,7 @@ def run_policy(
     if set_budget is not None:
         set_budget(budget)  # policies whose rules read the byte budget (tokenworth/bytes-capacity)
     records: list[TaskRecord] = []
+    cover = FamilyCoverage([t.family for t in stream.tasks])
     admitted = written = 0
     t0 = time.perf_counter()
     for step, task in enumerate(stream.tasks):
@@ -157,6 +161,7 @@ def run_policy(
         else:
             rec = run_task(task, mem, executor, cfg.agent, policy_name=name, seed=seed, step=step)
         records.append(rec)
+        cover.observe(step, _exemplar_families(mem))
         if on_task is not None:
             on_task()
     counts: dict[str, int] = {}
@@ -176,7 +181,13 @@ def run_policy(
         sweep=sweep,
         base_policy=policy_name,
         bytes_by_part=parts,
+        family_coverage=cover.result(),
     )
+
+
+def _exemplar_families(mem: Memory) -> list[str | None]:
+    """The family of each resident exemplar (poison left out), as the bench labelled it."""
+    return [m.meta.get("family") for m in mem.entries() if not m.meta.get("poison")]
 
 
 def entry_bytes_by_part(entries: Sequence[Entry], vector_dtype: str = "float32") -> dict[str, int]:

@@ -220,6 +220,11 @@ def saved_runs(folder: Path) -> list[PolicyRun]:
                 sweep=(str(setting), int(value)) if setting is not None else None,
                 base_policy=str(r.get("base_policy") or r["policy"]),
                 bytes_by_part={k: int(v) for k, v in r["bytes_by_part"].items()},
+                family_coverage={
+                    k: float(r[k])
+                    for k in ("family_coverage", "family_coverage_mean")
+                    if r.get(k) is not None
+                },
             )
         )
     return out

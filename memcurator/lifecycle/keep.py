@@ -63,15 +63,17 @@ def govern(
     max_bytes: int | None,
     step: int,
     log: Log,
-    distill: Callable[[Entry, int, int | None], bool],
+    distill: Callable[[Entry, int, int | None, int | None], bool],
     scan: Callable[[int], None] = lambda n: None,
 ) -> GovernResult:
     """Density/priority-ordered greedy fill of the budget (CURATOR Alg. 1 lines 7-12).
 
     Entries are visited by descending policy priority and kept while they fit; one that does
-    not fit is first offered to the distiller when the policy distills (Alg. 1 line 9), and
-    evicted if it still does not fit. So every evicted entry was needed: given the entries
-    kept, it would not fit back (the kept bytes only grow during the fill).
+    not fit is first offered to the distiller when the policy distills (Alg. 1 line 9), with
+    the bytes still free, and evicted if it still does not fit (a distillation that would not
+    fit is refused before anything is rewritten, :func:`distill_entry`). So every evicted entry
+    was needed: given the entries kept, it would not fit back (the kept bytes only grow during
+    the fill).
 
     Versions of one request (:attr:`ResidentSet.near`: task lines equal up to case and
     whitespace, or cosine >= the memory's same-request threshold with the same literals) only
@@ -110,7 +112,7 @@ def govern(
     for i in order:
         m = res.entries[i]
         if used + m.bytes > max_bytes and policy.distills and m.kind == "raw":
-            if distill(m, step, int(i)):
+            if distill(m, step, int(i), max_bytes - used):
                 distilled.append(m.id)
         if used + m.bytes <= max_bytes:
             used += m.bytes
@@ -254,8 +256,15 @@ def distill_entry(
     sizeof: Callable[[str, dict[str, Any], np.ndarray], int],
     log: Log,
     text_hash: Callable[[str], str],
+    room: int | None = None,
 ) -> tuple[bool, int]:
-    """Replace a raw entry by its distilled insight if that is smaller (CURATOR Alg. 1 l. 9).
+    """Replace a raw entry by its distilled insight if that pays (CURATOR Alg. 1 l. 9).
+
+    A distillation pays only when the insight, counted as stored (text, meta, vector and the
+    origin detail), costs fewer bytes than the raw entry it replaces **and** fits the ``room``
+    left in the budget (bytes; None: no limit): an insight that is evicted in the same pass
+    saves nothing and costs an embedding and a rewrite. A refusal is logged as a ``notice`` with
+    both sizes (issue 35, item 3); a distiller that finds no insight is not logged.
 
     Returns (distilled, text bytes embedded).
     """
@@ -269,7 +278,13 @@ def distill_entry(
     # the origin detail and written statistics the raw entry counted stay counted
     extra = max(m.bytes - int(sizeof(m.text, state.sized_meta(m.meta, m.trust), m.embedding)), 0)
     b = int(sizeof(text, state.sized_meta(meta, m.trust), e)) + extra
+    why = None
     if b >= m.bytes:
+        why = f"the insight ({b} bytes as stored) is not smaller than the raw entry ({m.bytes})"
+    elif room is not None and b > room:
+        why = f"the insight ({b} bytes) would not fit the {max(room, 0)} bytes left; evicted raw"
+    if why is not None:
+        log(step, "notice", m.id, float("nan"), f"distillation refused: {why}", m.bytes)
         return False, n_embedded
     old = m.bytes
     res.keys.pop(m.meta.get("text_sha1"), None)
@@ -299,7 +314,7 @@ def keep_pass(ctx: Context, step: int) -> GovernResult:
     """:func:`govern` on a context (its budget, log and distiller), inside the caller's
     transaction; text embedded by distillation and bytes scanned go to its energy meter."""
 
-    def distill(m: Entry, st: int, row: int | None = None) -> bool:
+    def distill(m: Entry, st: int, row: int | None = None, room: int | None = None) -> bool:
         ok, n = distill_entry(
             ctx.res,
             m,
@@ -310,6 +325,7 @@ def keep_pass(ctx: Context, step: int) -> GovernResult:
             sizeof=ctx.sizing.entry_bytes,
             log=ctx.log,
             text_hash=dedup_key,
+            room=room,
         )
         ctx.energy.add(n)
         return ok

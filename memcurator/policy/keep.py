@@ -17,6 +17,7 @@ from memcurator.errors import InvalidInput
 from memcurator.policy.components import Component
 from memcurator.policy.keep_contradict import ContradictionGuard
 from memcurator.types import Entry
+from memcurator.value.coverage import check_ramp, coverage_priority, near_neighbours
 
 
 class _Keep(Component):
@@ -99,6 +100,30 @@ class RhoDensity(_Keep):
         An unproven entry that contradicts an older injectable resident ranks just below it
         (:class:`~memcurator.policy.keep_contradict.ContradictionGuard`): a contradiction is
         never resolved in favour of the unproven side by eviction (issue 33).
+    coverage : bool, default False
+        Rank by the *marginal* value given the entries ranked above (lazy greedy,
+        :func:`memcurator.value.coverage.coverage_priority`): an entry whose embedding nearly
+        duplicates a kept one has its value discounted by its redundancy r ∈ [0, 1] and ranks
+        below every entry that duplicates nothing kept when r = 1 (CURATOR Eq. 3's q as a
+        marginal utility and Alg. 1 line 15's δ test applied to the resident set; TokenWorth
+        Sec. 4.4's coverage). False (the default): each entry scored alone, as before issue 35.
+        Off by default because entries that differ only in a literal ("user 17" / "user 18")
+        are near-duplicates by embedding: for a fact memory they are distinct facts
+        (tests/test_keep_budget.py, issue 19), while for a memory read through literal
+        alignment (``curator/align``, which turns one exemplar into the answer for any literal)
+        they are redundant exemplars of one request pattern; that preset turns it on.
+    coverage_lo, coverage_hi : float, default 0.7, 0.9
+        The redundancy ramp in cosine: r = 0 at or below ``coverage_lo``, 1 at or above
+        ``coverage_hi``. Tuned on seed 0 of the fake-executor SQL stream, where exemplars of one
+        family have cosine ≥ 0.89 (5th percentile) and of different families ≤ 0.65 (issue 35).
+    coverage_max_rows : int, default 2048
+        Above this many residents the pass is O(n² d) too costly per write and entries are
+        scored alone (the ramp is not applied).
+
+    Raises
+    ------
+    InvalidInput
+        A bad ``redundancy_delta``, ramp or ``coverage_max_rows``.
     """
 
     needs = ("rho",)
@@ -108,7 +133,18 @@ class RhoDensity(_Keep):
         distill: bool = True,
         redundancy_delta: float | None = 0.85,
         guard_contradictions: bool = True,
+        coverage: bool = False,
+        coverage_lo: float = 0.7,
+        coverage_hi: float = 0.9,
+        coverage_max_rows: int = 2048,
     ):
+        check_ramp(coverage_lo, coverage_hi)
+        if isinstance(coverage_max_rows, bool) or int(coverage_max_rows) < 0:
+            raise InvalidInput(f"coverage_max_rows must be >= 0, got {coverage_max_rows!r}")
+        self.coverage = bool(coverage)
+        self.coverage_lo = float(coverage_lo)
+        self.coverage_hi = float(coverage_hi)
+        self.coverage_max_rows = int(coverage_max_rows)
         self.distill = distill
         self.guard_contradictions = guard_contradictions
         self._guard = ContradictionGuard() if guard_contradictions else None
@@ -124,14 +160,34 @@ class RhoDensity(_Keep):
         rho_est = self._est["rho"]
         t = rho_est.terms(entries, E)
         net = t.V - rho_est.lam * t.H
-        lowest = float(t.rho[net > 0].min()) if np.any(net > 0) else 0.0
-        pr = np.where(net > 0, t.rho, lowest - 1.0 + np.tanh(net))
+        if self.coverage and 1 < len(entries) <= self.coverage_max_rows:
+            pr = coverage_priority(
+                t.V,
+                t.H,
+                t.b,
+                rho_est.lam,
+                near_neighbours(E, self.coverage_lo),
+                self.coverage_lo,
+                self.coverage_hi,
+                per_byte=bool(getattr(rho_est, "per_byte", True)),
+            )
+        else:
+            lowest = float(t.rho[net > 0].min()) if np.any(net > 0) else 0.0
+            pr = np.where(net > 0, t.rho, lowest - 1.0 + np.tanh(net))
         return pr if self._guard is None else self._guard.adjust(entries, E, pr)
 
     def evict_reason(self) -> str:
+        cov = (
+            ", its value discounted by redundancy with higher-ranked residents"
+            if self.coverage
+            else ""
+        )
         if self._est["rho"].helpfulness == "worth":
-            return "lowest net-value density rho (q = learned worth) when the byte budget was full"
-        return "lowest net-value density rho when the byte budget was full"
+            return (
+                f"lowest net-value density rho (q = learned worth){cov} when the byte budget "
+                "was full"
+            )
+        return f"lowest net-value density rho{cov} when the byte budget was full"
 
 
 class ProbeWorth(_Keep):

@@ -168,6 +168,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         "description": "CURATOR's budgeted memory, curated at read time by JitMem's extractive "
         "curator (best-mapping entry, the task's literals substituted, schema aligned; no LLM)",
         "curate": {"name": "jitmem", "k": 3, "operators": ["align"], "judge": False},
+        # read through literal alignment, exemplars of one request pattern that differ only in
+        # literals substitute for each other: Keep ranks by marginal value (issue 35)
+        "keep": {"name": "quarantine", "keep": {**_RHO_KEEP, "coverage": True}},
     },
     "curator/margin": {
         "base": "curator",
