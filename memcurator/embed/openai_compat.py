@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from memcurator.embed.http import HTTPClientOwner
 from memcurator.errors import DimensionMismatch, EmbeddingError, InvalidInput
 
 #: HTTP statuses worth retrying: rate limited, and the server or a proxy briefly unavailable
@@ -34,7 +35,7 @@ MAX_BATCH = 2048
 MAX_RETRY_AFTER_S = 30.0
 
 
-class OpenAICompatEmbedder:
+class OpenAICompatEmbedder(HTTPClientOwner):
     """Embed text through ``POST {base_url}/embeddings``; vectors are L2-normalised float32.
 
     Parameters
@@ -256,16 +257,12 @@ class OpenAICompatEmbedder:
         return (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
     def _post(self, body: dict[str, Any]) -> httpx.Response:
-        if self._client is None:
-            self._client = httpx.Client(timeout=self.timeout_s)
-        headers = {"Content-Type": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
+        client, headers = self._http()
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
             wait = self.backoff_s * (2**attempt)
             try:
-                r = self._client.post(self.url, json=body, headers=headers, timeout=self.timeout_s)
+                r = client.post(self.url, json=body, headers=headers, timeout=self.timeout_s)
             except httpx.HTTPError as e:
                 if last:
                     raise EmbeddingError(
@@ -307,18 +304,6 @@ class OpenAICompatEmbedder:
         if not np.isfinite(m).all():
             raise EmbeddingError(f"{self.url} returned NaN or infinite values")
         return m
-
-    def close(self) -> None:
-        """Close the HTTP client if this embedder created it."""
-        if self._owns_client and self._client is not None:
-            self._client.close()
-            self._client = None
-
-    def __enter__(self) -> OpenAICompatEmbedder:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _vector(self, x: Any) -> list[float]:
         """A list of floats, a base64 string of little-endian float32 (``encoding_format``),

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from memcurator.embed.http import HTTPClientOwner
 from memcurator.errors import InvalidInput, LLMError
 from memcurator.llm.base import Completion, check_request
 from memcurator.llm.pricing import Price
@@ -18,7 +19,7 @@ from memcurator.llm.pricing import Price
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-class OpenAICompatExecutor:
+class OpenAICompatExecutor(HTTPClientOwner):
     """Complete prompts through ``POST {base_url}/chat/completions`` (or ``/completions``).
 
     Every argument left as None is read from the environment when the executor is built.
@@ -126,18 +127,6 @@ class OpenAICompatExecutor:
             f"chat={self.chat!r}, temperature={self.temperature!r})"
         )
 
-    def close(self) -> None:
-        """Close the HTTP client if this executor created it."""
-        if self._owns_client and self._client is not None:
-            self._client.close()
-            self._client = None
-
-    def __enter__(self) -> OpenAICompatExecutor:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     def _payload(self, prompt: str, max_tokens: int, stops: list[str]) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self._model,
@@ -179,14 +168,10 @@ class OpenAICompatExecutor:
             lacks ``choices`` / ``usage``.
         """
         stops = check_request(prompt, max_tokens, stop)
-        if self._client is None:
-            self._client = httpx.Client(timeout=self.timeout_s)
-        headers = {"Content-Type": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
+        client, headers = self._http()
         t0 = self.clock()
         try:
-            response = self._client.post(
+            response = client.post(
                 self.url,
                 json=self._payload(prompt, max_tokens, stops),
                 headers=headers,
