@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _env_util import sql_specs
 
 from memcurator.embed.hashing import HashingEmbedder
-from memcurator.envs.sql import check, load_specs, make_poison, payload_executed
+from memcurator.envs.sql import check, make_poison, payload_executed
 from memcurator.envs.sql.attacks import (
     ATTACK_PAYLOADS,
     genuine_exemplar,
@@ -18,7 +19,7 @@ from memcurator.errors import InvalidInput
 
 
 def _specs(n: int = 20) -> list:
-    return list(load_specs().specs)[:n]
+    return sql_specs(n)
 
 
 def test_poison_api_unchanged() -> None:

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from _env_util import sql_specs
 
 from memcurator.domains.sql.db import quote_ident
-from memcurator.envs.sql import load_specs
 from memcurator.envs.sql.attacks import (
     ALL_PAYLOADS,
     ATTACK_PAYLOADS,
@@ -26,7 +26,7 @@ from memcurator.errors import InvalidInput
 
 
 def _specs(n: int = 30) -> list:
-    return list(load_specs().specs)[:n]
+    return sql_specs(n)
 
 
 def _entries(payload: str, n: int = 30, seed: int = 0) -> list[tuple[object, Attack]]:
