@@ -397,26 +397,12 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     modes = [(True, int(n)) for n in a.servers.split(",")] if a.api else [(False, 1)]
     reports = []
-    if a.sqlite:
-        with tempfile.TemporaryDirectory() as d:
-            path = str(Path(d) / "mp.sqlite")
-            for i, (api, n) in enumerate(modes):
-                reports.append(
-                    run(
-                        path,
-                        procs=a.procs,
-                        ops=a.ops,
-                        max_bytes=a.max_bytes,
-                        api=api,
-                        servers=n,
-                        seed=i,
-                    )
-                )
-    if a.pg:
+
+    def run_modes(target: str) -> None:
         for i, (api, n) in enumerate(modes):
             reports.append(
                 run(
-                    a.pg,
+                    target,
                     procs=a.procs,
                     ops=a.ops,
                     max_bytes=a.max_bytes,
@@ -425,22 +411,17 @@ def main(argv: list[str] | None = None) -> int:
                     seed=i,
                 )
             )
+
+    if a.sqlite:
+        with tempfile.TemporaryDirectory() as d:
+            run_modes(str(Path(d) / "mp.sqlite"))
+    if a.pg:
+        run_modes(a.pg)
     if a.local_pg:
         from memcurator.store.pglocal import LocalPostgres
 
         with LocalPostgres() as pg:
-            for i, (api, n) in enumerate(modes):
-                reports.append(
-                    run(
-                        pg.url,
-                        procs=a.procs,
-                        ops=a.ops,
-                        max_bytes=a.max_bytes,
-                        api=api,
-                        servers=n,
-                        seed=i,
-                    )
-                )
+            run_modes(pg.url)
     hdr = (
         f"{'backend':20} {'procs':>5} {'ops':>6} {'s':>7} {'ops/s':>7} {'admit':>6} {'evict':>6} "
         f"{'forget':>6} {'resident':>8} {'max used':>9} {'budget':>7} "

@@ -8,10 +8,16 @@ It sits in :mod:`memcurator.embed`, the lower of the two layers, so that
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Self
+
+from memcurator.errors import InvalidInput
 
 if TYPE_CHECKING:
     import httpx
+
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 class Closing:
@@ -30,15 +36,57 @@ class Closing:
 class HTTPClientOwner(Closing):
     """An object that posts JSON to an endpoint through an ``httpx.Client``.
 
-    A subclass sets ``_client`` (the caller's client or None), ``_owns_client`` (True when
-    none was given) and ``_api_key`` (sent as a Bearer token when set) in its constructor,
-    and has a ``timeout_s`` (seconds).
+    A subclass calls :meth:`_endpoint` in its constructor (the URL, model and key, and the
+    caller's client or None) and has a ``timeout_s`` (seconds).
     """
 
+    _base_url: str
+    _model: str
     _client: httpx.Client | None
     _owns_client: bool
     _api_key: str | None
     timeout_s: float
+
+    def _endpoint(
+        self,
+        base_url: str | None,
+        model: str | None,
+        api_key: str | None,
+        client: httpx.Client | None,
+        *,
+        what: str,
+        env: str,
+        key_env: tuple[str, ...],
+    ) -> None:
+        """Resolve the endpoint, model and key, each from its argument or else the environment.
+
+        ``base_url``, else ``${env}_BASE_URL``, ``$OPENAI_BASE_URL`` or OpenAI's URL (trailing
+        ``/`` dropped); ``model``, else ``${env}_MODEL``; ``api_key``, else the first variable
+        of ``key_env`` that is set and not empty.
+
+        Raises
+        ------
+        InvalidInput
+            No model given or set; the message names ``what`` and the variable.
+        """
+        root = (
+            base_url
+            or os.environ.get(f"{env}_BASE_URL")
+            or os.environ.get("OPENAI_BASE_URL")
+            or DEFAULT_BASE_URL
+        )
+        self._base_url = root.rstrip("/")
+        resolved = model or os.environ.get(f"{env}_MODEL")
+        if not resolved:
+            raise InvalidInput(
+                f"no model for the OpenAI-compatible {what}: pass model=... or set {env}_MODEL"
+            )
+        self._model = resolved
+        if api_key is None:
+            api_key = next((os.environ[k] for k in key_env if os.environ.get(k)), None)
+        self._api_key = api_key
+        self._client = client
+        self._owns_client = client is None
 
     def _http(self) -> tuple[httpx.Client, dict[str, str]]:
         """The client (created on first use) and the request headers (JSON, the API key)."""

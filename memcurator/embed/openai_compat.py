@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,6 +24,7 @@ import httpx
 import numpy as np
 
 from memcurator.embed.http import HTTPClientOwner
+from memcurator.embed.text import check_text
 from memcurator.errors import DimensionMismatch, EmbeddingError, InvalidInput
 
 #: HTTP statuses worth retrying: rate limited, and the server or a proxy briefly unavailable
@@ -118,23 +118,15 @@ class OpenAICompatEmbedder(HTTPClientOwner):
         self.client = client
         self.sleep = sleep
 
-        root = (
-            base_url
-            or os.environ.get("MEMCURATOR_EMBED_BASE_URL")
-            or os.environ.get("OPENAI_BASE_URL")
-            or "https://api.openai.com/v1"
+        self._endpoint(
+            base_url,
+            model,
+            api_key,
+            client,
+            what="embedder",
+            env="MEMCURATOR_EMBED",
+            key_env=("MEMCURATOR_EMBED_API_KEY", "OPENAI_API_KEY"),
         )
-        self._base_url = root.rstrip("/")
-        resolved = model or os.environ.get("MEMCURATOR_EMBED_MODEL")
-        if not resolved:
-            raise InvalidInput(
-                "no model for the OpenAI-compatible embedder: pass model=... "
-                "or set MEMCURATOR_EMBED_MODEL"
-            )
-        self._model = resolved
-        if api_key is None:
-            api_key = os.environ.get("MEMCURATOR_EMBED_API_KEY") or os.environ.get("OPENAI_API_KEY")
-        self._api_key = api_key
         if dim is not None and (isinstance(dim, bool) or int(dim) != dim or int(dim) <= 0):
             raise InvalidInput(f"dim must be a positive integer or None, got {dim!r}")
         self._dim = None if dim is None else int(dim)
@@ -149,8 +141,6 @@ class OpenAICompatEmbedder(HTTPClientOwner):
             raise InvalidInput("dimensions=True sends dim to the endpoint: give dim too")
         if token_pooling not in ("error", "mean"):
             raise InvalidInput(f"token_pooling must be 'error' or 'mean', got {token_pooling!r}")
-        self._client = client
-        self._owns_client = client is None
 
     # ------------------------------------------------------------------ identity
     @property
@@ -204,8 +194,7 @@ class OpenAICompatEmbedder(HTTPClientOwner):
         DimensionMismatch
             The endpoint answered a vector of another dimension than :attr:`dim`.
         """
-        if not isinstance(text, str):
-            raise InvalidInput(f"text must be str, got {type(text).__name__}")
+        check_text(text)
         return self.embed_many([text])[0]
 
     def embed_many(self, texts: Sequence[str]) -> np.ndarray:

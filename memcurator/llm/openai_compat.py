@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -15,8 +14,6 @@ from memcurator.embed.http import HTTPClientOwner
 from memcurator.errors import InvalidInput, LLMError
 from memcurator.llm.base import Completion, check_request
 from memcurator.llm.pricing import Price
-
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
 class OpenAICompatExecutor(HTTPClientOwner):
@@ -88,28 +85,20 @@ class OpenAICompatExecutor(HTTPClientOwner):
         self.temperature = temperature
         self.clock = clock
 
-        root = (
-            base_url
-            or os.environ.get("MEMCURATOR_OPENAI_BASE_URL")
-            or os.environ.get("OPENAI_BASE_URL")
-            or DEFAULT_BASE_URL
+        self._endpoint(
+            base_url,
+            model,
+            api_key,
+            client,
+            what="executor",
+            env="MEMCURATOR_OPENAI",
+            key_env=("OPENAI_API_KEY",),
         )
-        self._base_url = root.rstrip("/")
-        resolved_model = model or os.environ.get("MEMCURATOR_OPENAI_MODEL")
-        if not resolved_model:
-            raise InvalidInput(
-                "no model for the OpenAI-compatible executor: pass model=... "
-                "or set MEMCURATOR_OPENAI_MODEL"
-            )
-        self._model = resolved_model
-        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not math.isfinite(timeout_s) or timeout_s <= 0:
             raise InvalidInput(f"timeout_s must be a finite number > 0 seconds, got {timeout_s!r}")
         if not math.isfinite(temperature) or temperature < 0:
             raise InvalidInput(f"temperature must be a finite number >= 0, got {temperature!r}")
         self._price = Price(price_in, price_out)
-        self._client = client
-        self._owns_client = client is None
 
     @property
     def model_id(self) -> str:
