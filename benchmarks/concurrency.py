@@ -47,66 +47,60 @@ SHARED = [
 ]
 
 
-class _LibraryOps:
+class _Ops:
+    """The mix's calls that pass straight to the target (``self.t``: a Memory or a Client)."""
+
+    t: Any
+
+    def feedback(self, handle: Any, reward: float) -> None:
+        self.t.feedback(handle, reward)
+
+    def forget(self, eid: str) -> None:
+        self.t.forget(eid)
+
+    def get(self, eid: str) -> None:
+        self.t.get(eid)
+
+    def close(self) -> None:
+        self.t.close()
+
+
+class _LibraryOps(_Ops):
     """The mix's calls on :class:`memcurator.Memory` (the library in the worker's process)."""
 
     def __init__(self, target: str, ns: str, idx: int, max_bytes: int):
         from memcurator import Memory
 
         self.ns = ns
-        self.mem = Memory(target, namespace=ns, policy="lru", max_bytes=max_bytes, seed=100 + idx)
+        self.t = Memory(target, namespace=ns, policy="lru", max_bytes=max_bytes, seed=100 + idx)
 
     def write(self, text: str) -> tuple[bool, str | None, str, int]:
         """(admitted, id, reason, used_bytes after the write)."""
-        w = self.mem.write(text)
-        return w.admitted, w.id, w.reason, self.mem.store.used_bytes(self.ns)
+        w = self.t.write(text)
+        return w.admitted, w.id, w.reason, self.t.store.used_bytes(self.ns)
 
     def recall(self, query: str) -> tuple[list[str], Any]:
         """(ids, what feedback takes)."""
-        r = self.mem.recall(query, k=5)
+        r = self.t.recall(query, k=5)
         return list(r.ids), r
 
-    def feedback(self, handle: Any, reward: float) -> None:
-        self.mem.feedback(handle, reward)
 
-    def forget(self, eid: str) -> None:
-        self.mem.forget(eid)
-
-    def get(self, eid: str) -> None:
-        self.mem.get(eid)
-
-    def close(self) -> None:
-        self.mem.close()
-
-
-class _ApiOps:
+class _ApiOps(_Ops):
     """The same calls through :class:`memcurator.client.Client` against ``memcurator serve``
     (the namespace is the key's; its policy and budget are the server's)."""
 
     def __init__(self, url: str, key: str):
         from memcurator.client import Client
 
-        self.c = Client(url, key=key, timeout=120)
+        self.t = Client(url, key=key, timeout=120)
 
     def write(self, text: str) -> tuple[bool, str | None, str, int]:
-        w = self.c.write(text)
+        w = self.t.write(text)
         return bool(w["admitted"]), w["id"], str(w["reason"]), int(w["used_bytes"])
 
     def recall(self, query: str) -> tuple[list[str], Any]:
-        r = self.c.recall(query, k=5)
+        r = self.t.recall(query, k=5)
         return list(r["ids"]), r
-
-    def feedback(self, handle: Any, reward: float) -> None:
-        self.c.feedback(handle, reward)
-
-    def forget(self, eid: str) -> None:
-        self.c.forget(eid)
-
-    def get(self, eid: str) -> None:
-        self.c.get(eid)
-
-    def close(self) -> None:
-        self.c.close()
 
 
 def worker(
@@ -403,26 +397,12 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     modes = [(True, int(n)) for n in a.servers.split(",")] if a.api else [(False, 1)]
     reports = []
-    if a.sqlite:
-        with tempfile.TemporaryDirectory() as d:
-            path = str(Path(d) / "mp.sqlite")
-            for i, (api, n) in enumerate(modes):
-                reports.append(
-                    run(
-                        path,
-                        procs=a.procs,
-                        ops=a.ops,
-                        max_bytes=a.max_bytes,
-                        api=api,
-                        servers=n,
-                        seed=i,
-                    )
-                )
-    if a.pg:
+
+    def run_modes(target: str) -> None:
         for i, (api, n) in enumerate(modes):
             reports.append(
                 run(
-                    a.pg,
+                    target,
                     procs=a.procs,
                     ops=a.ops,
                     max_bytes=a.max_bytes,
@@ -431,22 +411,17 @@ def main(argv: list[str] | None = None) -> int:
                     seed=i,
                 )
             )
+
+    if a.sqlite:
+        with tempfile.TemporaryDirectory() as d:
+            run_modes(str(Path(d) / "mp.sqlite"))
+    if a.pg:
+        run_modes(a.pg)
     if a.local_pg:
         from memcurator.store.pglocal import LocalPostgres
 
         with LocalPostgres() as pg:
-            for i, (api, n) in enumerate(modes):
-                reports.append(
-                    run(
-                        pg.url,
-                        procs=a.procs,
-                        ops=a.ops,
-                        max_bytes=a.max_bytes,
-                        api=api,
-                        servers=n,
-                        seed=i,
-                    )
-                )
+            run_modes(pg.url)
     hdr = (
         f"{'backend':20} {'procs':>5} {'ops':>6} {'s':>7} {'ops/s':>7} {'admit':>6} {'evict':>6} "
         f"{'forget':>6} {'resident':>8} {'max used':>9} {'budget':>7} "

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from memcurator import errors
+from memcurator.embed.http import Closing
 from memcurator.errors import InvalidInput, MemcuratorError, StoreError
 from memcurator.policy.share import ForgetNotice, SharedEntry
 from memcurator.trust.auth import Signature
@@ -78,7 +79,7 @@ def _header_bytes(first_line: str, headers: httpx.Headers) -> int:
     return n + 2
 
 
-class Client:
+class Client(Closing):
     """A namespace of a ``memcurator serve`` server, reached with one API key.
 
     Parameters
@@ -338,13 +339,8 @@ class Client:
         return self._call("GET", "/metrics")
 
     def close(self) -> None:
+        """Close the HTTP connection pool (also on leaving a ``with`` block)."""
         self._http.close()
-
-    def __enter__(self) -> Client:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _error(r: httpx.Response) -> MemcuratorError:

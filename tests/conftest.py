@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,3 +76,12 @@ def pg_url(pg_server: PgServer) -> Iterator[str]:
     finally:
         with psycopg.connect(pg_server.url, autocommit=True) as c:
             c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[int, Any]:
+    """The OS environment's 500 tasks by index (:func:`memcurator.envs.os.data.load_os_tasks`);
+    a module that defines its own ``tasks`` fixture uses that one."""
+    from memcurator.envs.os.data import load_os_tasks
+
+    return {t.index: t for t in load_os_tasks()}

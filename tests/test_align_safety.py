@@ -140,12 +140,13 @@ def test_quoted_values_are_escaped(value):
     assert rows_of(PAY_DDL, PAY_ROWS, action(payload)) == [(want,)]
 
 
-# --------------------------------------------------------------------------- statement type
+# --------------------------------------------------------------------------- fallbacks
 
 
 @pytest.mark.parametrize(
-    "past_task, past_sql, task, word",
+    "past_task, past_sql, task, why",
     [
+        # the statement type of the task differs from the exemplar's
         ("Insert a payment of 75 for member 102.",
          "INSERT INTO pay (mid, amt) VALUES (102, 75);",
          "Which members paid 75?", "SELECT"),
@@ -156,21 +157,6 @@ def test_quoted_values_are_escaped(value):
         ("Increase the amount by 5 for member 102.",
          "UPDATE pay SET amt = amt + 5 WHERE mid = 102;",
          "Remove member 103's payments.", "DELETE"),
-    ],
-)  # fmt: skip
-def test_statement_type_mismatch_falls_back(past_task, past_sql, task, word):
-    payload, used, notes = run_align(past_task, PAY, past_sql, task, PAY)
-    assert payload == f"Task: {past_task}\nAction: {past_sql}"  # the honest exemplar
-    assert used == [0]
-    assert len(notes) == 1 and "fell back" in notes[0] and word in notes[0]
-
-
-# --------------------------------------------------------------------------- literals
-
-
-@pytest.mark.parametrize(
-    "past_task, past_sql, task, why",
-    [
         # the task has a literal the exemplar's SQL has no place for
         ("Which members paid more than 50 in 2023?", "SELECT mid FROM pay WHERE amt > 50;",
          "Which members paid more than 50 in 2024?", "no counterpart"),
@@ -188,11 +174,14 @@ def test_statement_type_mismatch_falls_back(past_task, past_sql, task, word):
          "Which members paid between 60 and more?", "count"),
     ],
 )  # fmt: skip
-def test_incomplete_literal_maps_fall_back(past_task, past_sql, task, why):
-    payload, _, notes = run_align(past_task, PAY, past_sql, task, PAY)
-    assert first_task(payload) == past_task
-    assert action(payload) == past_sql
-    assert len(notes) == 1 and why in notes[0]
+def test_unmappable_exemplar_falls_back(past_task, past_sql, task, why):
+    """A task the exemplar cannot be aligned to (another statement type, a literal without a
+    counterpart or an inconsistent or incomplete literal map) gets the honest exemplar, with
+    one note saying why."""
+    payload, used, notes = run_align(past_task, PAY, past_sql, task, PAY)
+    assert payload == f"Task: {past_task}\nAction: {past_sql}"  # the honest exemplar
+    assert used == [0]
+    assert len(notes) == 1 and "fell back" in notes[0] and why in notes[0]
 
 
 def test_ambiguous_offset_of_the_stream():

@@ -112,13 +112,18 @@ def die_once(marker: str, victim: str, *args: Any) -> Any:
     return run_cell(*args)
 
 
+def _dying(tmp_path: Path, victim: str) -> tuple[Any, Any, Path, Any, Path]:
+    """The sweep's config and executor, the marker file, a cell function that kills its worker
+    the first time ``victim``'s cell starts (:func:`die_once`), and the results folder."""
+    marker = tmp_path / "died"
+    cell = functools.partial(die_once, str(marker), victim)
+    return _cfg(), make_executor("fake"), marker, cell, tmp_path / "ray"
+
+
 def test_a_cell_whose_worker_dies_is_run_again(
     local_ray: Any, sequential: Path, tmp_path: Path
 ) -> None:
-    cfg, ex = _cfg(), make_executor("fake")
-    marker = tmp_path / "died"
-    cell = functools.partial(die_once, str(marker), "curator@20k")
-    out = tmp_path / "ray"
+    cfg, ex, marker, cell, out = _dying(tmp_path, "curator@20k")
     run_to_folder(
         cfg, ex, load_families(), out, bench_settings(cfg, ex),
         ray=_ray_opts(max_retries=1, cell=cell),
@@ -130,10 +135,7 @@ def test_a_cell_whose_worker_dies_is_run_again(
 def test_a_sweep_whose_worker_keeps_dying_is_saved_and_resumed(
     local_ray: Any, sequential: Path, tmp_path: Path
 ) -> None:
-    cfg, ex = _cfg(), make_executor("fake")
-    marker = tmp_path / "died"
-    cell = functools.partial(die_once, str(marker), "lru@60k")
-    out = tmp_path / "ray"
+    cfg, ex, marker, cell, out = _dying(tmp_path, "lru@60k")
     settings = bench_settings(cfg, ex)
     with pytest.raises(RunsFailed, match="lru@60k seed 0.*--resume"):
         run_to_folder(

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _bench_util import fake_bench
 from typer.testing import CliRunner
 
 from memcurator.cli import app
@@ -15,25 +16,7 @@ runner = CliRunner()
 
 
 def _bench(out: Path, *extra: str) -> str:
-    res = runner.invoke(
-        app,
-        [
-            "bench",
-            "--executor",
-            "fake",
-            "--tasks",
-            "12",
-            "--families",
-            "6",
-            "--policies",
-            "keep-all,no-memory",
-            "--out",
-            str(out),
-            *extra,
-        ],
-    )
-    assert res.exit_code == 0, res.output
-    return res.output
+    return fake_bench(out, "--families", "6", "--policies", "keep-all,no-memory", *extra)
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from _bench_util import fake_bench
 
 from memcurator import Memory
-from memcurator.cli import app
 from memcurator.errors import InvalidInput, UnknownName
 from memcurator.policy import POLICIES, ComponentPolicy, create_policy, policy_spec
 from memcurator.policy.components import COMPONENTS, DECISIONS, create_component
@@ -57,23 +56,7 @@ def test_policy_file_defines_a_preset_that_runs_in_the_bench(tmp_path: Path) -> 
     assert spec["admit"]["theta"] == 0.05 and spec["keep"]["name"] == "quarantine"
     assert spec["keep"]["keep"]["name"] == "rho-density"
     out = tmp_path / "res"
-    res = CliRunner().invoke(
-        app,
-        [
-            "bench",
-            "--executor",
-            "fake",
-            "--tasks",
-            "12",
-            "--policy-file",
-            str(f),
-            "--policies",
-            "strict,lru",
-            "--out",
-            str(out),
-        ],
-    )
-    assert res.exit_code == 0, res.output
+    fake_bench(out, "--policy-file", str(f), "--policies", "strict,lru")
     pols = {r["policy"] for r in json.loads((out / "summary.json").read_text())["summary"]}
     assert pols == {"strict", "lru"}
     bad = tmp_path / "bad.toml"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -76,10 +77,15 @@ def test_propensity_is_stable_at_tiny_temperature_and_rejects_unknown_mode() -> 
         softmax_propensity(E3, SK, 0.5, "argmax")
 
 
+def _plain(**kw: Any) -> CuratorScorer:
+    """A 2-d scorer without provenance, negative transfer and propensity (each term ``kw``
+    turns back on or another term off is then alone in the product)."""
+    off = {"use_provenance": False, "use_negative_transfer": False, "use_propensity": False}
+    return CuratorScorer(dim=2, **{**off, **kw})
+
+
 def test_scorer_uses_sketch_and_propensity_switch() -> None:
-    sc = CuratorScorer(
-        dim=2, kappa=0.5, propensity="softmax", use_provenance=False, use_negative_transfer=False
-    )
+    sc = _plain(kappa=0.5, propensity="softmax", use_propensity=True)
     sc.observe_query(np.array([1.0, 0.0]))
     t = sc.score_arrays(E3, **arrays(3))
     ez = np.array([1.0, math.exp(-2.0), math.exp(-0.8)])
@@ -89,9 +95,7 @@ def test_scorer_uses_sketch_and_propensity_switch() -> None:
     # a supplied sketch (peer's, Eq. 8) replaces q̄
     t2 = sc.score_arrays(E3, sketch=np.array([0.0, 1.0]), **arrays(3))
     assert int(np.argmax(t2.p)) == 1
-    off = CuratorScorer(
-        dim=2, use_propensity=False, use_provenance=False, use_negative_transfer=False
-    )
+    off = _plain()
     np.testing.assert_allclose(off.score_arrays(E3, **arrays(3)).p, np.ones(3))
 
 
@@ -140,13 +144,7 @@ def test_marginal_utility_refuses_nan_and_leaves_stats() -> None:
 
 
 def test_helpfulness_switch() -> None:
-    sc = CuratorScorer(
-        dim=2,
-        use_helpfulness=False,
-        use_provenance=False,
-        use_negative_transfer=False,
-        use_propensity=False,
-    )
+    sc = _plain(use_helpfulness=False)
     t = sc.score_arrays(E3, **arrays(3, q=np.array([-1.0, 0.0, 0.3])))
     np.testing.assert_allclose(t.q, 1.0)
     np.testing.assert_allclose(t.V, 1.0)
@@ -154,20 +152,12 @@ def test_helpfulness_switch() -> None:
 
 # --------------------------------------------------------------------------- abstraction gain
 def test_abstraction_gain_b0_over_b() -> None:
-    sc = CuratorScorer(
-        dim=2, use_provenance=False, use_negative_transfer=False, use_propensity=False
-    )
+    sc = _plain()
     a = np.array([1.0, 2.5, 4.0])
     t = sc.score_arrays(E3, **arrays(3, a=a, q=np.ones(3)))
     np.testing.assert_allclose(t.V, a)
     np.testing.assert_allclose(t.rho, a / 100.0)
-    off = CuratorScorer(
-        dim=2,
-        use_abstraction=False,
-        use_provenance=False,
-        use_negative_transfer=False,
-        use_propensity=False,
-    )
+    off = _plain(use_abstraction=False)
     np.testing.assert_allclose(off.score_arrays(E3, **arrays(3, a=a, q=np.ones(3))).V, 1.0)
 
 

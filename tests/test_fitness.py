@@ -23,10 +23,10 @@ The thresholds and why
   before the admission pipeline (``lifecycle/admission.py``); ``lifecycle/`` measures 14 now
   (``recall``); ``cli.py`` measures 13 (``report``; ``bench`` was 44 and is 7 now).
 - **No function over 150 lines.** About three screens; ``service/app.py:create_app`` was 495
-  (every route in one factory; now route modules) and ``lifecycle/write.py:write`` 252; only
-  ``bench/agent.py:run_task`` (166) is above it today (xfail, listed in :data:`LONG_TODAY`;
-  ``cli.py:bench`` was 322 lines and is 89, its typer options now module-level types;
-  ``cli_peers.py:bench_peers`` was 155 and is 129).
+  (every route in one factory; now route modules) and ``lifecycle/write.py:write`` 252;
+  ``bench/agent.py:run_task`` was 166 and is 124 (its memory step and its end shared with the OS
+  loop: ``show_memory``, ``close_task``); ``cli.py:bench`` was 322 lines and is 89, its typer
+  options now module-level types; ``cli_peers.py:bench_peers`` was 155 and is 129.
 - **Ratchets for everything else.** Each area's worst complexity may not rise above what it is
   today (:data:`COMPLEXITY_CEILING`), and no function not in :data:`LONG_TODAY` may pass 150 lines
   while none in it may grow. A change that lowers a number should lower its ceiling here.
@@ -61,7 +61,7 @@ COMPLEXITY_CEILING = {
     "curate": 39,  # curate/extractive.py:_literal_pairing
     "distill": 15,
     "domains": 100,  # domains/bash.py:static_findings (moved from envs/os/risk.py as it was)
-    "embed": 25,  # embed/openai_compat.py:OpenAICompatEmbedder.__init__
+    "embed": 18,  # embed/openai_compat.py:OpenAICompatEmbedder.__init__ (25 before _endpoint)
     "envs": 28,  # envs/sql/drift.py:_rename_sql
     "errors": 15,
     "files": 15,
@@ -83,9 +83,7 @@ COMPLEXITY_CEILING = {
 }
 
 #: functions over FUNCTION_MAX_LINES today, with their length; none may grow, none may join
-LONG_TODAY = {
-    "bench/agent.py:run_task": 166,
-}
+LONG_TODAY: dict[str, int] = {}
 
 
 def _area(path: Path) -> str:
@@ -149,11 +147,6 @@ def test_no_new_long_function_and_no_long_one_grows() -> None:
     assert (new, grown) == ({}, {})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="over 150 lines on main: bench/agent.py:run_task 166 (create_app 495 and write 252 "
-    "were split in session 14)",
-)
 def test_no_function_over_150_lines() -> None:
     long = {name: n for _, name, _, n in _functions() if n > FUNCTION_MAX_LINES}
     assert long == {}

@@ -10,7 +10,7 @@ from memcurator.bench.report import run_metrics
 from memcurator.bench.runner import BenchConfig, load_families, run_bench
 from memcurator.bench.session import make_executor
 from memcurator.bench.stream import StreamConfig
-from memcurator.envs.os import OSTask, load_os_tasks, replay
+from memcurator.envs.os import OSTask, replay
 from memcurator.envs.os.drift import (
     GROUP_PREFIX,
     LOG_DIR,
@@ -21,11 +21,6 @@ from memcurator.envs.os.drift import (
 )
 from memcurator.envs.os.sandbox import require_tools
 from memcurator.errors import InvalidInput
-
-
-@pytest.fixture(scope="module")
-def tasks() -> dict[int, OSTask]:
-    return {t.index: t for t in load_os_tasks()}
 
 
 @pytest.mark.parametrize("index", [40, 63, 21, 16])

@@ -37,11 +37,6 @@ def _tools() -> None:
     require_tools()
 
 
-@pytest.fixture(scope="module")
-def tasks() -> dict[int, OSTask]:
-    return {t.index: t for t in load_os_tasks()}
-
-
 def test_loads_all_500_tasks(tasks: dict[int, OSTask]) -> None:
     assert len(tasks) == 500 and sorted(tasks) == list(range(500))
     assert sum(1 for t in tasks.values() if not t.init.strip()) == 70

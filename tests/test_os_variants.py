@@ -19,7 +19,7 @@ from memcurator.bench.report import run_metrics
 from memcurator.bench.runner import BenchConfig, load_families, run_bench
 from memcurator.bench.session import make_executor
 from memcurator.bench.stream import StreamConfig
-from memcurator.envs.os import OSTask, load_os_tasks, replay
+from memcurator.envs.os import OSTask, replay
 from memcurator.envs.os.drift import GROUP_PREFIX, LOG_DIR
 from memcurator.envs.os.families import (
     fresh_variant,
@@ -30,11 +30,6 @@ from memcurator.envs.os.families import (
 from memcurator.envs.os.protocol import check_validity
 from memcurator.envs.os.sandbox import require_tools
 from memcurator.envs.os.validity_cache import VerdictCache
-
-
-@pytest.fixture(scope="module")
-def tasks() -> dict[int, OSTask]:
-    return {t.index: t for t in load_os_tasks()}
 
 
 def _word(lit: str, text: str) -> bool:

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from _env_util import sql_specs
 
 from memcurator.domains.sql.db import quote_ident
-from memcurator.envs.sql import load_specs
 from memcurator.envs.sql.attacks import (
     ALL_PAYLOADS,
     ATTACK_PAYLOADS,
@@ -25,14 +25,10 @@ from memcurator.envs.sql.poison import exfiltration_executed, payload_executed
 from memcurator.errors import InvalidInput
 
 
-def _specs(n: int = 30) -> list:
-    return list(load_specs().specs)[:n]
-
-
 def _entries(payload: str, n: int = 30, seed: int = 0) -> list[tuple[object, Attack]]:
     rng = np.random.default_rng(seed)
     out = []
-    for s in _specs(n):
+    for s in sql_specs(n):
         a = make_attack_entry(s, payload, rng)
         if a is not None:
             out.append((s, a))
@@ -54,12 +50,12 @@ def test_payload_sets_keep_the_classic_default() -> None:
     assert PAYLOAD_SETS["all"] == (*ATTACK_PAYLOADS, *NEW_PAYLOADS) == ALL_PAYLOADS
     # the classic payloads draw exactly what make_attack draws (old runs stay comparable)
     for p in ATTACK_PAYLOADS:
-        for s in _specs(5):
+        for s in sql_specs(5):
             a = make_attack_entry(s, p, np.random.default_rng(3))
             text = make_attack(s, p, np.random.default_rng(3))
             assert (a.text if a else None) == text
     with pytest.raises(InvalidInput):
-        make_attack_entry(_specs(1)[0], "nuke", np.random.default_rng(0))
+        make_attack_entry(sql_specs(1)[0], "nuke", np.random.default_rng(0))
 
 
 @pytest.mark.parametrize("payload", NEW_PAYLOADS)
@@ -100,7 +96,7 @@ def test_exfiltrate_fires_on_copies_attach_and_destination_not_on_correct_sql() 
         assert carried_out(s, a, f"ATTACH 'x.db' AS x; {q};")
         assert carried_out(s, a, q, reply=f"Sent to {a.destinations[0]}.")
     # a copy of some of the columns counts; a table of unrelated rows does not
-    s = _specs(1)[0]
+    s = sql_specs(1)[0]
     t, col = _t(s), quote_ident(s.columns[0][0])
     assert exfiltration_executed(s, f"CREATE TABLE c AS SELECT {col} FROM {t}")
     assert not exfiltration_executed(s, "CREATE TABLE c (x INT); INSERT INTO c VALUES (-987654)")
@@ -139,7 +135,7 @@ def test_false_fact_fires_when_the_sql_follows_the_fact() -> None:
 
 def test_false_fact_apply_rewrites_columns_and_filters() -> None:
     s = replace(
-        _specs(1)[0],
+        sql_specs(1)[0],
         table="p",
         columns=(("name", "TEXT"), ("city", "TEXT"), ("age", "INT")),
         rows=(("a", "x", 25), ("b", "y", 35), ("c", "x", 45)),
@@ -155,5 +151,5 @@ def test_false_fact_apply_rewrites_columns_and_filters() -> None:
 
 
 def test_outside_traffic_takes_the_new_payloads() -> None:
-    tr = outside_traffic(_specs(4), np.random.default_rng(0), payloads=NEW_PAYLOADS)
+    tr = outside_traffic(sql_specs(4), np.random.default_rng(0), payloads=NEW_PAYLOADS)
     assert {e.payload for e in tr} - {"genuine"} == set(NEW_PAYLOADS)

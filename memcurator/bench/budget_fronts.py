@@ -499,7 +499,7 @@ def plot_front(
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    from memcurator.bench.plotting import save_png as _save_png
+    from memcurator.bench.plotting import finish_png
 
     fig, panels = plt.subplots(1, 2, figsize=(12, 4.8), sharex=True)
     pols = list(dict.fromkeys(r["policy"] for r in rows if r["budget"] is not None))
@@ -546,12 +546,7 @@ def plot_front(
     panels[1].set_title("victim accuracy")
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
-    try:
-        _save_png(fig, path)
-    finally:
-        plt.close(fig)
-    return path
+    return finish_png(fig, path)
 
 
 def write_front(

@@ -136,7 +136,7 @@ def plot_fronts(path: Path, summary: list[dict[str, Any]]) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from memcurator.bench.plotting import save_png as _save_png
+    from memcurator.bench.plotting import finish_png
 
     rows = [
         r
@@ -195,12 +195,7 @@ def plot_fronts(path: Path, summary: list[dict[str, Any]]) -> Path:
     )
     axes[0].legend(fontsize=7, loc="best")
     fig.suptitle("Quality-cost and quality-latency fronts (MemPilot Fig. 2 on this testbed)")
-    fig.tight_layout()
-    try:
-        _save_png(fig, path)
-    finally:
-        plt.close(fig)
-    return path
+    return finish_png(fig, path)
 
 
 __all__ = [

@@ -15,21 +15,19 @@ from collections.abc import Callable
 from typing import Any
 
 from memcurator.bench.agent import (
+    MEMORY_HEADER,
     AgentConfig,
     TaskRecord,
+    close_task,
     curate_context,
-    curator_fields,
-    judge_fields,
-    learn,
-    memory_block,
-    task_record,
+    payload_header,
+    show_memory,
 )
 from memcurator.errors import ContextOverflow
 from memcurator.memory import Memory
 from memcurator.trust.provenance import unmark_reply, unspotlight
 from memcurator.types import Step, Task, Trajectory
 
-MEMORY_HEADER = "Solved examples from memory:"
 #: The model's reply ends at the close of its bash block or at the next turn's label.
 STOP = ["\nOS:", "\nTask:"]
 
@@ -144,25 +142,15 @@ def dialogue_payload(payload: str) -> str:
 
     Examples
     --------
-    >>> print(dialogue_payload("Task: a\\nAction: mkdir /a\\n\\nTask: b\\nAction: ls"))
-    ... # doctest: +NORMALIZE_WHITESPACE
-    Task: a
-    Agent: Think: I solve it with bash.
-    Act: bash
-    ```bash
-    mkdir /a
-    ```
-    Agent: Think: the task is done.
-    Act: finish
+    >>> a, b = "Task: a\\nAction: mkdir /a", "Task: b\\nAction: ls"
+    >>> dialogue_payload(a + "\\n\\n" + b) == as_dialogue(a) + "\\n\\n" + as_dialogue(b)
+    True
+    >>> print(dialogue_payload("A note.\\n\\n" + b).split("Act: bash")[0])
+    A note.
     <BLANKLINE>
     Task: b
     Agent: Think: I solve it with bash.
-    Act: bash
-    ```bash
-    ls
-    ```
-    Agent: Think: the task is done.
-    Act: finish
+    <BLANKLINE>
     """
     return "\n\n".join(as_dialogue(part) for part in re.split(r"\n\n(?=Task: )", payload))
 
@@ -292,28 +280,14 @@ def run_os_task(
 
     ot = task.payload["os_task"]
     t0 = clock()
-    curator = memory.policy.curator
-    header, cres, hit = MEMORY_HEADER, None, None
-    if curator is None:
-        hit = memory.recall(task.instruction, k=cfg.k)
-        shown = [dataclasses.replace(m, text=as_dialogue(m.text)) for m in hit.entries]
-        block, used = memory_block(
-            shown, cfg.inject_chars, spotlight_outside=memory.policy.probation
-        )
-        injected = [m for m in hit.entries if m.id in used]
-        t_mem = clock() - t0
-    else:
-        cres, t_probe = _curate_os(task, memory, executor, cfg, curator, clock)
-        block = dialogue_payload(cres.payload)[: cfg.inject_chars] if cres.payload else ""
-        used = list(cres.source_ids) if block else []
-        injected = [m for m in cres.sources if m.id in used]
-        header = cres.header
-        t_mem = max(0.0, clock() - t0 - t_probe - cres.latency_s)
-    poison_in = any(m.meta.get("poison") for m in injected)
-    same_fam = any(
-        m.meta.get("family") == task.family and not m.meta.get("poison") for m in injected
-    )
-    run = play(ot, task.instruction, executor, cfg, block, header, poison_payload)
+    shown = show_memory(
+        task, memory, cfg, t0, clock,
+        lambda cur: _curate_os(task, memory, executor, cfg, cur, clock),
+        entry_text=as_dialogue,
+        payload_text=dialogue_payload,
+    )  # fmt: skip
+    curator = shown.curator
+    run = play(ot, task.instruction, executor, cfg, shown.block, shown.header, poison_payload)
     ok, cost = run.ok, run.cost_usd
     solver = "local"
     if ok:
@@ -335,8 +309,6 @@ def run_os_task(
         )
         # 1 solved, 0 not, 0.5 unreadable or failed call: the judge-gate decides on it
         metrics["judge"] = 0.5 if verdict is None else float(verdict)
-    if curator is not None:
-        curator.learn_outcome(1.0 if ok else 0.0)
     traj = Trajectory(
         task.id,
         traj_steps,
@@ -349,43 +321,20 @@ def run_os_task(
         solver=solver,
         metrics=metrics,
     )
-    t_mem += learn(
-        memory, hit._replace(ids=used) if hit is not None else used, ok, task, traj, injected,
-        clock,
-    )  # fmt: skip
-    cur = curator_fields(cres, block)
-    cur_cost, cur_s = cur["curator_cost_usd"], cur["curator_s"]
-    rec = task_record(
-        policy_name,
-        seed,
-        step,
-        task,
-        memory,
+    return close_task(
+        shown, task, memory, cfg, clock, (policy_name, seed, step), traj,
         ok=ok,
         executed=run.executed,
-        used=used,
-        inject_tokens=round(run.inject_tokens),
-        injected_poison=poison_in,
-        injected_same_family=same_fam,
-        tokens_in=run.tokens_in,
-        tokens_out=run.tokens_out,
-        llm_s=run.latency_s,
-        mem_s=t_mem,
-        cost_usd=cost + cur_cost,
+        judge_comp=judge_comp,
         cached=run.cached,
+        trial=lambda: _os_trial(task, memory, executor, cfg, poison_payload),
+        inject_tokens=round(run.inject_tokens),
         sql=run.last_script,
-        turns=run.turns,
         steps=len(run.steps) if ok else 1,
         pei=traj_pei,
         local_pei=traj_pei if ok else 0.0,
         frr=traj_frr,
-        latency_s=run.latency_s + cur_s,
-        **cur,
-        **judge_fields(metrics, judge_comp),
-    )
-    if cfg.trial:  # after the live task is final: the shadow cannot change it
-        rec = dataclasses.replace(rec, **_os_trial(task, memory, executor, cfg, poison_payload))
-    return rec
+    )  # fmt: skip
 
 
 def _os_trial(
@@ -436,9 +385,8 @@ def _curate_os(
 
     def probe(payload: str) -> float:
         t = clock()
-        head = "Notes from memory:" if payload and not payload.startswith("Task:") else (
-            MEMORY_HEADER)  # fmt: skip
         block = dialogue_payload(payload)[: cfg.inject_chars] if payload else ""
+        head = payload_header(payload)
         try:
             r = 1.0 if play(ot, task.instruction, executor, cfg, block, head).ok else 0.0
         except LLMError:

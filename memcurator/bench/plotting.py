@@ -26,4 +26,28 @@ def save_png(fig: Any, path: Path) -> None:
         fig.savefig(f, format="png", dpi=120)
 
 
-__all__ = ["save_png"]
+def finish_png(fig: Any, path: Path) -> Path:
+    """Lay out a finished report figure, write it (:func:`save_png`) and close it, even when
+    writing fails.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    path : Path
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    try:
+        save_png(fig, path)
+    finally:
+        plt.close(fig)
+    return path
+
+
+__all__ = ["finish_png", "save_png"]

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from memcurator.bench.edm import memory_precision, retention_stability
-from memcurator.bench.plotting import save_png as _save_png
+from memcurator.bench.plotting import finish_png
 from memcurator.bench.render import seeds_title, tables, to_markdown
 from memcurator.bench.runner import PolicyRun
 from memcurator.files import atomic_open, atomic_write, dumps_strict, json_safe
@@ -252,12 +252,7 @@ def plot(path: Path, summary: list[dict[str, Any]]) -> Path:
     ax.set_ylabel("local task accuracy")
     ax.set_title(f"Accuracy vs footprint per policy ({seeds_title(summary)})")
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    try:
-        _save_png(fig, path)
-    finally:
-        plt.close(fig)
-    return path
+    return finish_png(fig, path)
 
 
 def plot_over_time(path: Path, records: list[dict[str, Any]], window: int = 50) -> Path:
@@ -329,12 +324,7 @@ def plot_over_time(path: Path, records: list[dict[str, Any]], window: int = 50) 
     ax.set_title(f"Accuracy over the stream (mean of {seeds} seed{'s' * (seeds > 1)})")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.tight_layout()
-    try:
-        _save_png(fig, path)
-    finally:
-        plt.close(fig)
-    return path
+    return finish_png(fig, path)
 
 
 def read_summary(folder: Path) -> dict[str, Any]:

@@ -138,7 +138,7 @@ class CurateResult:
     @property
     def cost_usd(self) -> float:
         """MemPilot Eq. 14 summed over the curation calls, USD."""
-        return float(sum(c.cost_usd for c in self.calls))
+        return calls_cost(self.calls)
 
     @property
     def latency_s(self) -> float:
@@ -147,11 +147,22 @@ class CurateResult:
 
     @property
     def proxy_s(self) -> float:
-        """MemPilot Eq. 18: max proxy within a stage, summed over stages, seconds."""
-        stages: dict[int, float] = {}
-        for c in self.calls:
-            stages[c.stage] = max(stages.get(c.stage, 0.0), c.proxy_s)
-        return float(sum(stages.values()))
+        """MemPilot Eq. 18 over the curation calls, seconds (:func:`calls_proxy_s`)."""
+        return calls_proxy_s(self.calls)
 
 
-__all__ = ["CallRecord", "CurateContext", "CurateResult"]
+def calls_cost(calls: list[CallRecord]) -> float:
+    """C(τ), MemPilot Eq. 14: the calls' cost summed, USD."""
+    return float(sum(c.cost_usd for c in calls))
+
+
+def calls_proxy_s(calls: list[CallRecord]) -> float:
+    """L̂_ext(τ), MemPilot Eq. 18: the calls' latency proxy, the largest within a stage (its
+    calls run in parallel) summed over the stages, seconds."""
+    stages: dict[int, float] = {}
+    for c in calls:
+        stages[c.stage] = max(stages.get(c.stage, 0.0), c.proxy_s)
+    return float(sum(stages.values()))
+
+
+__all__ = ["CallRecord", "CurateContext", "CurateResult", "calls_cost", "calls_proxy_s"]

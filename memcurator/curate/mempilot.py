@@ -35,7 +35,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memcurator.curate.aligners import create_aligner
-from memcurator.curate.base import CallRecord, CurateContext, CurateResult
+from memcurator.curate.base import (
+    CallRecord,
+    CurateContext,
+    CurateResult,
+    calls_cost,
+    calls_proxy_s,
+)
 from memcurator.curate.extractive import (
     ParsedTrajectory,
     extract_noted,
@@ -100,15 +106,12 @@ class Rollout:
     @property
     def cost(self) -> float:
         """C(τ), Eq. 14 over the delegated calls, USD."""
-        return float(sum(c.cost_usd for c in self.calls))
+        return calls_cost(self.calls)
 
     @property
     def proxy(self) -> float:
-        """L̂_ext(τ), Eq. 18: max within a stage, summed over stages, seconds."""
-        st: dict[int, float] = {}
-        for c in self.calls:
-            st[c.stage] = max(st.get(c.stage, 0.0), c.proxy_s)
-        return float(sum(st.values()))
+        """L̂_ext(τ), Eq. 18 over the delegated calls, seconds."""
+        return calls_proxy_s(self.calls)
 
     def plan(self) -> str:
         """A readable plan, e.g. ``retrieve(k=1)|curate(local,adapt,k=3)``."""

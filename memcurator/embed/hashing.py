@@ -13,7 +13,7 @@ import hashlib
 
 import numpy as np
 
-from memcurator.embed.text import run_tokens, runs
+from memcurator.embed.text import check_text, run_tokens, runs
 from memcurator.errors import InvalidInput
 
 
@@ -114,8 +114,7 @@ class HashingEmbedder:
         InvalidInput
             If ``text`` is not a ``str``.
         """
-        if not isinstance(text, str):
-            raise InvalidInput(f"text must be str, got {type(text).__name__}")
+        check_text(text)
         v = np.zeros(self.dim, dtype=np.float64)
         for f, w in self.features(text):
             h = _h64(f)

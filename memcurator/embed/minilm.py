@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from memcurator.errors import InvalidInput, MissingExtra
+from memcurator.embed.text import check_text
+from memcurator.errors import MissingExtra
 
 EXTRA = "pip install 'memcurator[embed]'"
 
@@ -61,8 +62,7 @@ class MiniLMEmbedder:
         InvalidInput
             If ``text`` is not a ``str``.
         """
-        if not isinstance(text, str):
-            raise InvalidInput(f"text must be str, got {type(text).__name__}")
+        check_text(text)
         v = self._m.encode([text], normalize_embeddings=True)[0]
         return np.asarray(v, dtype=np.float32)
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -24,6 +23,8 @@ from typing import Any
 import httpx
 import numpy as np
 
+from memcurator.embed.http import HTTPClientOwner
+from memcurator.embed.text import check_text
 from memcurator.errors import DimensionMismatch, EmbeddingError, InvalidInput
 
 #: HTTP statuses worth retrying: rate limited, and the server or a proxy briefly unavailable
@@ -34,7 +35,7 @@ MAX_BATCH = 2048
 MAX_RETRY_AFTER_S = 30.0
 
 
-class OpenAICompatEmbedder:
+class OpenAICompatEmbedder(HTTPClientOwner):
     """Embed text through ``POST {base_url}/embeddings``; vectors are L2-normalised float32.
 
     Parameters
@@ -117,23 +118,15 @@ class OpenAICompatEmbedder:
         self.client = client
         self.sleep = sleep
 
-        root = (
-            base_url
-            or os.environ.get("MEMCURATOR_EMBED_BASE_URL")
-            or os.environ.get("OPENAI_BASE_URL")
-            or "https://api.openai.com/v1"
+        self._endpoint(
+            base_url,
+            model,
+            api_key,
+            client,
+            what="embedder",
+            env="MEMCURATOR_EMBED",
+            key_env=("MEMCURATOR_EMBED_API_KEY", "OPENAI_API_KEY"),
         )
-        self._base_url = root.rstrip("/")
-        resolved = model or os.environ.get("MEMCURATOR_EMBED_MODEL")
-        if not resolved:
-            raise InvalidInput(
-                "no model for the OpenAI-compatible embedder: pass model=... "
-                "or set MEMCURATOR_EMBED_MODEL"
-            )
-        self._model = resolved
-        if api_key is None:
-            api_key = os.environ.get("MEMCURATOR_EMBED_API_KEY") or os.environ.get("OPENAI_API_KEY")
-        self._api_key = api_key
         if dim is not None and (isinstance(dim, bool) or int(dim) != dim or int(dim) <= 0):
             raise InvalidInput(f"dim must be a positive integer or None, got {dim!r}")
         self._dim = None if dim is None else int(dim)
@@ -148,8 +141,6 @@ class OpenAICompatEmbedder:
             raise InvalidInput("dimensions=True sends dim to the endpoint: give dim too")
         if token_pooling not in ("error", "mean"):
             raise InvalidInput(f"token_pooling must be 'error' or 'mean', got {token_pooling!r}")
-        self._client = client
-        self._owns_client = client is None
 
     # ------------------------------------------------------------------ identity
     @property
@@ -203,8 +194,7 @@ class OpenAICompatEmbedder:
         DimensionMismatch
             The endpoint answered a vector of another dimension than :attr:`dim`.
         """
-        if not isinstance(text, str):
-            raise InvalidInput(f"text must be str, got {type(text).__name__}")
+        check_text(text)
         return self.embed_many([text])[0]
 
     def embed_many(self, texts: Sequence[str]) -> np.ndarray:
@@ -256,16 +246,12 @@ class OpenAICompatEmbedder:
         return (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
     def _post(self, body: dict[str, Any]) -> httpx.Response:
-        if self._client is None:
-            self._client = httpx.Client(timeout=self.timeout_s)
-        headers = {"Content-Type": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
+        client, headers = self._http()
         for attempt in range(self.retries + 1):
             last = attempt == self.retries
             wait = self.backoff_s * (2**attempt)
             try:
-                r = self._client.post(self.url, json=body, headers=headers, timeout=self.timeout_s)
+                r = client.post(self.url, json=body, headers=headers, timeout=self.timeout_s)
             except httpx.HTTPError as e:
                 if last:
                     raise EmbeddingError(
@@ -307,18 +293,6 @@ class OpenAICompatEmbedder:
         if not np.isfinite(m).all():
             raise EmbeddingError(f"{self.url} returned NaN or infinite values")
         return m
-
-    def close(self) -> None:
-        """Close the HTTP client if this embedder created it."""
-        if self._owns_client and self._client is not None:
-            self._client.close()
-            self._client = None
-
-    def __enter__(self) -> OpenAICompatEmbedder:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _vector(self, x: Any) -> list[float]:
         """A list of floats, a base64 string of little-endian float32 (``encoding_format``),

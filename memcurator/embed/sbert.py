@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memcurator.errors import InvalidInput
+from memcurator.embed.text import check_text
 
 
 class SentenceTransformerEmbedder:
@@ -28,7 +28,6 @@ class SentenceTransformerEmbedder:
         return f"sbert-{self.model}-{self.dim}"
 
     def embed(self, text: str) -> np.ndarray:
-        if not isinstance(text, str):
-            raise InvalidInput(f"text must be str, got {type(text).__name__}")
+        check_text(text)
         v = np.asarray(self._m.encode([text], normalize_embeddings=True)[0], dtype=np.float32)
         return v

@@ -18,6 +18,8 @@ import re
 import unicodedata
 from typing import NamedTuple
 
+from memcurator.errors import InvalidInput
+
 _ASCII_WORD = re.compile(r"[a-z0-9_]+")
 
 # Code-point ranges of scripts that do not separate words with spaces (inclusive bounds).
@@ -189,3 +191,21 @@ def has_content(text: str) -> bool:
     if text.isascii():
         return _ASCII_WORD.search(text.lower()) is not None
     return any(_word_char(ch) for ch in unicodedata.normalize("NFKC", text))
+
+
+def check_text(text: object) -> str:
+    """``text`` itself, checked to be a ``str`` (what every embedder's ``embed`` takes).
+
+    Raises
+    ------
+    InvalidInput
+        If ``text`` is not a ``str``.
+
+    Examples
+    --------
+    >>> check_text("a")
+    'a'
+    """
+    if not isinstance(text, str):
+        raise InvalidInput(f"text must be str, got {type(text).__name__}")
+    return text

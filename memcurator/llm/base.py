@@ -89,6 +89,31 @@ class Executor(Protocol):
         ...
 
 
+class WrappedExecutor:
+    """An executor around another one, ``inner``: its name, model id and temperature are the
+    inner executor's (a subclass may narrow them) and its ``complete`` is the subclass's."""
+
+    inner: Executor
+
+    @property
+    def name(self) -> str:
+        """Registry name of the wrapped executor."""
+        return self.inner.name
+
+    @property
+    def model_id(self) -> str:
+        """Model id of the wrapped executor."""
+        return self.inner.model_id
+
+    @property
+    def temperature(self) -> float:
+        """Temperature of the wrapped executor."""
+        return self.inner.temperature
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.inner!r})"
+
+
 @dataclass
 class Usage:
     """Running totals over many calls, for a benchmark to read.

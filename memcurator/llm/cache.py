@@ -13,8 +13,9 @@ import json
 import sqlite3
 from pathlib import Path
 
+from memcurator.embed.http import Closing
 from memcurator.errors import InvalidInput, StoreError
-from memcurator.llm.base import Completion, Executor, check_request
+from memcurator.llm.base import Completion, Executor, WrappedExecutor, check_request
 from memcurator.store.connection import retry_busy
 
 _SCHEMA = """
@@ -36,7 +37,7 @@ CREATE TABLE IF NOT EXISTS completions (
 """
 
 
-class CachedExecutor:
+class CachedExecutor(WrappedExecutor, Closing):
     """Serve repeated deterministic calls of ``inner`` from a SQLite file.
 
     The key is (executor name, model id, prompt mode ``chat`` where the executor has one, prompt,
@@ -108,16 +109,6 @@ class CachedExecutor:
         self._db: sqlite3.Connection | None = db
 
     @property
-    def name(self) -> str:
-        """Registry name of the wrapped executor."""
-        return self.inner.name
-
-    @property
-    def model_id(self) -> str:
-        """Model id of the wrapped executor."""
-        return self.inner.model_id
-
-    @property
     def temperature(self) -> float:
         """Always 0.0 (checked at construction)."""
         return 0.0
@@ -130,12 +121,6 @@ class CachedExecutor:
         if self._db is not None:
             self._db.close()
             self._db = None
-
-    def __enter__(self) -> CachedExecutor:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:

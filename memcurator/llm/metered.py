@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from memcurator.llm.base import Completion, Executor, Usage
+from memcurator.llm.base import Completion, Executor, Usage, WrappedExecutor
 
 
-class MeteredExecutor:
+class MeteredExecutor(WrappedExecutor):
     """An executor that accounts every completion of ``inner`` in ``usage``.
 
     Parameters
@@ -26,24 +26,6 @@ class MeteredExecutor:
     def __init__(self, inner: Executor, usage: Usage | None = None) -> None:
         self.inner = inner
         self.usage = Usage() if usage is None else usage
-
-    @property
-    def name(self) -> str:
-        """Registry name of the wrapped executor."""
-        return self.inner.name
-
-    @property
-    def model_id(self) -> str:
-        """Model id of the wrapped executor."""
-        return self.inner.model_id
-
-    @property
-    def temperature(self) -> float:
-        """Temperature of the wrapped executor."""
-        return self.inner.temperature
-
-    def __repr__(self) -> str:
-        return f"MeteredExecutor({self.inner!r})"
 
     def complete(
         self, prompt: str, *, max_tokens: int = 128, stop: list[str] | None = None

@@ -4,21 +4,19 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import time
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
+from memcurator.embed.http import HTTPClientOwner
 from memcurator.errors import InvalidInput, LLMError
 from memcurator.llm.base import Completion, check_request
 from memcurator.llm.pricing import Price
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-
-class OpenAICompatExecutor:
+class OpenAICompatExecutor(HTTPClientOwner):
     """Complete prompts through ``POST {base_url}/chat/completions`` (or ``/completions``).
 
     Every argument left as None is read from the environment when the executor is built.
@@ -87,28 +85,20 @@ class OpenAICompatExecutor:
         self.temperature = temperature
         self.clock = clock
 
-        root = (
-            base_url
-            or os.environ.get("MEMCURATOR_OPENAI_BASE_URL")
-            or os.environ.get("OPENAI_BASE_URL")
-            or DEFAULT_BASE_URL
+        self._endpoint(
+            base_url,
+            model,
+            api_key,
+            client,
+            what="executor",
+            env="MEMCURATOR_OPENAI",
+            key_env=("OPENAI_API_KEY",),
         )
-        self._base_url = root.rstrip("/")
-        resolved_model = model or os.environ.get("MEMCURATOR_OPENAI_MODEL")
-        if not resolved_model:
-            raise InvalidInput(
-                "no model for the OpenAI-compatible executor: pass model=... "
-                "or set MEMCURATOR_OPENAI_MODEL"
-            )
-        self._model = resolved_model
-        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not math.isfinite(timeout_s) or timeout_s <= 0:
             raise InvalidInput(f"timeout_s must be a finite number > 0 seconds, got {timeout_s!r}")
         if not math.isfinite(temperature) or temperature < 0:
             raise InvalidInput(f"temperature must be a finite number >= 0, got {temperature!r}")
         self._price = Price(price_in, price_out)
-        self._client = client
-        self._owns_client = client is None
 
     @property
     def model_id(self) -> str:
@@ -125,18 +115,6 @@ class OpenAICompatExecutor:
             f"OpenAICompatExecutor(base_url={self._base_url!r}, model={self._model!r}, "
             f"chat={self.chat!r}, temperature={self.temperature!r})"
         )
-
-    def close(self) -> None:
-        """Close the HTTP client if this executor created it."""
-        if self._owns_client and self._client is not None:
-            self._client.close()
-            self._client = None
-
-    def __enter__(self) -> OpenAICompatExecutor:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def _payload(self, prompt: str, max_tokens: int, stops: list[str]) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -179,14 +157,10 @@ class OpenAICompatExecutor:
             lacks ``choices`` / ``usage``.
         """
         stops = check_request(prompt, max_tokens, stop)
-        if self._client is None:
-            self._client = httpx.Client(timeout=self.timeout_s)
-        headers = {"Content-Type": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
+        client, headers = self._http()
         t0 = self.clock()
         try:
-            response = self._client.post(
+            response = client.post(
                 self.url,
                 json=self._payload(prompt, max_tokens, stops),
                 headers=headers,

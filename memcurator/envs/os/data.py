@@ -14,14 +14,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memcurator.envs.sql.data import DATA_ENV, DataNotFound
+from memcurator.envs.sql.data import DataNotFound, find_entry_dict
 from memcurator.errors import InvalidInput
 
 if TYPE_CHECKING:
     from memcurator.envs.os.sandbox import Sandbox
 
 DATA_REL = Path("lifelongagentbench-os") / "entry_dict.json"
-_SEARCH_REL = (Path("shared") / "data" / DATA_REL, Path("data") / DATA_REL)
 
 
 @dataclass(frozen=True)
@@ -77,30 +76,7 @@ def find_os_data(path: str | os.PathLike[str] | None = None) -> Path:
     DataNotFound
         Nothing found; the message lists where it looked.
     """
-    looked: list[Path] = []
-    if path is not None:
-        p = Path(path)
-        for cand in (p, p / "entry_dict.json", p / DATA_REL):
-            looked.append(cand)
-            if cand.is_file():
-                return cand
-        raise DataNotFound(f"no OS task data at {path}; looked at {', '.join(map(str, looked))}")
-    env = os.environ.get(DATA_ENV)
-    if env:
-        cand = Path(env) / DATA_REL
-        if cand.is_file():
-            return cand
-        raise DataNotFound(f"${DATA_ENV}={env} holds no {DATA_REL} (looked at {cand})")
-    for start in (Path(__file__).resolve().parent, Path.cwd()):
-        for base in (start, *start.parents):
-            for rel in _SEARCH_REL:
-                if (base / rel).is_file():
-                    return base / rel
-        looked.append(start / "..." / _SEARCH_REL[0])
-    raise DataNotFound(
-        f"cannot find {DATA_REL}; pass --data (CLI) or path= (Python), or set {DATA_ENV} to the "
-        f"folder holding lifelongagentbench-os/; looked at {', '.join(map(str, looked))}"
-    )
+    return find_entry_dict(path, DATA_REL, "OS task data", Path(__file__))
 
 
 def _script(entry: dict[str, object], *keys: str) -> str:

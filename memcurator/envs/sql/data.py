@@ -21,7 +21,6 @@ from memcurator.errors import InvalidInput, MemcuratorError
 DATA_ENV = "MEMCURATOR_DATA_DIR"
 """Environment variable naming a folder that holds ``lifelongagentbench-db/``."""
 DATA_REL = Path("lifelongagentbench-db") / "entry_dict.json"
-_SEARCH_REL = (Path("shared") / "data" / DATA_REL, Path("data") / DATA_REL)
 
 
 class DataNotFound(MemcuratorError, FileNotFoundError):
@@ -79,34 +78,59 @@ def find_data(path: str | os.PathLike[str] | None = None) -> Path:
         If no candidate exists, or ``$MEMCURATOR_DATA_DIR`` is set but holds no data; the
         message lists where it looked.
     """
+    return find_entry_dict(path, DATA_REL, "LifelongAgentBench data", Path(__file__))
+
+
+def find_entry_dict(path: str | os.PathLike[str] | None, rel: Path, what: str, here: Path) -> Path:
+    """Locate a benchmark's ``entry_dict.json`` (the SQL tasks' and the OS tasks' alike).
+
+    Looks at ``path`` (the file, or a folder holding it or ``rel``), at
+    ``$MEMCURATOR_DATA_DIR/rel``, then upward from ``here`` (the calling module's file) and from
+    the current directory for ``shared/data/rel`` (or ``data/rel``).
+
+    Parameters
+    ----------
+    path : str or PathLike, optional
+    rel : Path
+        ``<benchmark folder>/entry_dict.json``.
+    what : str
+        What the data is, for the message when ``path`` holds none.
+    here : Path
+        The module file to search upward from first.
+
+    Raises
+    ------
+    DataNotFound
+        If no candidate exists, or ``$MEMCURATOR_DATA_DIR`` is set but holds no data; the
+        message lists where it looked.
+    """
+    search = (Path("shared") / "data" / rel, Path("data") / rel)
     looked: list[Path] = []
     if path is not None:
         p = Path(path)
-        for cand in (p, p / "entry_dict.json", p / DATA_REL):
+        for cand in (p, p / "entry_dict.json", p / rel):
             looked.append(cand)
             if cand.is_file():
                 return cand
-        raise DataNotFound(
-            f"no LifelongAgentBench data at {path}; looked at {', '.join(map(str, looked))}"
-        )
+        raise DataNotFound(f"no {what} at {path}; looked at {', '.join(map(str, looked))}")
     env = os.environ.get(DATA_ENV)
     if env:
-        cand = Path(env) / DATA_REL
+        cand = Path(env) / rel
         if cand.is_file():
             return cand
         # a set but wrong variable is a mistake to report, not a reason to read other data
-        raise DataNotFound(f"${DATA_ENV}={env} holds no {DATA_REL} (looked at {cand})")
+        raise DataNotFound(f"${DATA_ENV}={env} holds no {rel} (looked at {cand})")
     # the package's own checkout first: a cwd under e.g. /tmp must not pick up a stray copy
-    for start in (Path(__file__).resolve().parent, Path.cwd()):
+    for start in (here.resolve().parent, Path.cwd()):
         for base in (start, *start.parents):
-            for rel in _SEARCH_REL:
-                cand = base / rel
+            for sub in search:
+                cand = base / sub
                 if cand.is_file():
                     return cand
-        looked.append(start / "..." / _SEARCH_REL[0])
+        looked.append(start / "..." / search[0])
     raise DataNotFound(
-        f"cannot find {DATA_REL}; pass --data (CLI) or path= (Python), or set {DATA_ENV} to the "
-        f"folder holding lifelongagentbench-db/; looked at {', '.join(map(str, looked))}"
+        f"cannot find {rel}; pass --data (CLI) or path= (Python), or set {DATA_ENV} to the "
+        f"folder holding {rel.parent}/; looked at {', '.join(map(str, looked))}"
     )
 
 

@@ -110,19 +110,18 @@ def renamable_columns(spec: SQLTaskSpec) -> list[str]:
 
 
 def _new_column_name(old: str, typ: str, taken: set[str], rng: np.random.Generator) -> str:
-    parts = old.split("_")
-    options: list[str] = []
-    for i, part in enumerate(parts):
-        for syn in _SYNONYMS.get(part.lower(), ()):
-            options.append("_".join([*parts[:i], syn, *parts[i + 1 :]]))
-    options = [o for o in options if o.lower() not in taken and not _reserved(o)]
-    if not options:  # no synonym fits: a typed suffix
-        options = [old + s for s in _COLUMN_SUFFIXES.get(typ, ("_val",))]
-        options = [o for o in options if o.lower() not in taken] or [old + "_renamed"]
-    return options[int(rng.integers(len(options)))]
+    # no synonym fits: a typed suffix
+    fallback = [old + s for s in _COLUMN_SUFFIXES.get(typ, ("_val",))]
+    return _new_name(old, fallback, taken, rng)
 
 
 def _new_table_name(old: str, taken: set[str], rng: np.random.Generator) -> str:
+    return _new_name(old, [f.format(t=old) for f in _TABLE_FORMS], taken, rng)
+
+
+def _new_name(old: str, fallback: list[str], taken: set[str], rng: np.random.Generator) -> str:
+    """A random new name for ``old``: one word swapped for a synonym, else one of
+    ``fallback``, else ``old + "_renamed"``; never one in ``taken`` (lower case)."""
     parts = old.split("_")
     options: list[str] = []
     for i, part in enumerate(parts):
@@ -130,8 +129,7 @@ def _new_table_name(old: str, taken: set[str], rng: np.random.Generator) -> str:
             options.append("_".join([*parts[:i], syn, *parts[i + 1 :]]))
     options = [o for o in options if o.lower() not in taken and not _reserved(o)]
     if not options:
-        options = [f.format(t=old) for f in _TABLE_FORMS]
-        options = [o for o in options if o.lower() not in taken] or [old + "_renamed"]
+        options = [o for o in fallback if o.lower() not in taken] or [old + "_renamed"]
     return options[int(rng.integers(len(options)))]
 
 
