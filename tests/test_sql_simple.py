@@ -264,6 +264,8 @@ def test_the_action_checks_sql_test_agrees_with_sqlglot(monkeypatch: pytest.Monk
     parts = [s.rstrip(" ;\n") for s in _statements(200)]
     parts += ["Select the newest rows from the table first", "DROP TABLE t", "select 1"]
     fast = [is_sql(p) for p in parts]
-    monkeypatch.setattr(action_risk, "parse_simple_select", lambda _p: None)
+    from memcurator.trust import plain_select
+
+    monkeypatch.setattr(plain_select, "parse_simple_select", lambda _p: None)
     assert fast == [is_sql(p) for p in parts]
     assert sum(fast) >= len(parts) - 2

@@ -58,7 +58,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from memcurator.trust.domains import ActionEntry, RiskReport
-from memcurator.trust.plain_select import parse_simple_select
 
 R_EXFIL = 0.9  # data sent to a destination the task does not name
 R_EXFIL_WEAK = 0.4  # a destination the task does not name, no transfer verb seen
@@ -452,6 +451,8 @@ def _is_sql(part: str) -> bool:
     """
     if not _SQL_STMT.match(part):
         return False
+    from memcurator.trust.plain_select import parse_simple_select  # text that starts like SQL
+
     if parse_simple_select(part) is not None:
         return True  # one plain SELECT (a Select to sqlglot too): no parser to import for it
     import sqlglot  # the SQL domain's parser; imported only for text that starts like SQL
