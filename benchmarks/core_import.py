@@ -4,12 +4,15 @@ quickstart's ``Task:/Action:`` entry, and which modules it loads (issue 31: targ
 
 Each run is a fresh interpreter (the operating system's file cache is warm after the first) that
 imports memcurator, opens an in-memory ``Memory(policy="curator")``, and times its first write of
-one entry, then reports the modules the write added. Entries: an SQL action, a shell action, a
-prose action, and free prose. With ``--baseline PATH`` (a checkout of another commit, e.g. made
-by ``git archive``) the same runs go against that tree too, interleaved, and the table shows
-both and their ratio.
+one entry, then reports the modules the write added. Entries: the README library example's SQL
+entry (a plain SELECT), an SQL action beyond the plain-SELECT grammar (a join), a destructive SQL
+action, a shell action, a prose action, and free prose. Columns: the first write alone (the
+issue's measure), and import + open + first write (what a script that writes once pays). With
+``--baseline PATH`` (a checkout of another commit, e.g. made by ``git archive``) the same runs go
+against that tree too, interleaved, and the table shows both and their ratio. The machine's load
+moves every number; read the ratio of interleaved runs, and the load average printed first.
 
-    python benchmarks/core_import.py [--runs 9] [--baseline /tmp/orig]
+    python benchmarks/core_import.py [--runs 5] [--baseline /tmp/orig]
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ ROOT = Path(__file__).resolve().parents[1]
 ENTRIES = {
     "sql action": "Task: count the orders of customer 5\nAction: SELECT COUNT(*) FROM orders "
     "WHERE cid = 5;",
+    "sql join": "Task: count the orders of customer 5\nAction: SELECT COUNT(*) FROM orders o "
+    "JOIN customers c ON o.cid = c.id WHERE c.id = 5;",
+    "sql drop": "Task: count the orders of customer 9\nAction: DROP TABLE orders;",
     "shell action": "Task: create the log folder\nAction: mkdir -p /var/log/app",
     "prose action": "Task: speed up reports\nAction: rebuild the cache nightly",
     "prose": "prefer short keys; update the index later",
@@ -43,7 +49,7 @@ m.write({text!r})
 t3 = time.perf_counter()
 added = set(sys.modules) - before
 print(json.dumps({{
-    "import_ms": (t1 - t0) * 1e3, "write_ms": (t3 - t2) * 1e3,
+    "import_ms": (t1 - t0) * 1e3, "write_ms": (t3 - t2) * 1e3, "total_ms": (t3 - t0) * 1e3,
     "bench_envs": sum(n.startswith(("memcurator.bench", "memcurator.envs")) for n in added),
     "sqlglot": sum(n.split(".")[0] == "sqlglot" for n in added),
     "added": len(added),
@@ -66,13 +72,14 @@ def probe(src: Path, text: str) -> dict[str, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--baseline", type=Path, default=None, help="another checkout to compare")
     args = ap.parse_args()
     trees = {"this": ROOT} | ({"baseline": args.baseline} if args.baseline else {})
-    print(f"{args.runs} fresh interpreters per entry and tree; medians (ms)")
-    head = f"{'entry':14s} {'tree':9s} {'first write':>11s} {'import':>7s} {'bench/envs':>10s}"
-    print(head + f" {'sqlglot':>7s} {'modules':>7s}")
+    load = Path("/proc/loadavg").read_text().split()[0] if Path("/proc/loadavg").exists() else "?"
+    print(f"{args.runs} fresh interpreters per entry and tree; medians (ms); load average {load}")
+    head = f"{'entry':14s} {'tree':9s} {'first write':>11s} {'import':>7s} {'total':>7s}"
+    print(head + f" {'bench/envs':>10s} {'sqlglot':>7s} {'modules':>7s}")
     for label, text in ENTRIES.items():
         results: dict[str, list[dict[str, float]]] = {t: [] for t in trees}
         probe(ROOT, text)  # warm the file cache
@@ -83,10 +90,11 @@ def main() -> None:
         for name, rows in results.items():
             w = statistics.median(r["write_ms"] for r in rows)
             i = statistics.median(r["import_ms"] for r in rows)
+            t = statistics.median(r.get("total_ms", float("nan")) for r in rows)
             last = rows[-1]
             med[name] = w
             print(
-                f"{label:14s} {name:9s} {w:11.1f} {i:7.1f} {last['bench_envs']:10.0f} "
+                f"{label:14s} {name:9s} {w:11.1f} {i:7.1f} {t:7.1f} {last['bench_envs']:10.0f} "
                 f"{last['sqlglot']:7.0f} {last['added']:7.0f}"
             )
         if "baseline" in med:

@@ -22,6 +22,7 @@ from memcurator.cli_common import App, TableConsole, console, fail
 from memcurator.cli_results import interrupted_message, lock_results, sigint_deferred
 from memcurator.cli_serve import register as register_serve_commands
 from memcurator.cli_store import register as register_store_commands
+from memcurator.errors import MissingExtra
 
 app = App(
     help="Govern an LLM agent's experience memory; benchmark memory policies on real tasks.",
@@ -33,6 +34,33 @@ app = App(
 #: so that ``memcurator --help`` imports no benchmark module)
 DEFAULT_POLICIES = "curator/align,lru,keep-all,no-memory"
 OS_DEFAULT_POLICIES = DEFAULT_POLICIES
+
+#: how to get the benchmark on a core-only install (it is its own distribution, issue 31)
+INSTALL_BENCH = (
+    "install memcurator-bench: pip install memcurator-bench (from a checkout: "
+    "python scripts/install.py bench)"
+)
+
+
+def _require_bench(command: str) -> None:
+    """Stop ``command`` with one line naming the distribution when the benchmark is not installed.
+
+    The benchmark and its environments (``memcurator.bench``, ``memcurator.envs``) are the
+    memcurator-bench distribution; the core's wheel holds neither, and no command imports them
+    before it runs.
+
+    Raises
+    ------
+    MissingExtra
+        ``memcurator.bench`` cannot be found (:func:`~memcurator.cli_common.guarded` turns it into
+        one line and exit code 2).
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("memcurator.bench") is None:
+        raise MissingExtra(
+            f"memcurator {command} needs the benchmark, which is not installed: {INSTALL_BENCH}"
+        )
 
 
 # `memcurator bench`'s options, one type each (the command's signature stays readable)
@@ -269,6 +297,7 @@ def bench(
     ray: _RayOpt = None,
 ) -> None:
     """Run policies side by side on recurring SQL task families with drift and poisoning."""
+    _require_bench("bench")
     from memcurator.bench.budget_fronts import parse_budgets
     from memcurator.bench.checks import budget_warning, clamp_families
     from memcurator.bench.options import BenchOptions
@@ -539,6 +568,7 @@ def report(
     Peer-group folders (bench --peers) merge into records.csv, peers.md and the uplink front;
     they cannot be merged with single-agent folders.
     """
+    _require_bench("report")
     from memcurator.bench.results import check_out, merge_folders
 
     if sum((as_markdown, as_csv, as_json)) > 1:
@@ -632,6 +662,7 @@ def compare(
     n_boot: Annotated[int, typer.Option(help="Bootstrap resamples.")] = 2000,
 ) -> None:
     """Paired per-task comparison of each policy with a baseline (bootstrap CI, McNemar)."""
+    _require_bench("compare")
     from memcurator.bench.compare import rich_table
     from memcurator.bench.results import compare_folders
 

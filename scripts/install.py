@@ -3,8 +3,9 @@
 
 Usage (inside the virtualenv, from the checkout)::
 
-    python scripts/install.py            # pip install -e '.[dev]'
-    python scripts/install.py bench,dev  # pip install -e '.[bench,dev]'
+    python scripts/install.py            # pip install -e packages/memcurator-bench -e . -e '.[dev]'
+    python scripts/install.py bench      # the same with '.[bench]': core and benchmark only
+    python scripts/install.py ""         # pip install -e . (the core alone: no benchmark)
     python scripts/install.py --wheel-only
     python scripts/install.py --quiet dev  # pip -q (CI)
 
@@ -26,6 +27,11 @@ script therefore
    environment's sandbox and its tests need it (and root). As root with ``apt-get`` it is
    installed; otherwise the script says how, loudly (the tests then fail, never skip).
 
+The benchmark and its environments are their own distribution, ``memcurator-bench``
+(``packages/memcurator-bench/``, issue 31), which the core's ``bench``, ``ray`` and ``dev`` extras
+pull by name; with any of them the script hands pip that project from this checkout (editable,
+like the core), so pip takes it from here and never looks for it on an index.
+
 Exit status: pip's status when a pip step fails, 2 on bad arguments, 0 on success.
 See docs/install.md for the choice of settings and how portability was checked.
 """
@@ -42,6 +48,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSTRAINTS = ROOT / "requirements" / "llama-runtime.txt"
+#: the benchmark's distribution (memcurator-bench), built from the same checkout
+BENCH_PROJECT = ROOT / "packages" / "memcurator-bench"
+#: the core's extras that pull memcurator-bench (pyproject.toml)
+BENCH_EXTRAS = frozenset({"bench", "ray", "dev"})
 
 #: llama-cpp-python release built here; keep in step with requirements/llama-runtime.txt.
 LLAMA_CPP_PYTHON = "0.3.36"
@@ -164,7 +174,12 @@ def main(argv: list[str] | None = None) -> int:
     build_wheel(folder)
     if args.wheel_only:
         return 0
+    extras = {e.strip() for e in args.extras.split(",") if e.strip()}
     target = f"{ROOT}[{args.extras}]" if args.extras else str(ROOT)
+    # the core is named once without extras too: pip 23.2 (Python 3.11's own) otherwise does not
+    # take it for memcurator-bench's requirement `memcurator==0.1.0` and searches the index for it
+    # (pypa/pip#8785); pip 26.3 needs no help
+    bench = ["-e", str(BENCH_PROJECT), "-e", str(ROOT)] if extras & BENCH_EXTRAS else []
     _pip(
         "install",
         "--only-binary=llama-cpp-python",
@@ -172,10 +187,11 @@ def main(argv: list[str] | None = None) -> int:
         str(folder),
         "--constraint",
         str(CONSTRAINTS),
+        *bench,
         "-e",
         target,
     )
-    if "dev" in args.extras.split(","):
+    if "dev" in extras:
         ensure_bwrap()
     return 0
 

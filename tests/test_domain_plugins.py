@@ -140,7 +140,9 @@ def test_the_project_declares_its_own_checks_as_entry_points() -> None:
         (["rebuild the cache nightly and prune stale rows", "kubectl get pods"], False),
         (["select fewer rows and update the cache nightly"], True),  # so does "select"
         (["drop unused columns before merge"], True),  # "drop" opens a statement
-        (["mkdir -p /data", "SELECT COUNT(*) FROM t WHERE a = 5;"], True),
+        # a plain SELECT is read without sqlglot (trust/plain_select.py, issue 31); a join is not
+        (["mkdir -p /data", "SELECT COUNT(*) FROM t WHERE a = 5;"], False),
+        (["SELECT COUNT(*) FROM t JOIN u ON t.id = u.tid WHERE u.a = 5;"], True),
         (["DELETE FROM orders; -- then DROP TABLE orders"], True),
     ],
 )

@@ -451,6 +451,10 @@ def _is_sql(part: str) -> bool:
     """
     if not _SQL_STMT.match(part):
         return False
+    from memcurator.trust.plain_select import parse_simple_select  # text that starts like SQL
+
+    if parse_simple_select(part) is not None:
+        return True  # one plain SELECT (a Select to sqlglot too): no parser to import for it
     import sqlglot  # the SQL domain's parser; imported only for text that starts like SQL
     from sqlglot import exp
 

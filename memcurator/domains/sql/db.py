@@ -12,10 +12,6 @@ import sqlite3
 import time
 from typing import Any, NamedTuple
 
-from sqlglot.dialects.sqlite import SQLite
-from sqlglot.errors import SqlglotError
-from sqlglot.tokens import TokenType
-
 from memcurator.domains.sql.spec import SQLTaskSpec
 from memcurator.errors import InvalidInput
 
@@ -181,6 +177,10 @@ def _only_comments(stmt: str) -> bool:
     """Whether a statement holds nothing but comments and ``;`` (SQLite would run nothing)."""
     if "--" not in stmt and "/*" not in stmt:
         return not stmt.replace(";", "").strip()
+    from sqlglot.dialects.sqlite import SQLite  # only text with a comment marker needs the lexer
+    from sqlglot.errors import SqlglotError
+    from sqlglot.tokens import TokenType
+
     try:
         tokens = SQLite().tokenize(stmt)
     except SqlglotError:

@@ -21,26 +21,30 @@ entry's wording to its effect.
 This module holds the dry run and the findings; the domain's
 :class:`~memcurator.domains.sql.check.SQLCheck` (registered as ``"sql"`` in
 :data:`~memcurator.trust.domains.DOMAIN_CHECKS` through the ``memcurator.domain_checks`` entry
-point) imports it, and with it sqlglot, only when an entry's action holds an SQL statement.
+point) imports it only when an entry's action holds an SQL statement. sqlglot itself is imported
+only when a statement needs its parse: one plain SELECT on tables synthesised from it (the
+commonest action) is read by :mod:`memcurator.trust.plain_select` into the same facts, and its
+report is the one the parse gives (issue 31: sqlglot's import was most of a cold first write).
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from sqlglot import exp, parse
-from sqlglot.errors import SqlglotError
-from sqlglot.tokens import Tokenizer
+from typing import TYPE_CHECKING, Any
 
 from memcurator.domains.sql.db import execute, make_db, quote_ident, split_statements
 from memcurator.domains.sql.quiet import quiet_fallback
 from memcurator.domains.sql.spec import SQLTaskSpec
 from memcurator.errors import InvalidInput
 from memcurator.trust.domains import ActionEntry, RiskReport, parse_action_entry
+from memcurator.trust.plain_select import Lit, norm_num, parse_simple_select
 from memcurator.trust.text_risk import instruction_likeness
+
+if TYPE_CHECKING:
+    from sqlglot import exp
 
 _WRITE_VERBS = {
     "delete": r"\b(delete|remove|purge|erase|clear)\b",
@@ -195,11 +199,7 @@ def asks_question(task: str) -> bool:
     return bool(_QUESTION.search(task))
 
 
-def _norm_num(s: str) -> float | None:
-    try:
-        return float(s.replace(",", ""))
-    except ValueError:
-        return None
+_norm_num = norm_num
 
 
 def task_literals(task: str) -> tuple[set[float], set[str], str]:
@@ -225,14 +225,12 @@ def task_literals(task: str) -> tuple[set[float], set[str], str]:
     return nums, quoted, low + " " + " ".join(isos)
 
 
-@dataclass(frozen=True)
-class _Lit:
-    value: str
-    is_string: bool
-    role: str  # "filter", "write", "limit", "other"
+_Lit = Lit  # value, is_string, role: "filter", "write", "limit" or "other"
 
 
 def _sql_literals(trees: list[exp.Expression]) -> list[_Lit]:
+    from sqlglot import exp
+
     out = []
     for tree in trees:
         for lit in tree.find_all(exp.Literal):
@@ -267,9 +265,8 @@ def _sql_literals(trees: list[exp.Expression]) -> list[_Lit]:
     return out
 
 
-def _literal_findings(task: str, trees: list[exp.Expression]) -> list[tuple[float, str]]:
+def _literal_findings(task: str, all_lits: Sequence[_Lit]) -> list[tuple[float, str]]:
     nums, quoted, low = task_literals(task)
-    all_lits = _sql_literals(trees)
     sql_nums = {v for x in all_lits if not x.is_string and (v := _norm_num(x.value)) is not None}
     sql_strs = {x.value.strip("%").lower() for x in all_lits if x.is_string}
     sql_digits = {re.sub(r"\D", "", x) for x in sql_strs} | {
@@ -337,6 +334,9 @@ def _year_like(v: float, sql_strs: set[str]) -> bool:
 
 
 def _comment_findings(action: str) -> list[tuple[float, str]]:
+    from sqlglot.errors import SqlglotError
+    from sqlglot.tokens import Tokenizer
+
     try:
         tokens = Tokenizer().tokenize(action)
     except SqlglotError:
@@ -371,6 +371,9 @@ def db_from_schema_text(
     InvalidInput
         If the text holds no ``Table`` line.
     """
+    from sqlglot import exp, parse
+    from sqlglot.errors import SqlglotError
+
     lines = schema.strip().splitlines()
     m = _SCHEMA_LINE.match(lines[0]) if lines else None
     if m is None:
@@ -416,6 +419,8 @@ def db_from_schema_text(
 
 
 def _py(e: exp.Expression) -> Any:
+    from sqlglot import exp
+
     if isinstance(e, exp.Literal):
         if e.is_string:
             return e.name
@@ -435,7 +440,12 @@ def db_from_statements(trees: list[exp.Expression]) -> sqlite3.Connection:
     column, one of the literals the statements compare with that column (cycling) or a filler
     value, so a ``WHERE`` on a named value touches few rows while a table-wide write touches all.
     """
-    tables = _referenced(trees)
+    return db_from_tables(_referenced(trees))
+
+
+def db_from_tables(tables: dict[str, dict[str, list[Any]]]) -> sqlite3.Connection:
+    """The database :func:`db_from_statements` makes, from its tables: name -> column -> the
+    literals compared with that column (a table without columns gets one, ``id``)."""
     conn = sqlite3.connect(":memory:", isolation_level=None)
     for tname, cols in tables.items():
         if not cols:
@@ -461,6 +471,8 @@ def db_from_statements(trees: list[exp.Expression]) -> sqlite3.Connection:
 
 def _referenced(trees: list[exp.Expression]) -> dict[str, dict[str, list[Any]]]:
     """Tables -> columns -> literals compared with them, over all statements."""
+    from sqlglot import exp
+
     tables: dict[str, dict[str, list[Any]]] = {}
     for tree in trees:
         names: dict[str, str] = {}  # alias -> table
@@ -499,6 +511,8 @@ def _referenced(trees: list[exp.Expression]) -> dict[str, dict[str, list[Any]]]:
 
 
 def _compared_literals(col: exp.Column) -> list[Any]:
+    from sqlglot import exp
+
     p = col.parent
     out: list[Any] = []
     if isinstance(p, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like)):
@@ -564,7 +578,6 @@ def dry_run(sql: str, *, spec: SQLTaskSpec | None = None, schema: str | None = N
         raise InvalidInput(f"sql must be a str, got {type(sql).__name__}")
     trees = _parse(sql)
     kinds = tuple(type(t).__name__ for t in trees) if trees is not None else ()
-    n = len(split_statements(sql))
     synthetic = False
     if spec is not None:
         conn = make_db(spec)
@@ -573,7 +586,15 @@ def dry_run(sql: str, *, spec: SQLTaskSpec | None = None, schema: str | None = N
     elif trees is not None:
         conn, synthetic = db_from_statements(trees), True
     else:
-        return Effects(n, kinds, "does not parse", synthetic=False)
+        return Effects(len(split_statements(sql)), kinds, "does not parse", synthetic=False)
+    return _effects(conn, sql, kinds, synthetic=synthetic)
+
+
+def _effects(
+    conn: sqlite3.Connection, sql: str, kinds: tuple[str, ...], *, synthetic: bool
+) -> Effects:
+    """Run ``sql`` on ``conn`` (closed afterwards) and compare the tables before and after."""
+    n = len(split_statements(sql))
     try:
         before = _snapshot(conn)
         res = execute(conn, sql, timeout_s=2.0)
@@ -607,6 +628,9 @@ def dry_run(sql: str, *, spec: SQLTaskSpec | None = None, schema: str | None = N
 
 
 def _parse(sql: str) -> list[exp.Expression] | None:
+    from sqlglot import exp, parse
+    from sqlglot.errors import SqlglotError
+
     trees: list[exp.Expression]
     with quiet_fallback():
         try:
@@ -621,6 +645,8 @@ def _parse(sql: str) -> list[exp.Expression] | None:
 
 def _where_names_task_value(trees: list[exp.Expression], task: str) -> bool:
     """Whether every DELETE/UPDATE has a WHERE comparing with a value the task names."""
+    from sqlglot import exp
+
     nums, quoted, low = task_literals(task)
     writes = [t for t in trees if isinstance(t, (exp.Delete, exp.Update))]
     if not writes:
@@ -641,8 +667,40 @@ def _where_names_task_value(trees: list[exp.Expression], task: str) -> bool:
     return True
 
 
-_DDL = (exp.Drop, exp.Create, exp.Alter, exp.TruncateTable)
-_WRITES = {exp.Insert: "insert", exp.Update: "update", exp.Delete: "delete"}
+@dataclass(frozen=True)
+class _Facts:
+    """What the findings need of the statements' parse.
+
+    ``kinds``: the write kinds present (``"ddl"``, ``"insert"``, ``"update"``, ``"delete"``);
+    ``unfiltered_delete``: a DELETE without WHERE; ``named``: every DELETE/UPDATE filters on a
+    value the task names; ``literals``: every literal with its role.
+    """
+
+    kinds: frozenset[str]
+    unfiltered_delete: bool
+    named: bool
+    literals: tuple[_Lit, ...]
+
+
+def _facts(trees: list[exp.Expression], task: str) -> _Facts:
+    from sqlglot import exp
+
+    ddl = (exp.Drop, exp.Create, exp.Alter, exp.TruncateTable)
+    writes = {exp.Insert: "insert", exp.Update: "update", exp.Delete: "delete"}
+    kinds = set()
+    for t in trees:
+        if isinstance(t, ddl):
+            kinds.add("ddl")
+        for cls, k in writes.items():
+            if isinstance(t, cls):
+                kinds.add(k)
+    unfiltered = any(isinstance(t, exp.Delete) and t.args.get("where") is None for t in trees)
+    return _Facts(
+        frozenset(kinds),
+        unfiltered,
+        _where_names_task_value(trees, task),
+        tuple(_sql_literals(trees)),
+    )
 
 
 def sql_risk(
@@ -685,95 +743,105 @@ def sql_risk(
     """
     if not isinstance(task, str) or not isinstance(sql, str):
         raise InvalidInput("task and sql must be strings")
-    asked = asked_kinds(task)
+    simple = parse_simple_select(sql) if spec is None and schema is None else None
+    if simple is not None:
+        # one plain SELECT, dry-run on tables synthesised from it: the facts the parse would give,
+        # without importing sqlglot (the grammar admits no comment, so there are no comment
+        # findings)
+        eff = _effects(db_from_tables(simple.tables), sql, ("Select",), synthetic=True)
+        facts = _Facts(frozenset(), False, False, simple.literals)
+        return _report(_findings(task, facts, eff), eff)
     trees = _parse(sql)
     eff = dry_run(sql, spec=spec, schema=schema)
     found: list[tuple[float, str]] = []
     if trees is None:
         found.append((R_BROKEN, "action does not parse as SQL"))
     else:
-        kinds = set()
-        for t in trees:
-            if isinstance(t, _DDL):
-                kinds.add("ddl")
-            for cls, k in _WRITES.items():
-                if isinstance(t, cls):
-                    kinds.add(k)
-        if (eff.dropped or eff.created or eff.altered or "ddl" in kinds) and "ddl" not in asked:
-            gone = ", ".join((*eff.dropped, *eff.created, *eff.altered)) or "schema statement"
-            found.append(
-                (R_DROP, f"table dropped/re-created/altered: {gone} (task asks no schema change)")
-            )
-        writes = kinds - {"ddl"}
-        # a declarative fact with no write verb ("Member 102 paid 75") may ask to record it: an
-        # insert or update is then plausible; a delete, or any write on a question, is not
-        plausible = not asked and not asks_question(task) and writes <= {"insert", "update"}
-        if writes and not asked and not plausible:
-            found.append(
-                (
-                    R_WRITE_ON_QUESTION,
-                    f"writes ({', '.join(sorted(writes))}) but the task asks a question",
-                )
-            )
-        elif writes - asked and asked:
-            found.append(
-                (
-                    R_WRONG_WRITE,
-                    f"{', '.join(sorted(writes - asked))} not asked "
-                    f"(task asks {', '.join(sorted(asked))})",
-                )
-            )
-        # values that name rows (a percentage or "by 10" is an amount, not a row)
-        naming = re.sub(r"\d+(?:\.\d+)?\s*(%|percent)|\bby \d+(?:\.\d+)?", " ", task)
-        nums, quoted, low = task_literals(naming)
-        names_values = bool(nums or quoted or _ISO.search(low))
-        wide_ok = bool(_WIDE.search(task)) and not names_values and not _RESTRICT.search(task)
-        for t in trees:
-            if isinstance(t, exp.Delete) and t.args.get("where") is None and not wide_ok:
-                found.append(
-                    (R_EMPTIED, "DELETE without WHERE although the task restricts which rows")
-                )
-                break
-        base = max(eff.rows_before, 1)
-        named = _where_names_task_value(trees, task)
-        if any(r == R_EMPTIED for r, _ in found):
-            pass
-        elif eff.deleted >= 0.9 * base and eff.rows_before and not eff.dropped:
-            if "delete" not in asked or not wide_ok:
-                if eff.synthetic and named:
-                    found.append(
-                        (
-                            R_WEAK_WIDE,
-                            f"deletes {eff.deleted}/{eff.rows_before} "
-                            "synthetic rows through a filter on the task's values",
-                        )
-                    )
-                else:
-                    found.append(
-                        (
-                            R_EMPTIED,
-                            f"deletes {eff.deleted}/{eff.rows_before} rows "
-                            "(table emptied; the task asks no table-wide delete)",
-                        )
-                    )
-        elif eff.updated >= 0.9 * base and eff.rows_before and not wide_ok and names_values:
-            r = R_WEAK_WIDE if eff.synthetic and named else R_WIDE_WRITE
-            found.append(
-                (
-                    r,
-                    f"updates {eff.updated}/{eff.rows_before} rows although "
-                    "the task names specific values",
-                )
-            )
-        n_asked = max(1, len(re.findall(r"\bthen\b|\band then\b|;", task)) + 1)
-        if eff.statements > n_asked:
-            found.append((R_EXTRA_STMT, f"{eff.statements} statements for a one-step task"))
-        found += _literal_findings(task, trees)
-        if eff.error is not None and not eff.synthetic:
-            found.append((R_BROKEN, f"does not run on the target schema: {eff.error}"))
+        found += _findings(task, _facts(trees, task), eff)
     found += _comment_findings(sql)
+    return _report(found, eff)
+
+
+def _report(found: list[tuple[float, str]], eff: Effects) -> RiskReport:
+    """Findings combined as ``1 - prod(1 - r_i)``, reasons by falling risk."""
     keep = 1.0
     for r, _ in found:
         keep *= 1.0 - r
     ordered = sorted(found, key=lambda x: -x[0])
     return RiskReport(round(1.0 - keep, 6), tuple(msg for _, msg in ordered), eff)
+
+
+def _findings(task: str, facts: _Facts, eff: Effects) -> list[tuple[float, str]]:
+    """The findings of statements that parse: effects vs what the task asks, then literals."""
+    asked = asked_kinds(task)
+    found: list[tuple[float, str]] = []
+    kinds = facts.kinds
+    if (eff.dropped or eff.created or eff.altered or "ddl" in kinds) and "ddl" not in asked:
+        gone = ", ".join((*eff.dropped, *eff.created, *eff.altered)) or "schema statement"
+        found.append(
+            (R_DROP, f"table dropped/re-created/altered: {gone} (task asks no schema change)")
+        )
+    writes = kinds - {"ddl"}
+    # a declarative fact with no write verb ("Member 102 paid 75") may ask to record it: an
+    # insert or update is then plausible; a delete, or any write on a question, is not
+    plausible = not asked and not asks_question(task) and writes <= {"insert", "update"}
+    if writes and not asked and not plausible:
+        found.append(
+            (
+                R_WRITE_ON_QUESTION,
+                f"writes ({', '.join(sorted(writes))}) but the task asks a question",
+            )
+        )
+    elif writes - asked and asked:
+        found.append(
+            (
+                R_WRONG_WRITE,
+                f"{', '.join(sorted(writes - asked))} not asked "
+                f"(task asks {', '.join(sorted(asked))})",
+            )
+        )
+    # values that name rows (a percentage or "by 10" is an amount, not a row)
+    naming = re.sub(r"\d+(?:\.\d+)?\s*(%|percent)|\bby \d+(?:\.\d+)?", " ", task)
+    nums, quoted, low = task_literals(naming)
+    names_values = bool(nums or quoted or _ISO.search(low))
+    wide_ok = bool(_WIDE.search(task)) and not names_values and not _RESTRICT.search(task)
+    if facts.unfiltered_delete and not wide_ok:
+        found.append((R_EMPTIED, "DELETE without WHERE although the task restricts which rows"))
+    base = max(eff.rows_before, 1)
+    named = facts.named
+    if any(r == R_EMPTIED for r, _ in found):
+        pass
+    elif eff.deleted >= 0.9 * base and eff.rows_before and not eff.dropped:
+        if "delete" not in asked or not wide_ok:
+            if eff.synthetic and named:
+                found.append(
+                    (
+                        R_WEAK_WIDE,
+                        f"deletes {eff.deleted}/{eff.rows_before} "
+                        "synthetic rows through a filter on the task's values",
+                    )
+                )
+            else:
+                found.append(
+                    (
+                        R_EMPTIED,
+                        f"deletes {eff.deleted}/{eff.rows_before} rows "
+                        "(table emptied; the task asks no table-wide delete)",
+                    )
+                )
+    elif eff.updated >= 0.9 * base and eff.rows_before and not wide_ok and names_values:
+        r = R_WEAK_WIDE if eff.synthetic and named else R_WIDE_WRITE
+        found.append(
+            (
+                r,
+                f"updates {eff.updated}/{eff.rows_before} rows although "
+                "the task names specific values",
+            )
+        )
+    n_asked = max(1, len(re.findall(r"\bthen\b|\band then\b|;", task)) + 1)
+    if eff.statements > n_asked:
+        found.append((R_EXTRA_STMT, f"{eff.statements} statements for a one-step task"))
+    found += _literal_findings(task, facts.literals)
+    if eff.error is not None and not eff.synthetic:
+        found.append((R_BROKEN, f"does not run on the target schema: {eff.error}"))
+    return found
