@@ -63,6 +63,10 @@ class SharedEntry:
     raw_text : str or None, default None
         The raw trajectory the entry was distilled from, when sent: the receiver recomputes
         ``a`` from it (:func:`memcurator.trust.reputation.recompute_abstraction_gain`).
+    outcome : SignedOutcome or None, default None
+        The sender's verified outcome for this entry, signed for the receiver
+        (:class:`memcurator.trust.outcome.SignedOutcome`): evidence that can release it off
+        probation at the receiver while the sender is in good standing.
     """
 
     text: str
@@ -74,6 +78,7 @@ class SharedEntry:
     source_id: str
     signature: Any = None
     raw_text: str | None = None
+    outcome: Any = None
 
 
 def select_for_peer(
