@@ -192,6 +192,13 @@ def test_released_entries_that_fail_cost_the_peer_its_standing(receiver: Memory)
     receiver.feedback(ids, 0.0)  # both used, the task failed: 2 failures of its claims
     rep = receiver.policy.estimator("reputation").rep
     assert rep.standing_lost("p1") == (2, 2)
+    # what it released on its word goes back on probation, logged
+    for m in receiver.entries():
+        assert PROBATION in m.meta and m.meta[OUTCOME]["status"].startswith("withdrawn")
+        assert m.id not in receiver.recall(m.text, k=5).ids
+    back = [d for d in receiver.decisions() if d.action == "downgrade"]
+    assert {d.entry_id for d in back} == set(ids)
+    assert all("out of good standing" in d.reason for d in back)
     # the next claim of p1 is verified but no longer releases; p3's still does
     receiver.receive([_entry(TEXTS[2], "p1", "p2", _signed(TEXTS[2]))], peer="p1")
     receiver.receive([_entry(TEXTS[3], "p3", "p2", _signed(TEXTS[3], sender="p3"))], peer="p3")

@@ -22,8 +22,8 @@ from memcurator.policy.share import ForgetNotice, SharedEntry, select_for_peer
 from memcurator.policy.trust import RECEIVED_FROM
 from memcurator.trust.auth import Claim
 from memcurator.trust.gate import assess
-from memcurator.trust.outcome import OutcomeClaim, sign_outcome
-from memcurator.trust.provenance import injectable
+from memcurator.trust.outcome import OUTCOME, OutcomeClaim, released_on_claim, sign_outcome
+from memcurator.trust.provenance import PROBATION, injectable
 from memcurator.trust.reputation import PeerReputation, recompute_abstraction_gain
 
 
@@ -331,7 +331,9 @@ def _write_received(
 
 
 def log_reputation(ctx: Context) -> None:
-    """Write new peer quarantines and releases to the decision log (entry id ``peer:<id>``)."""
+    """Write new peer quarantines and releases to the decision log (entry id ``peer:<id>``),
+    and put back on probation what a peer out of good standing released on its outcome claims
+    (:func:`withdraw_releases`)."""
     get = getattr(ctx.policy, "estimator", None)
     if get is None:
         return
@@ -342,6 +344,32 @@ def log_reputation(ctx: Context) -> None:
     for peer, action, reason in est.rep.log[est.logged :]:
         ctx.log(ctx.step, action, f"peer:{peer}", float("nan"), reason, 0)
     est.logged = len(est.rep.log)
+    withdraw_releases(ctx, est.rep)
+
+
+def withdraw_releases(ctx: Context, rep: PeerReputation) -> list[str]:
+    """Put every resident entry released off probation on the outcome claim of a peer that is
+    out of good standing now back on probation (``meta["_outcome"]["status"]`` =
+    ``"withdrawn: ..."``, logged ``downgrade``): its evidence was that peer's word. Returns the
+    ids. Called inside the caller's transaction, after feedback."""
+    out = [p for p in rep.lost_peers() if rep.good_standing(p)]
+    if not out:
+        return []
+    done = []
+    for m in list(ctx.res.entries):
+        if not released_on_claim(m.meta):
+            continue
+        o: dict[str, Any] = dict(m.meta[OUTCOME])
+        if o.get("peer") not in out:
+            continue
+        why = f"peer {o['peer']!r} out of good standing: {rep.good_standing(o['peer'])}"
+        m.meta[PROBATION] = f"release on a signed outcome withdrawn ({why})"[:300]
+        m.meta[OUTCOME] = {**o, "status": f"withdrawn: {why}"}
+        ctx.res.edited([m.id])
+        ctx.store.update(m)
+        ctx.log(ctx.step, "downgrade", m.id, float("nan"), f"back on probation: {why}", m.bytes)
+        done.append(m.id)
+    return done
 
 
 def release_peer(ctx: Context, peer: str, reason: str, *, reset: bool = False) -> None:
@@ -362,4 +390,12 @@ def release_peer(ctx: Context, peer: str, reason: str, *, reset: bool = False) -
         ctx.save_state()
 
 
-__all__ = ["ShareOptions", "log_reputation", "receive", "release_peer", "reputation", "share"]
+__all__ = [
+    "ShareOptions",
+    "log_reputation",
+    "receive",
+    "release_peer",
+    "reputation",
+    "share",
+    "withdraw_releases",
+]

@@ -390,6 +390,10 @@ class PeerReputation:
         x = self._lost.get(peer)
         return None if x is None else (int(round(x[0])), int(round(x[1])))
 
+    def lost_peers(self) -> list[str]:
+        """Peers that lost good standing by their claims at some point, sorted."""
+        return sorted(self._lost)
+
     def is_quarantined(self, peer: str) -> bool:
         """Whether entries from ``peer`` are currently refused."""
         return peer in self._quarantine
