@@ -26,6 +26,7 @@ from memcurator import errors
 from memcurator.errors import InvalidInput, MemcuratorError, StoreError
 from memcurator.policy.share import ForgetNotice, SharedEntry
 from memcurator.trust.auth import Signature
+from memcurator.trust.outcome import SignedOutcome
 
 
 class ServiceError(MemcuratorError, RuntimeError):
@@ -269,6 +270,7 @@ class Client:
                         "signature": None
                         if s.signature is None
                         else [s.signature.key_id, s.signature.mac],
+                        "outcome": None if s.outcome is None else s.outcome.to_wire(),
                     }
                 )
             else:
@@ -307,6 +309,7 @@ class Client:
                             e["source_id"],
                             signature=None if sig is None else Signature(*sig),
                             raw_text=e.get("raw_text"),
+                            outcome=_outcome(e.get("outcome")),
                         )
                     )
                 out.append((m["sender"], int(m["round"]), items))
@@ -345,6 +348,17 @@ class Client:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _outcome(d: Any) -> SignedOutcome | None:
+    """A pulled entry's signed outcome (None when it came without one, or with one that is
+    not a claim: the entry then stays on probation at the receiver, as without evidence)."""
+    if not d:
+        return None
+    try:
+        return SignedOutcome.from_wire(d)
+    except InvalidInput:
+        return None
 
 
 def _error(r: httpx.Response) -> MemcuratorError:

@@ -173,7 +173,7 @@ def test_peer_run_saves_after_every_run_and_marks_it_incomplete(
 
     def interrupting(*a: object, **kw: object) -> object:
         calls[0] += 1
-        if calls[0] == 3:  # curator L=1000 (outside, isolated) done; Ctrl-C during L=3000
+        if calls[0] == 4:  # curator L=1000 (outside, isolated, pooled) done; Ctrl-C at L=3000
             raise KeyboardInterrupt
         return real(*a, **kw)  # type: ignore[arg-type]
 
@@ -186,7 +186,7 @@ def test_peer_run_saves_after_every_run_and_marks_it_incomplete(
     assert "1 of 3" in " ".join(res.output.split())
     doc = json.loads((out / "summary.json").read_text())
     assert doc["config"]["complete"] is False and doc["config"]["runs_done"] == 1
-    assert len(_csv(out / "records.csv")) == 2 * 2 * 20
+    assert len(_csv(out / "records.csv")) == 3 * 2 * 20  # 3 arms x 2 agents x 20 tasks
     assert (out / "peers.md").exists()
 
 
@@ -254,7 +254,7 @@ def test_report_merges_peer_job_folders(job_folders: dict, tmp_path: Path) -> No
     assert res.exit_code == 0, res.output
     recs = _csv(merged / "records.csv")
     parts = sum(len(_csv(f / "records.csv")) for f in job_folders.values())
-    assert len(recs) == parts == 2 * (2 * 2 * 2 * 20) + 2 * (2 * 2 * 20)
+    assert len(recs) == parts == 2 * (2 * 3 * 2 * 20) + 2 * (3 * 2 * 20)  # 3 arms
     doc = json.loads((merged / "summary.json").read_text())
     assert doc["config"]["kind"] == "peers" and doc["config"]["baseline"] == "lru"
     assert len(doc["runs"]) == 6
