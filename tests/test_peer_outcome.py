@@ -240,3 +240,19 @@ def test_outcomes_option_of_share_signs_the_claim_for_the_receiver() -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_the_hub_wire_models_carry_the_signed_outcome() -> None:
+    pytest.importorskip("pydantic")
+    from memcurator.client import _outcome
+    from memcurator.service.models import SharedEntryIn
+
+    so = _signed(TEXTS[0])
+    body = {"text": TEXTS[0], "kind": "insight", "bytes": 9, "q": 0.5, "a": 1.0, "rho_s": 0.1,
+            "source_id": "s1", "signature": ["p1#2", "ab"], "outcome": so.to_wire()}  # fmt: skip
+    stored = SharedEntryIn.model_validate(body).model_dump()
+    assert _outcome(stored["outcome"]) == so  # as the hub keeps it and a peer pulls it
+    assert SharedEntryIn.model_validate({**body, "outcome": None}).outcome is None
+    # a malformed claim is no evidence: the entry comes without one (and stays on probation)
+    assert _outcome({"claim": {"task": "t"}, "signature": ["k", "m"]}) is None
+    assert _outcome(None) is None
