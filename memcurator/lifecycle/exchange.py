@@ -18,11 +18,22 @@ from memcurator.lifecycle.checks import check_text
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.forget import forget
 from memcurator.lifecycle.write import WriteResult, write
-from memcurator.policy.share import ForgetNotice, SharedEntry, select_for_peer
+from memcurator.policy.share import (
+    ForgetNotice,
+    SharedEntry,
+    select_for_peer,
+    verified_share_scores,
+)
 from memcurator.policy.trust import RECEIVED_FROM
 from memcurator.trust.auth import Claim
 from memcurator.trust.gate import assess
-from memcurator.trust.outcome import OUTCOME, OutcomeClaim, released_on_claim, sign_outcome
+from memcurator.trust.outcome import (
+    OUTCOME,
+    OutcomeClaim,
+    released_on_claim,
+    sign_outcome,
+    text_sha,
+)
 from memcurator.trust.provenance import PROBATION, injectable
 from memcurator.trust.reputation import PeerReputation, recompute_abstraction_gain
 
@@ -68,7 +79,10 @@ def share(
     ``outcomes`` maps entry ids to the verified outcome this agent observed for them
     (:class:`~memcurator.trust.outcome.OutcomeClaim`); with a keyring and ``sender``, an entry
     shared with one carries it signed for ``to`` (``SharedEntry.outcome``), evidence the
-    receiver can release it on (:func:`receive`).
+    receiver can release it on (:func:`receive`). A claim about exactly the entry's text is
+    also the sender's own evidence (:func:`~memcurator.policy.share.verified_share_scores`): a
+    verified pass is a prior on q (the entry can be sent before any reuse), a verified fail is
+    never sent.
 
     Raises
     ------
@@ -91,12 +105,28 @@ def share(
     ents = [res.entries[i] for i in rows]
     mat = res.matrix[rows]
     t = ctx.policy.share_terms(ents, mat, sk)
+    # a verified outcome about exactly this text is a prior on q; a verified fail is not sent
+    verdicts = [
+        c.verdict
+        if (c := outcomes.get(m.id)) is not None and c.entry_sha == text_sha(m.text)
+        else None
+        for m in ents
+    ]
+    rho, q, ok = verified_share_scores(t.rho, t.p, t.q, t.a, t.b, verdicts)
+    if not ok.all():
+        keep = np.flatnonzero(ok)
+        ents, mat = [ents[i] for i in keep], mat[keep]
+        rho, q, a = rho[keep], q[keep], t.a[keep]
+        verdicts_kept = [verdicts[i] for i in keep]
+    else:
+        a, verdicts_kept = t.a, verdicts
     chosen, _ = select_for_peer(
         ents,
         mat,
-        t.rho,
-        t.q,
+        rho,
+        q,
         uplink_bytes=uplink_bytes,
+        cost=[len(m.text.encode("utf-8")) for m in ents],
         tau=tau,
         tau_rise=tau_rise,
         delta=delta,
@@ -115,9 +145,9 @@ def share(
                     m.text,
                     m.kind,
                     m.bytes,
-                    float(t.q[i]),
-                    float(t.a[i]),
-                    float(t.rho[i]),
+                    float(q[i]),
+                    float(a[i]),
+                    float(rho[i]),
                     m.id,
                     signature=sig,
                     outcome=signed,
@@ -127,8 +157,9 @@ def share(
                 ctx.step,
                 "share",
                 m.id,
-                float(t.rho[i]),
-                f"rho_s={t.rho[i]:.3g} > tau={thr:.3g}; q={t.q[i]:.3f}, a={t.a[i]:.2f}",
+                float(rho[i]),
+                f"rho_s={rho[i]:.3g} > tau={thr:.3g}; q={q[i]:.3f}, a={a[i]:.2f}"
+                + (" (prior: verified pass)" if verdicts_kept[i] == "pass" else ""),
                 m.bytes,
             )
             ctx.store.mark_shared(ctx.namespace, m.id, peer)
