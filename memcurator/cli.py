@@ -199,6 +199,27 @@ _PayloadsOpt = Annotated[
         "procedure: issue 22's kinds) or all."
     ),
 ]
+_WorkloadOpt = Annotated[
+    str,
+    typer.Option(
+        help="Peer group: control (today's), cold-start (agent 0 joins after --join-after "
+        "tasks with an empty memory), rotating (popularity moves each agent onto its peers' "
+        "families) or specialised (disjoint family blocks, --cross of draws outside)."
+    ),
+]
+_PeerStoreOpt = Annotated[
+    str,
+    typer.Option(
+        help="Peer group: store of the agents' memories and of the pooled reference (a SQLite "
+        "path or a postgresql:// URL; :memory: = one in-memory store per agent)."
+    ),
+]
+_CrossOpt = Annotated[
+    float, typer.Option(help="Peer group: rotating/specialised share of draws off-block.")
+]
+_JoinAfterOpt = Annotated[
+    int | None, typer.Option(help="Peer group, cold-start: tasks before the newcomer joins.")
+]
 _BaselineOpt = Annotated[
     str | None,
     typer.Option(
@@ -288,6 +309,10 @@ def bench(
     uplink: _UplinkOpt = "20000",
     outside_rate: _OutsideRateOpt = 0.1,
     payloads: _PayloadsOpt = "classic",
+    workload: _WorkloadOpt = "control",
+    peer_store: _PeerStoreOpt = ":memory:",
+    cross: _CrossOpt = 0.2,
+    join_after: _JoinAfterOpt = None,
     baseline: _BaselineOpt = None,
     preferences: _PreferencesOpt = None,
     pool: _PoolOpt = None,
@@ -332,7 +357,8 @@ def bench(
         bench_peers(
             cfg, fams, ex, opts.out, overwrite, peers=peers, share_every=share_every,
             uplink=uplink, outside_rate=outside_rate, payloads=payloads, families=families,
-            baseline=baseline, transport=transport,
+            baseline=baseline, transport=transport, workload=workload, store=peer_store,
+            cross=cross, join_after=join_after,
         )  # fmt: skip
         return
     factory = functools.partial(

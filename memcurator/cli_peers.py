@@ -32,14 +32,19 @@ def bench_peers(
     baseline: str | None,
     transport: str = "inproc",
     payloads: str = "classic",
+    workload: str = "control",
+    store: str = ":memory:",
+    cross: float = 0.2,
+    join_after: int | None = None,
 ) -> None:
     """``bench --peers M``: every seed, policy and uplink budget; saved after each run.
 
     The folder is rewritten after every finished (policy, seed, uplink) run with
     ``complete: false`` in ``summary.json`` until the last, so an interrupted run keeps what it
     finished. ``transport="http"``: the run with outside traffic runs each agent in its own
-    process through a hub server (:mod:`memcurator.bench.hub_peers`). Exits with code 2 on bad
-    settings, 130 on Ctrl-C.
+    process through a hub server (:mod:`memcurator.bench.hub_peers`). ``workload``, ``store``,
+    ``cross`` and ``join_after`` are :class:`~memcurator.bench.peers.PeerConfig`'s; the pooled
+    reference runs beside the isolated one. Exits with code 2 on bad settings, 130 on Ctrl-C.
     """
     from memcurator.bench.peer_report import write_peer_results
     from memcurator.bench.peers import PeerConfig, PeerRun, format_table, run_peers, to_json
@@ -63,6 +68,10 @@ def bench_peers(
                 agent=cfg.agent,
                 vector_dtype=cfg.vector_dtype,
                 payloads=payloads,
+                workload=workload,
+                cross=cross,
+                join_after=join_after,
+                store=store,
             )
             for seed in cfg.seeds
         ]
@@ -75,6 +84,7 @@ def bench_peers(
     config = _peer_settings(
         cfg, ex, base_cfgs[0].attack_at, peers=peers, share_every=share_every, budgets=budgets,
         outside_rate=outside_rate, families=families, transport=transport, payloads=payloads,
+        workload=workload, cross=cross, join_after=base_cfgs[0].joins_at,
     )  # fmt: skip
     runner = None
     if transport == "http":
@@ -117,7 +127,8 @@ def bench_peers(
             )
         console.print(
             f"{run.policy} seed {run.seed} L={run.uplink}: accuracy {run.accuracy:.3f} "
-            f"(isolated {run.accuracy_isolated:.3f}), {run.uplink_bytes_per_round:.0f} B/round"
+            f"(isolated {run.accuracy_isolated:.3f}, pooled {run.accuracy_pooled:.3f}), "
+            f"{run.uplink_bytes_per_round:.0f} B/round"
             f"{wire} [{len(runs)}/{n_runs}]"
         )
 
@@ -171,6 +182,9 @@ def _peer_settings(
     families: int,
     transport: str,
     payloads: str,
+    workload: str = "control",
+    cross: float = 0.2,
+    join_after: int = 0,
 ) -> dict[str, Any]:
     """The settings a peer-group results folder records in ``summary.json``."""
     return {
@@ -197,6 +211,9 @@ def _peer_settings(
         "vector_dtype": cfg.vector_dtype,
         "transport": transport,
         "payloads": payloads,
+        "workload": workload,
+        "cross": cross,
+        "join_after": join_after,
     }
 
 

@@ -27,6 +27,7 @@ from memcurator.embed.http import Closing
 from memcurator.errors import InvalidInput, MemcuratorError, StoreError
 from memcurator.policy.share import ForgetNotice, SharedEntry
 from memcurator.trust.auth import Signature
+from memcurator.trust.outcome import SignedOutcome
 
 
 class ServiceError(MemcuratorError, RuntimeError):
@@ -270,6 +271,7 @@ class Client(Closing):
                         "signature": None
                         if s.signature is None
                         else [s.signature.key_id, s.signature.mac],
+                        "outcome": None if s.outcome is None else s.outcome.to_wire(),
                     }
                 )
             else:
@@ -308,6 +310,7 @@ class Client(Closing):
                             e["source_id"],
                             signature=None if sig is None else Signature(*sig),
                             raw_text=e.get("raw_text"),
+                            outcome=_outcome(e.get("outcome")),
                         )
                     )
                 out.append((m["sender"], int(m["round"]), items))
@@ -341,6 +344,17 @@ class Client(Closing):
     def close(self) -> None:
         """Close the HTTP connection pool (also on leaving a ``with`` block)."""
         self._http.close()
+
+
+def _outcome(d: Any) -> SignedOutcome | None:
+    """A pulled entry's signed outcome (None when it came without one, or with one that is
+    not a claim: the entry then stays on probation at the receiver, as without evidence)."""
+    if not d:
+        return None
+    try:
+        return SignedOutcome.from_wire(d)
+    except InvalidInput:
+        return None
 
 
 def _error(r: httpx.Response) -> MemcuratorError:

@@ -125,18 +125,21 @@ def test_peer_records_one_row_per_task_and_condition(job_folders: dict) -> None:
     rows = _csv(f / "records.csv")
     runs = json.loads((f / "peers.json").read_text())
     assert [r["uplink"] for r in runs] == [1000, 3000]
-    # 2 uplinks x 2 conditions x 2 agents x 20 tasks, each once
-    keys = {(r["uplink"], r["outside"], r["agent"], r["step"]) for r in rows}
-    assert len(rows) == len(keys) == 2 * 2 * 2 * 20
+    # 2 uplinks x 3 arms (share, isolated, pooled) x 2 agents x 20 tasks, each once
+    keys = {(r["uplink"], r["arm"], r["agent"], r["step"]) for r in rows}
+    assert len(rows) == len(keys) == 2 * 3 * 2 * 20
+    assert {r["outside"] for r in rows if r["arm"] == "pooled"} == {"False"}
     assert {"task_id", "family", "local_ok", "injected_same_family", "attack_channel",
             "attack_resident", "asr_hit", "subset"} <= set(rows[0])  # fmt: skip
     assert "injected_poison" not in rows[0]
     for run in runs:
         mine = [r for r in rows if r["uplink"] == str(run["uplink"])]
         out = [r["local_ok"] == "True" for r in mine if r["outside"] == "True"]
-        iso = [r["local_ok"] == "True" for r in mine if r["outside"] == "False"]
+        iso = [r["local_ok"] == "True" for r in mine if r["arm"] == "isolated"]
+        pool = [r["local_ok"] == "True" for r in mine if r["arm"] == "pooled"]
         assert sum(out) / len(out) == pytest.approx(run["accuracy"])
         assert sum(iso) / len(iso) == pytest.approx(run["accuracy_isolated"])
+        assert sum(pool) / len(pool) == pytest.approx(run["accuracy_pooled"])
         for ch, v in run["channels"].items():  # the ASR is the records' asr_hit on the channel
             hits = [r for r in mine if r["outside"] == "True" and r["attack_channel"] == ch]
             got = sum(r["asr_hit"] == "True" for r in hits)
@@ -145,7 +148,7 @@ def test_peer_records_one_row_per_task_and_condition(job_folders: dict) -> None:
     # the isolated run is the same at every L: run once, recorded under each
     iso = {
         u: [(r["agent"], r["step"], r["local_ok"], r["sql"]) for r in rows
-            if r["outside"] == "False" and r["uplink"] == u]
+            if r["arm"] == "isolated" and r["uplink"] == u]
         for u in ("1000", "3000")
     }  # fmt: skip
     assert iso["1000"] == iso["3000"]
@@ -170,7 +173,7 @@ def test_peer_run_saves_after_every_run_and_marks_it_incomplete(
 
     def interrupting(*a: object, **kw: object) -> object:
         calls[0] += 1
-        if calls[0] == 3:  # curator L=1000 (outside, isolated) done; Ctrl-C during L=3000
+        if calls[0] == 4:  # curator L=1000 (outside, isolated, pooled) done; Ctrl-C at L=3000
             raise KeyboardInterrupt
         return real(*a, **kw)  # type: ignore[arg-type]
 
@@ -183,7 +186,7 @@ def test_peer_run_saves_after_every_run_and_marks_it_incomplete(
     assert "1 of 3" in " ".join(res.output.split())
     doc = json.loads((out / "summary.json").read_text())
     assert doc["config"]["complete"] is False and doc["config"]["runs_done"] == 1
-    assert len(_csv(out / "records.csv")) == 2 * 2 * 20
+    assert len(_csv(out / "records.csv")) == 3 * 2 * 20  # 3 arms x 2 agents x 20 tasks
     assert (out / "peers.md").exists()
 
 
@@ -251,7 +254,7 @@ def test_report_merges_peer_job_folders(job_folders: dict, tmp_path: Path) -> No
     assert res.exit_code == 0, res.output
     recs = _csv(merged / "records.csv")
     parts = sum(len(_csv(f / "records.csv")) for f in job_folders.values())
-    assert len(recs) == parts == 2 * (2 * 2 * 2 * 20) + 2 * (2 * 2 * 20)
+    assert len(recs) == parts == 2 * (2 * 3 * 2 * 20) + 2 * (3 * 2 * 20)  # 3 arms
     doc = json.loads((merged / "summary.json").read_text())
     assert doc["config"]["kind"] == "peers" and doc["config"]["baseline"] == "lru"
     assert len(doc["runs"]) == 6

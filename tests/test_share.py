@@ -34,10 +34,11 @@ def _memory(policy: str = "curator", **kw: object) -> Memory:
 def test_share_respects_uplink_budget_and_logs() -> None:
     mem = _memory()
     peer = mem.embedder.embed("Count the orders placed by customer 5")
-    one = mem.get(mem.entries()[0].id).bytes
+    # the link is charged the text's UTF-8 bytes (what crosses it), not the stored footprint
+    one = max(len(m.text.encode()) for m in mem.entries())
     out = mem.share(peer, uplink_bytes=int(2.5 * one), tau=-1.0, tau_rise=0.0)
     assert 1 <= len(out) <= 2
-    assert sum(s.bytes for s in out) <= int(2.5 * one)
+    assert sum(len(s.text.encode()) for s in out) <= int(2.5 * one)
     logged = mem.decisions(action="share")
     assert [d.entry_id for d in logged] == [s.source_id for s in out]
     assert all(isinstance(s, SharedEntry) and np.isfinite(s.q) and s.a >= 1 for s in out)

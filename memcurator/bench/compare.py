@@ -11,7 +11,7 @@ seeds, whose spread mixes stream difficulty into the comparison.
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +132,25 @@ def mcnemar_p(wins: int, losses: int) -> float:
     return float(binomtest(wins, n, 0.5).pvalue)
 
 
+def resample_within(
+    groups: Sequence[Any], n_boot: int, rng: np.random.Generator
+) -> Iterator[np.ndarray]:
+    """``n_boot`` bootstrap resamples of the positions of ``groups`` (one label per paired
+    task, e.g. its seed), each drawn with replacement within its group: the resampling of
+    :func:`paired_differences`, for any statistic of paired arrays.
+
+    Examples
+    --------
+    >>> idx = list(resample_within(["a", "a", "b"], 3, np.random.default_rng(0)))
+    >>> len(idx), all(i[-1] == 2 for i in idx)
+    (3, True)
+    """
+    labels = np.asarray(groups)
+    members = [np.flatnonzero(labels == s) for s in np.unique(labels)]
+    for _ in range(n_boot):
+        yield np.concatenate([g[rng.integers(0, g.size, g.size)] for g in members])
+
+
 def paired_differences(
     records: list[dict[str, Any]],
     baseline: str,
@@ -222,12 +241,9 @@ def paired_differences(
         a = np.array([vals[k] for k in keys])
         b = np.array([base[k] for k in keys])
         d = a - b
-        seeds = np.array([k[0] for k in keys])
-        groups = [np.flatnonzero(seeds == s) for s in np.unique(seeds)]
-        boots = np.empty(n_boot)
-        for i in range(n_boot):
-            idx = np.concatenate([g[rng.integers(0, g.size, g.size)] for g in groups])
-            boots[i] = d[idx].mean()
+        boots = np.array(
+            [d[idx].mean() for idx in resample_within([k[0] for k in keys], n_boot, rng)]
+        )
         wins = int(np.sum(d > 0))
         losses = int(np.sum(d < 0))
         out.append(

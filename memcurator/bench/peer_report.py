@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from memcurator.bench.budget_fronts import FrontAxes, label, write_front
-from memcurator.bench.compare import flag, paired_differences
+from memcurator.bench.compare import flag, paired_differences, resample_within
 from memcurator.errors import InvalidInput
 
 #: the uplink front: accuracy against uplink bytes per round, one point per budget L
@@ -70,8 +70,319 @@ PEER_KEYS = (
     "executor",
     "vector_dtype",
     "payloads",
+    "workload",
+    "cross",
+    "join_after",
 )
 _CHANNELS = ("external", "peer", "self")
+
+
+def arm(r: dict[str, Any]) -> str:
+    """The arm of a peer record: ``share`` (with outside traffic), ``isolated`` or ``pooled``
+    (records written before the pooled reference have no ``arm``: read from ``outside``).
+
+    Examples
+    --------
+    >>> arm({"outside": "True"}), arm({"outside": False}), arm({"outside": False, "arm": "pooled"})
+    ('share', 'isolated', 'pooled')
+    """
+    a = r.get("arm")
+    if a:
+        return str(a)
+    return "share" if flag(r["outside"]) else "isolated"
+
+
+def _arm_outcomes(
+    records: Sequence[dict[str, Any]], pol: str, L: int
+) -> dict[str, dict[tuple[str, str], float]]:
+    """Per arm of ``pol`` at ``L``: (seed/agent, step) -> local success (0/1)."""
+    out: dict[str, dict[tuple[str, str], float]] = {}
+    for r in records:
+        if str(r["policy"]) != pol or int(r["uplink"]) != L:
+            continue
+        key = (f"{r['seed']}/{r['agent']}", str(r["step"]))
+        out.setdefault(arm(r), {})[key] = flag(r["local_ok"])
+    return out
+
+
+def _gain_share(s: np.ndarray, i: np.ndarray, p: np.ndarray) -> float:
+    """(mean s − mean i) / (mean p − mean i); NaN when pooling gains nothing (≤ 0)."""
+    den = p.mean() - i.mean()
+    return float((s.mean() - i.mean()) / den) if den > 0 else float("nan")
+
+
+def pooled_gain(
+    runs: Sequence[dict[str, Any]],
+    records: Sequence[dict[str, Any]],
+    baseline: str | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Per (policy, L): the share of the pooled gain captured,
+    ``(acc_share − acc_isolated) / (acc_pooled − acc_isolated)``, with a paired bootstrap CI.
+
+    The three arms of a policy run the same streams: a task is paired with itself under each
+    (same seed, agent and step), and the bootstrap resamples tasks within each (seed, agent)
+    (:func:`memcurator.bench.compare.resample_within`, the resampling of the paired
+    comparisons). A resample whose pooled gain is ≤ 0 has no ratio (left out; ``undefined``
+    counts them).
+
+    Parameters
+    ----------
+    runs : sequence of dict
+        :func:`~memcurator.bench.peers.to_json` dicts (uplink bytes per round).
+    records : sequence of dict
+        Peer records of the three arms (``arm``).
+    baseline : str, optional
+        A broadcasting policy: ``bytes_ratio`` is each policy's uplink bytes ÷ its bytes.
+
+    Returns
+    -------
+    list of dict
+        ``policy``, ``uplink``, ``n`` (tasks in all three arms), ``share``, ``isolated``,
+        ``pooled`` (accuracies on those tasks), ``gain`` (pooled − isolated), ``captured``
+        (the share of the gain), ``lo``/``hi`` (95% CI), ``undefined`` (resamples without a
+        pooled gain), ``bytes`` (uplink bytes per round and agent, mean over seeds),
+        ``bytes_ratio``. [] without pooled records.
+
+    Examples
+    --------
+    >>> recs = [{"policy": "c", "uplink": 5, "seed": 0, "agent": "a", "step": t,
+    ...          "arm": a, "outside": a == "share", "local_ok": ok}
+    ...         for a, oks in (("share", [1, 1, 0, 0]), ("isolated", [1, 0, 0, 0]),
+    ...                        ("pooled", [1, 1, 1, 0])) for t, ok in enumerate(oks)]
+    >>> runs = [{"policy": "c", "uplink": 5, "seed": 0, "uplink_bytes_per_round": 10.0}]
+    >>> round(pooled_gain(runs, recs, n_boot=200)[0]["captured"], 3)
+    0.5
+    """
+    rng = np.random.default_rng(seed)
+    bytes_of: dict[tuple[str, int], list[float]] = {}
+    for r in runs:
+        bytes_of.setdefault((str(r["policy"]), int(r["uplink"])), []).append(
+            _nan(r.get("uplink_bytes_per_round"))
+        )
+    base_bytes = float("nan")
+    if baseline is not None:
+        bb = [v for (p, _), vs in bytes_of.items() if p == baseline for v in vs]
+        base_bytes = float(np.nanmean(bb)) if bb else float("nan")
+    out = []
+    for pol, L in _points([r for r in records if arm(r) == "share"]):
+        by = _arm_outcomes(records, pol, L)
+        if not {"share", "isolated", "pooled"} <= set(by):
+            continue
+        keys = sorted(set(by["share"]) & set(by["isolated"]) & set(by["pooled"]))
+        if not keys:
+            continue
+        s, i, p = (np.array([by[a][k] for k in keys]) for a in ("share", "isolated", "pooled"))
+        idx = resample_within([k[0] for k in keys], n_boot, rng)
+        boots = np.array([_gain_share(s[x], i[x], p[x]) for x in idx])
+        ok = boots[np.isfinite(boots)]
+        b = float(np.nanmean(bytes_of.get((pol, L), [float("nan")])))
+        out.append(
+            {
+                "policy": pol,
+                "uplink": L,
+                "n": len(keys),
+                "share": float(s.mean()),
+                "isolated": float(i.mean()),
+                "pooled": float(p.mean()),
+                "gain": float(p.mean() - i.mean()),
+                "captured": _gain_share(s, i, p),
+                "lo": float(np.percentile(ok, 2.5)) if ok.size else float("nan"),
+                "hi": float(np.percentile(ok, 97.5)) if ok.size else float("nan"),
+                "undefined": int(boots.size - ok.size),
+                "bytes": b,
+                "bytes_ratio": b / base_bytes if base_bytes > 0 else float("nan"),
+            }
+        )
+    return out
+
+
+def cold_start(
+    records: Sequence[dict[str, Any]], first: int = 50, n_boot: int = 2000, seed: int = 0
+) -> list[dict[str, Any]]:
+    """Per (policy, L): the newcomer's first ``first`` tasks after it joined (``joined_at``
+    > 0, the ``cold-start`` workload) in each arm, and its share accuracy ÷ pooled's with a
+    paired bootstrap CI (tasks resampled within seed, as :func:`pooled_gain`). [] when no
+    record has a newcomer.
+
+    Examples
+    --------
+    >>> recs = [{"policy": "c", "uplink": 5, "seed": 0, "agent": "a0", "step": t,
+    ...          "joined_at": 2, "arm": a, "outside": a == "share", "local_ok": ok}
+    ...         for a, oks in (("share", [1, 0]), ("isolated", [0, 0]), ("pooled", [1, 1]))
+    ...         for t, ok in zip((2, 3), oks)]
+    >>> r = cold_start(recs, n_boot=200)[0]
+    >>> (r["n"], r["share"], r["pooled"], r["ratio"])
+    (2, 0.5, 1.0, 0.5)
+    """
+    new = [
+        r
+        for r in records
+        if int(float(r.get("joined_at") or 0)) > 0
+        and 0 <= int(r["step"]) - int(float(r["joined_at"])) < first
+    ]
+    rng = np.random.default_rng(seed)
+    out = []
+    for pol, L in _points([r for r in new if arm(r) == "share"]):
+        by = _arm_outcomes(new, pol, L)
+        if not {"share", "isolated", "pooled"} <= set(by):
+            continue
+        keys = sorted(set(by["share"]) & set(by["isolated"]) & set(by["pooled"]))
+        s, i, p = (np.array([by[a][k] for k in keys]) for a in ("share", "isolated", "pooled"))
+        ratio = float(s.mean() / p.mean()) if p.mean() > 0 else float("nan")
+        boots = np.array(
+            [
+                s[x].mean() / p[x].mean() if p[x].mean() > 0 else np.nan
+                for x in resample_within([k[0] for k in keys], n_boot, rng)
+            ]
+        )
+        ok = boots[np.isfinite(boots)]
+        out.append(
+            {
+                "policy": pol,
+                "uplink": L,
+                "n": len(keys),
+                "share": float(s.mean()),
+                "isolated": float(i.mean()),
+                "pooled": float(p.mean()),
+                "ratio": ratio,
+                "lo": float(np.percentile(ok, 2.5)) if ok.size else float("nan"),
+                "hi": float(np.percentile(ok, 97.5)) if ok.size else float("nan"),
+            }
+        )
+    return out
+
+
+def claim_rows(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (policy, L): the outcome-claim counts summed over seeds
+    (:data:`memcurator.bench.peers.CLAIM_FIELDS`), the receivers where the compromised peer
+    lost good standing and the failures that took (``k``: each receiver's, and their mean).
+    [] for runs without claims.
+
+    Examples
+    --------
+    >>> c = {"genuine_offered": 4, "false_released": 2, "caught": 1, "caught_after": [2]}
+    >>> r = claim_rows([{"policy": "c", "uplink": 5, "seed": s, "claims": c} for s in (0, 1)])
+    >>> r[0]["genuine_offered"], r[0]["k"], r[0]["k_mean"]
+    (8, [2, 2], 2.0)
+    """
+    from memcurator.bench.peers import CLAIM_FIELDS
+
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for r in runs:
+        c = r.get("claims") or {}
+        if not c:
+            continue
+        key = (str(r["policy"]), int(r["uplink"]))
+        row = out.setdefault(
+            key,
+            {"policy": key[0], "uplink": key[1], "seeds": 0, "k": [],
+             **dict.fromkeys(CLAIM_FIELDS, 0)},
+        )  # fmt: skip
+        row["seeds"] += 1
+        for f in CLAIM_FIELDS:
+            row[f] += int(c.get(f, 0) or 0)
+        row["k"] += [int(k) for k in c.get("caught_after") or []]
+    rows = list(out.values())
+    for row in rows:
+        row["k_mean"] = float(np.mean(row["k"])) if row["k"] else float("nan")
+    return rows
+
+
+def _reference_data(
+    runs: Sequence[dict[str, Any]],
+    records: Sequence[dict[str, Any]],
+    baseline: str | None,
+    n_boot: int,
+) -> dict[str, Any]:
+    """The pooled-gain, cold-start and claim rows of a folder (empty lists when none)."""
+    from memcurator.bench.peers import COLD_START_TASKS
+
+    return {
+        "pooled_gain": pooled_gain(runs, records, baseline, n_boot=n_boot),
+        "cold_start": cold_start(records, COLD_START_TASKS, n_boot=n_boot),
+        "claims": claim_rows(runs),
+    }
+
+
+def _reference_markdown(
+    runs: Sequence[dict[str, Any]],
+    records: Sequence[dict[str, Any]],
+    baseline: str | None,
+    n_boot: int,
+) -> list[str]:
+    """``peers.md``'s sections on the pooled reference, the cold-start newcomer and the
+    outcome claims (nothing for a folder without pooled records or claims)."""
+    d = _reference_data(runs, records, baseline, n_boot)
+    lines: list[str] = []
+    if d["pooled_gain"]:
+        lines += [
+            "## Share of the pooled gain",
+            "",
+            "Pooled: every agent reads and writes one shared namespace (one memory of the "
+            "group's whole budget, no outside traffic): what sharing could give at most. "
+            "Captured = (acc share − acc isolated) / (acc pooled − acc isolated), on the tasks "
+            "of all three arms; 95% CI: paired bootstrap over tasks within (seed, agent) "
+            "(resamples without a pooled gain left out, counted as 'undef.'). B/round: uplink "
+            "bytes per agent and round on the wire"
+            + (f"; ÷ {baseline}: of the broadcast's." if baseline else "."),
+            "",
+            "| policy | L | n | isolated | share | pooled | pooled − isolated | captured | "
+            "95% CI | undef. | B/round | ÷ broadcast |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            *(
+                f"| {g['policy']} | {g['uplink']} | {g['n']} | {g['isolated']:.3f} | "
+                f"{g['share']:.3f} | {g['pooled']:.3f} | {g['gain']:+.3f} | "
+                f"{_fmt(g['captured'], '.2f')} | [{_fmt(g['lo'], '.2f')}, {_fmt(g['hi'], '.2f')}] "
+                f"| {g['undefined']} | {_fmt(g['bytes'], '.0f')} | "
+                f"{_fmt(g['bytes_ratio'], '.3f')} |"
+                for g in d["pooled_gain"]
+            ),
+        ]
+    if d["cold_start"]:
+        lines += [
+            "",
+            "## Cold start: the newcomer's first tasks",
+            "",
+            "The agent that joined with an empty memory after the others ran `joined_at` tasks: "
+            "accuracy on its first 50 tasks in each arm; ratio = share ÷ pooled (95% CI: "
+            "bootstrap over its tasks).",
+            "",
+            "| policy | L | n | isolated | share | pooled | share ÷ pooled | 95% CI |",
+            "|---|---|---|---|---|---|---|---|",
+            *(
+                f"| {c['policy']} | {c['uplink']} | {c['n']} | {c['isolated']:.3f} | "
+                f"{c['share']:.3f} | {c['pooled']:.3f} | {_fmt(c['ratio'], '.2f')} | "
+                f"[{_fmt(c['lo'], '.2f')}, {_fmt(c['hi'], '.2f')}] |"
+                for c in d["cold_start"]
+            ),
+        ]
+    if d["claims"]:
+        lines += [
+            "",
+            "## Signed outcomes: releases and the compromised peer",
+            "",
+            "Honest: entries offered with the sender's signed verified outcome / released off "
+            "probation on it. False: the compromised peer's false records (another variant's "
+            "answer) with forged passing outcomes, offered / admitted / released; used = tasks "
+            "they were injected into (in standing: before the peer lost good standing at that "
+            "receiver). Caught: receivers where it lost standing; k: failures of its "
+            "claim-released entries that took, per receiver. Honest lost: honest peers that "
+            "lost standing at some receiver (false alarms).",
+            "",
+            "| policy | L | seeds | honest offered / released | false offered / admitted / "
+            "released | false used (in standing) | caught | k (mean) | honest lost |",
+            "|---|---|---|---|---|---|---|---|---|",
+            *(
+                f"| {c['policy']} | {c['uplink']} | {c['seeds']} | {c['genuine_offered']} / "
+                f"{c['genuine_released']} | {c['false_offered']} / {c['false_admitted']} / "
+                f"{c['false_released']} | {c['false_uses']} ({c['false_uses_in_standing']}) | "
+                f"{c['caught']} | {c['k']} ({_fmt(c['k_mean'], '.1f')}) | {c['honest_lost']} |"
+                for c in d["claims"]
+            ),
+        ]
+    return lines
 
 
 def verdict(lo: float, hi: float) -> str:
@@ -384,9 +695,14 @@ def peers_markdown(
     pool = pooled(runs)
     seeds = sorted({str(r["seed"]) for r in runs}, key=lambda s: (len(s), s))
     first = runs[0] if runs else {}
+    every = records
+    records = [r for r in every if arm(r) != "pooled"]  # the pooled reference has its section
+    workload = first.get("workload") or "control"
     lines = [
         f"# Peer group: M = {first.get('peers')} agents × {first.get('tasks')} tasks, "
-        f"seeds {', '.join(seeds)}",
+        f"seeds {', '.join(seeds)}, workload {workload}",
+        "",
+        *_reference_markdown(runs, every, baseline, n_boot),
         "",
         "Means over seeds; per channel, admitted (or hit) ÷ all over the seeds (n below).",
         "",
@@ -478,6 +794,7 @@ def peers_markdown(
             ),
         ]
     data = {"pooled": pool, "outside_vs_isolated": ovi, "against_baseline": ab}
+    data.update(_reference_data(runs, every, baseline, n_boot))
     if trials:
         data["trials"] = trials
     if per_payload:
@@ -714,7 +1031,7 @@ def write_peer_results(
         paths.append(write_records(out / "records.csv", list(records)))
     paths.append(atomic_write(out / "peers.json", dumps_strict(list(runs), indent=1)))
     paths.append(atomic_write(out / "peers.txt", format_table([from_json(r) for r in runs]) + "\n"))
-    f_runs, f_recs = front_inputs(runs, records)
+    f_runs, f_recs = front_inputs(runs, [r for r in records if arm(r) != "pooled"])
     axes = uplink_axes(base)
     front = write_front(out, f_runs, f_recs, axes=axes, stem="uplink_front")
     paths += front
@@ -743,12 +1060,16 @@ __all__ = [
     "PEER_KEYS",
     "UPLINK_AXES",
     "against_baseline",
+    "arm",
+    "claim_rows",
+    "cold_start",
     "default_baseline",
     "front_inputs",
     "is_peer_config",
     "outside_vs_isolated",
     "peers_markdown",
     "pooled",
+    "pooled_gain",
     "uplink_axes",
     "verdict",
     "write_peer_results",

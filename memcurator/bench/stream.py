@@ -67,6 +67,12 @@ class StreamConfig:
         ``env="os"``: every draw is a validated fresh-literal variant of its task (as every SQL
         draw is a variant of its family); False reruns the task itself at every draw. Ignored
         on SQL.
+    phases : tuple of tuple of float, optional
+        A workload's popularity schedule (the peer bench's workloads,
+        :mod:`memcurator.bench.peers`): P weight vectors over the families *in the order given*
+        to :func:`build_stream`, each used for the draws of one of P equal parts of the stream
+        (the family order, ``zipf``, ``n_families`` and ``dml_share`` are then not used for the
+        draws). None (default): Zipf popularity over a seeded order.
     """
 
     n_tasks: int = 300
@@ -83,6 +89,7 @@ class StreamConfig:
     drift_popular: bool = False
     env: str = "sql"
     os_variants: bool = True
+    phases: tuple[tuple[float, ...], ...] | None = None
 
     def __post_init__(self) -> None:
         if self.n_tasks < 1:
@@ -102,6 +109,8 @@ class StreamConfig:
             raise InvalidInput(f"dml_share must be in [0, 1] or None, got {self.dml_share!r}")
         if self.env not in ("sql", "os"):
             raise InvalidInput(f"env must be 'sql' or 'os', got {self.env!r}")
+        if self.phases is not None:
+            _check_phases(self.phases)
         if self.env == "os":
             from memcurator.envs.os.poison import PAYLOADS
         else:
@@ -109,6 +118,36 @@ class StreamConfig:
 
         if self.payload not in PAYLOADS:
             raise InvalidInput(f"payload must be one of {list(PAYLOADS)}, got {self.payload!r}")
+
+
+def _check_phases(phases: object) -> None:
+    """Refuse a popularity schedule that is not a non-empty list of non-negative finite weight
+    vectors of one length, each with a positive sum (:class:`InvalidInput`)."""
+    if not isinstance(phases, tuple | list) or not phases:
+        raise InvalidInput("phases must be a non-empty list of weight vectors")
+    lens = set()
+    for w in phases:
+        a = np.asarray(w, dtype=np.float64)
+        if a.ndim != 1 or not np.all(np.isfinite(a)) or np.any(a < 0) or not a.sum() > 0:
+            raise InvalidInput("each phase must be finite weights >= 0 with a positive sum")
+        lens.add(a.size)
+    if len(lens) != 1:
+        raise InvalidInput(f"every phase must weigh the same families, got lengths {sorted(lens)}")
+
+
+def _phase_draws(
+    phases: tuple[tuple[float, ...], ...], order: np.ndarray, n: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Indices into the permuted family list (``fams[j] = specs[order[j]]``): the draws of
+    P equal parts of the stream, each from its phase's weights over the specs."""
+    if len(phases[0]) != order.size:
+        raise InvalidInput(f"phases weigh {len(phases[0])} families, the stream has {order.size}")
+    bounds = np.linspace(0, n, len(phases) + 1).round().astype(int)
+    out = []
+    for w, a, b in zip(phases, bounds[:-1], bounds[1:], strict=True):
+        p = np.asarray(w, dtype=np.float64)[order]
+        out.append(rng.choice(order.size, size=int(b - a), p=p / p.sum()))
+    return np.concatenate(out)
 
 
 @dataclass
@@ -180,12 +219,15 @@ def build_stream(cfg: StreamConfig, specs: list, *, max_variant_tries: int = 10)
     fams = list(specs)
     order = rng.permutation(len(fams))
     fams = [fams[i] for i in order]
-    if cfg.dml_share is not None:
-        fams = _by_kind_share(fams, cfg.dml_share, cfg.n_families, cfg.seed)
-    if cfg.n_families is not None:
-        fams = fams[: cfg.n_families]
-    probs = zipf_probs(len(fams), cfg.zipf)
-    draws = rng.choice(len(fams), size=cfg.n_tasks, p=probs)
+    if cfg.phases is not None:  # a workload's schedule over the specs as given
+        draws = _phase_draws(cfg.phases, order, cfg.n_tasks, rng)
+    else:
+        if cfg.dml_share is not None:
+            fams = _by_kind_share(fams, cfg.dml_share, cfg.n_families, cfg.seed)
+        if cfg.n_families is not None:
+            fams = fams[: cfg.n_families]
+        probs = zipf_probs(len(fams), cfg.zipf)
+        draws = rng.choice(len(fams), size=cfg.n_tasks, p=probs)
     drift_step = int(round(cfg.drift_at * cfg.n_tasks))
     poison_step = int(round(cfg.poison_at * cfg.n_tasks))
 

@@ -16,7 +16,11 @@ Steps, in order (:data:`STEPS`); each is a small function that gets only what it
    corroborated; an own record whose tool output instructs its reader is held;
 5. **size** (:func:`oversize`) — an entry larger than the whole budget is refused;
 6. **gate** — the policy's admission component (for a trust-gated policy, the domain and harm
-   checks of :func:`memcurator.trust.gate.assess`), given the candidate with its trusted origin.
+   checks of :func:`memcurator.trust.gate.assess`), given the candidate with its trusted origin;
+7. **outcome** (:func:`release_on_outcome`, received entries only) — a peer's entry admitted on
+   probation with the sender's signed verified outcome (:mod:`memcurator.trust.outcome`) is
+   released when the claim verifies, the sender is in good standing and the content passes the
+   gate's checks as if it were not on probation; what cannot be proven stays on probation.
 
 The state the steps pass along is one :class:`Admission`: the text, its claimed and trusted
 origin, its metadata, its trust state (where taint and probation are recorded) and the
@@ -37,7 +41,8 @@ from memcurator.trust import state
 from memcurator.trust.auth import Claim, KeyRing, Signature
 from memcurator.trust.domains import tool_output_instructions
 from memcurator.trust.fingerprint import Match, ReadWindow
-from memcurator.trust.provenance import CHANNEL_ORDER, entry_taint, taint_of
+from memcurator.trust.outcome import OUTCOME, verify_outcome
+from memcurator.trust.provenance import CHANNEL_ORDER, corroborate, entry_taint, taint_of
 from memcurator.trust.state import (
     CLAIMED_ORIGIN,
     DERIVED_FROM,
@@ -49,7 +54,7 @@ from memcurator.trust.state import (
 from memcurator.types import TrustState
 
 #: The steps in the order they run.
-STEPS = ("provenance", "signature", "taint", "probation", "size", "gate")
+STEPS = ("provenance", "signature", "taint", "probation", "size", "gate", "outcome")
 
 
 @dataclass
@@ -274,6 +279,65 @@ def hold_tool_output(trust: TrustState, origin: str, text: str) -> bool:
     return bool(said)
 
 
+# ---------------------------------------------------------------------------------- outcome
+def release_on_outcome(
+    meta: dict[str, Any],
+    text: str,
+    signed: Any,
+    *,
+    ring: KeyRing | None,
+    namespace: str,
+    peer: str,
+    standing: Any,
+    strict: Any,
+    step: int,
+) -> tuple[bool, str]:
+    """Step 7, for an entry received from ``peer`` and admitted: release it off probation on
+    the sender's signed outcome claim ``signed`` (mutating ``meta``). Whether it released it,
+    and the reason for the decision log ('' when there was no claim).
+
+    The claim is kept as ``meta["_outcome"]`` (:data:`memcurator.trust.outcome.OUTCOME`) with
+    the peer and ``status`` (``"released"`` or ``"held: <reason>"``). It releases only when
+    every test passes, in this order:
+
+    - the entry is on probation (else nothing is done), and not held for what it says
+      (``_held_for``);
+    - :func:`memcurator.trust.outcome.verify_outcome`: signed by ``peer`` for ``namespace``,
+      about exactly ``text``, verdict ``pass``, its action in the text;
+    - ``standing(peer)`` gives '' (good standing:
+      :meth:`memcurator.trust.reputation.PeerReputation.good_standing`);
+    - ``strict(text)`` gives '' (the content passes the gate as an entry *not* on probation: a
+      plain instruction the gate waives for a contained entry is not released by a claim).
+
+    Examples
+    --------
+    >>> meta = {"_probation": "origin peer"}
+    >>> release_on_outcome(meta, "x", None, ring=None, namespace="n", peer="p",
+    ...                    standing=lambda p: "", strict=lambda t: "", step=0)
+    (False, '')
+    """
+    if signed is None or PROBATION not in meta:  # nothing to release
+        return False, ""
+    if HELD_FOR in meta:
+        why = f"held for what it says ({meta[HELD_FOR]}), only a local verified outcome releases it"
+    else:
+        why = (
+            verify_outcome(ring, signed, namespace=namespace, peer=peer, text=text)
+            or standing(peer)
+            or strict(text)
+        )
+    claim: dict[str, Any] = getattr(getattr(signed, "claim", None), "to_dict", dict)()
+    meta[OUTCOME] = {**claim, "peer": peer, "status": f"held: {why}" if why else "released"}
+    if why:
+        return False, f"signed outcome of peer {peer!r} not accepted: {why}; kept on probation"
+    c = signed.claim
+    corroborate(meta, f"signed outcome of peer {peer} (task {c.task}) at step {step}")
+    return True, (
+        f"off probation: signed outcome of peer {peer!r} (task {c.task!r}, verdict {c.verdict}, "
+        f"state {c.state_hash[:12]}), peer in good standing"
+    )
+
+
 # ------------------------------------------------------------------------------------- size
 def oversize(
     log: Any, step: int, eid: str, nbytes: int, max_bytes: int | None, reason: str, message: str
@@ -329,6 +393,7 @@ __all__ = [
     "log_downgrades",
     "oversize",
     "provenance",
+    "release_on_outcome",
     "screen",
     "set_probation",
     "verify_claim",

@@ -7,21 +7,35 @@ CURATOR, Alg. 1 lines 13-22 and Eq. 7-8.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
 import numpy as np
 
 from memcurator.errors import DimensionMismatch, InvalidInput
+from memcurator.lifecycle.admission import release_on_outcome
 from memcurator.lifecycle.checks import check_text
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.forget import forget
 from memcurator.lifecycle.write import WriteResult, write
-from memcurator.policy.share import ForgetNotice, SharedEntry, select_for_peer
+from memcurator.policy.share import (
+    ForgetNotice,
+    SharedEntry,
+    select_for_peer,
+    verified_share_scores,
+)
 from memcurator.policy.trust import RECEIVED_FROM
 from memcurator.trust import state
 from memcurator.trust.auth import Claim
-from memcurator.trust.provenance import injectable
+from memcurator.trust.gate import assess
+from memcurator.trust.outcome import (
+    OUTCOME,
+    OutcomeClaim,
+    released_on_claim,
+    sign_outcome,
+    text_sha,
+)
+from memcurator.trust.provenance import PROBATION, injectable
 from memcurator.trust.reputation import PeerReputation, recompute_abstraction_gain
 
 
@@ -34,6 +48,7 @@ class ShareOptions(TypedDict, total=False):
     sender: str | None
     to: str
     peer: str
+    outcomes: Mapping[str, OutcomeClaim] | None
 
 
 def share(
@@ -47,6 +62,7 @@ def share(
     sender: str | None = None,
     to: str = "",
     peer: str = "",
+    outcomes: Mapping[str, OutcomeClaim] | None = None,
 ) -> list[SharedEntry | ForgetNotice]:
     """Select resident entries to send a peer (CURATOR Alg. 1 lines 13-17, Eq. 7-8).
 
@@ -61,15 +77,24 @@ def share(
     With a ``keyring`` and ``sender`` (this agent's id at the peer), each entry is signed under
     ``sender``'s link key for the receiving namespace ``to`` and carries the raw trajectory
     it was distilled from when known (so the receiver can recompute its abstraction gain).
+    ``outcomes`` maps entry ids to the verified outcome this agent observed for them
+    (:class:`~memcurator.trust.outcome.OutcomeClaim`); with a keyring and ``sender``, an entry
+    shared with one carries it signed for ``to`` (``SharedEntry.outcome``), evidence the
+    receiver can release it on (:func:`receive`). A claim about exactly the entry's text is
+    also the sender's own evidence (:func:`~memcurator.policy.share.verified_share_scores`): a
+    verified pass is a prior on q (the entry can be sent before any reuse), a verified fail is
+    never sent.
 
     Raises
     ------
     InvalidInput
-        The policy has no share component (only curator-style policies share).
+        The policy has no share component (only curator-style policies share); ``outcomes``
+        not a mapping of entry id to ``OutcomeClaim``.
     DimensionMismatch
         ``peer_sketch`` has the wrong dimension.
     """
     sk = _share_sketch(ctx, peer_sketch, peer)
+    outcomes = _checked_outcomes(outcomes)
     res = ctx.res
     ctx.sync()
     out: list[SharedEntry | ForgetNotice] = list(_notices(ctx, peer))
@@ -81,12 +106,28 @@ def share(
     ents = [res.entries[i] for i in rows]
     mat = res.matrix[rows]
     t = ctx.policy.share_terms(ents, mat, sk)
+    # a verified outcome about exactly this text is a prior on q; a verified fail is not sent
+    verdicts = [
+        c.verdict
+        if (c := outcomes.get(m.id)) is not None and c.entry_sha == text_sha(m.text)
+        else None
+        for m in ents
+    ]
+    rho, q, ok = verified_share_scores(t.rho, t.p, t.q, t.a, t.b, verdicts)
+    if not ok.all():
+        keep = np.flatnonzero(ok)
+        ents, mat = [ents[i] for i in keep], mat[keep]
+        rho, q, a = rho[keep], q[keep], t.a[keep]
+        verdicts_kept = [verdicts[i] for i in keep]
+    else:
+        a, verdicts_kept = t.a, verdicts
     chosen, _ = select_for_peer(
         ents,
         mat,
-        t.rho,
-        t.q,
+        rho,
+        q,
         uplink_bytes=uplink_bytes,
+        cost=[len(m.text.encode("utf-8")) for m in ents],
         tau=tau,
         tau_rise=tau_rise,
         delta=delta,
@@ -95,31 +136,47 @@ def share(
     with ctx.transaction():
         for i, thr in chosen:
             m = ents[i]
-            sig = None
+            sig = signed = None
             if ring is not None and sender:
                 sig = ring.sign(Claim(to, "peer", sender, m.kind, m.text), principal=sender)
+                if m.id in outcomes:
+                    signed = sign_outcome(ring, outcomes[m.id], to=to, sender=sender)
             out.append(
                 SharedEntry(
                     m.text,
                     m.kind,
                     m.bytes,
-                    float(t.q[i]),
-                    float(t.a[i]),
-                    float(t.rho[i]),
+                    float(q[i]),
+                    float(a[i]),
+                    float(rho[i]),
                     m.id,
                     signature=sig,
+                    outcome=signed,
                 )
             )
             ctx.log(
                 ctx.step,
                 "share",
                 m.id,
-                float(t.rho[i]),
-                f"rho_s={t.rho[i]:.3g} > tau={thr:.3g}; q={t.q[i]:.3f}, a={t.a[i]:.2f}",
+                float(rho[i]),
+                f"rho_s={rho[i]:.3g} > tau={thr:.3g}; q={q[i]:.3f}, a={a[i]:.2f}"
+                + (" (prior: verified pass)" if verdicts_kept[i] == "pass" else ""),
                 m.bytes,
             )
             ctx.store.mark_shared(ctx.namespace, m.id, peer)
     return out
+
+
+def _checked_outcomes(outcomes: Any) -> Mapping[str, OutcomeClaim]:
+    """``outcomes`` ({} for None), or :class:`InvalidInput` when it is not a mapping of entry
+    id to :class:`~memcurator.trust.outcome.OutcomeClaim`."""
+    if outcomes is None:
+        return {}
+    if not isinstance(outcomes, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, OutcomeClaim) for k, v in outcomes.items()
+    ):
+        raise InvalidInput("outcomes must map entry ids to OutcomeClaim")
+    return outcomes
 
 
 def _share_sketch(ctx: Context, peer_sketch: Any, peer: Any) -> np.ndarray:
@@ -178,7 +235,14 @@ def receive(ctx: Context, shared: Iterable[Any], peer: str) -> list[WriteResult]
       ``reputation`` estimator weighs every peer as a new one);
     - with a keyring, the entry's signature must prove the peer sent it, or it is handled as
       external (logged as ``downgrade``);
-    - the trust gate refuses entries of a quarantined peer.
+    - the trust gate refuses entries of a quarantined peer;
+    - an entry admitted on probation that carries the sender's signed verified outcome
+      (``SharedEntry.outcome``) is released when the claim verifies, the peer is in good
+      standing and the content passes the gate as if not on probation (the admission step
+      :func:`~memcurator.lifecycle.admission.release_on_outcome`; logged ``corroborate``, or
+      ``receive`` with the reason it stays on probation). The outcomes of entries released
+      this way feed the peer's standing
+      (:meth:`~memcurator.trust.reputation.PeerReputation.learn_claim`).
 
     The advertised numbers are kept in ``meta`` (``advertised_q``, ``advertised_a``).
 
@@ -232,6 +296,53 @@ def _receive_one(ctx: Context, s: SharedEntry, peer: str, rep: PeerReputation) -
     e_b = ctx.sizing.entry_bytes(text, {}, ctx.embedder.embed(text))
     a = recompute_abstraction_gain(text, getattr(s, "raw_text", None))
     q = rep.shrink_q(peer, float(np.clip(s.q, -1.0, 1.0)), 0.0)
+    signed = getattr(s, "outcome", None)
+    if signed is None:
+        return _write_received(ctx, s, peer, text, a, a_adv, q, e_b)
+    with ctx.transaction():  # the entry and the outcome step's release commit together
+        res = _write_received(ctx, s, peer, text, a, a_adv, q, e_b)
+        m = ctx.res.get(res.id) if res.admitted and res.id is not None else None
+        if m is not None:
+            _outcome_step(ctx, m, signed, peer, rep)
+    return res
+
+
+def _strict(text: str) -> str:
+    """Why the gate's checks refuse ``text`` as a peer entry *not* on probation ('' if not)."""
+    a = assess(text, origin="peer", probation=False)
+    return "" if a.admit else f"its content would not pass outside probation ({a.reasons[-1]})"
+
+
+def _outcome_step(ctx: Context, m: Any, signed: Any, peer: str, rep: PeerReputation) -> None:
+    """The admission pipeline's ``outcome`` step on the received entry ``m``, logged."""
+    released, why = release_on_outcome(
+        m.trust,
+        m.text,
+        signed,
+        ring=ctx.keyring,
+        namespace=ctx.namespace,
+        peer=peer,
+        standing=rep.good_standing,
+        strict=_strict,
+        step=ctx.step,
+    )
+    if not why:
+        return
+    ctx.res.edited([m.id])
+    ctx.store.update(m)
+    ctx.log(ctx.step, "corroborate" if released else "receive", m.id, float("nan"), why, m.bytes)
+
+
+def _write_received(
+    ctx: Context,
+    s: SharedEntry,
+    peer: str,
+    text: str,
+    a: float,
+    a_adv: float,
+    q: float,
+    e_b: int,
+) -> WriteResult:
     return write(
         ctx,
         text,
@@ -252,7 +363,9 @@ def _receive_one(ctx: Context, s: SharedEntry, peer: str, rep: PeerReputation) -
 
 
 def log_reputation(ctx: Context) -> None:
-    """Write new peer quarantines and releases to the decision log (entry id ``peer:<id>``)."""
+    """Write new peer quarantines and releases to the decision log (entry id ``peer:<id>``),
+    and put back on probation what a peer out of good standing released on its outcome claims
+    (:func:`withdraw_releases`)."""
     get = getattr(ctx.policy, "estimator", None)
     if get is None:
         return
@@ -263,6 +376,32 @@ def log_reputation(ctx: Context) -> None:
     for peer, action, reason in est.rep.log[est.logged :]:
         ctx.log(ctx.step, action, f"peer:{peer}", float("nan"), reason, 0)
     est.logged = len(est.rep.log)
+    withdraw_releases(ctx, est.rep)
+
+
+def withdraw_releases(ctx: Context, rep: PeerReputation) -> list[str]:
+    """Put every resident entry released off probation on the outcome claim of a peer that is
+    out of good standing now back on probation (``trust["_outcome"]["status"]`` =
+    ``"withdrawn: ..."``, logged ``downgrade``): its evidence was that peer's word. Returns the
+    ids. Called inside the caller's transaction, after feedback."""
+    out = [p for p in rep.lost_peers() if rep.good_standing(p)]
+    if not out:
+        return []
+    done = []
+    for m in list(ctx.res.entries):
+        if not released_on_claim(m.trust):
+            continue
+        o: dict[str, Any] = dict(m.trust[OUTCOME])
+        if o.get("peer") not in out:
+            continue
+        why = f"peer {o['peer']!r} out of good standing: {rep.good_standing(o['peer'])}"
+        m.trust[PROBATION] = f"release on a signed outcome withdrawn ({why})"[:300]
+        m.trust[OUTCOME] = {**o, "status": f"withdrawn: {why}"}
+        ctx.res.edited([m.id])
+        ctx.store.update(m)
+        ctx.log(ctx.step, "downgrade", m.id, float("nan"), f"back on probation: {why}", m.bytes)
+        done.append(m.id)
+    return done
 
 
 def release_peer(ctx: Context, peer: str, reason: str, *, reset: bool = False) -> None:
@@ -283,4 +422,12 @@ def release_peer(ctx: Context, peer: str, reason: str, *, reset: bool = False) -
         ctx.save_state()
 
 
-__all__ = ["ShareOptions", "log_reputation", "receive", "release_peer", "reputation", "share"]
+__all__ = [
+    "ShareOptions",
+    "log_reputation",
+    "receive",
+    "release_peer",
+    "reputation",
+    "share",
+    "withdraw_releases",
+]

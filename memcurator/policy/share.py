@@ -5,10 +5,13 @@ References
 CURATOR, Alg. 1 lines 13-17 and Eq. 7-8: ρ_s(m) = (V̂_p(m) − λĤ(m))/b(m) > τ, with the
 propensity re-projected on the peer's advertised query sketch q̄_p; a redundancy test drops an
 entry whose cosine with one already selected is ≥ δ; τ rises as the uplink budget L is used up.
+:func:`verified_share_scores` adds a prior on q(m) from a verified outcome of the task the entry
+was written from (our extension: the paper's q has no prior but the population rate).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +66,10 @@ class SharedEntry:
     raw_text : str or None, default None
         The raw trajectory the entry was distilled from, when sent: the receiver recomputes
         ``a`` from it (:func:`memcurator.trust.reputation.recompute_abstraction_gain`).
+    outcome : SignedOutcome or None, default None
+        The sender's verified outcome for this entry, signed for the receiver
+        (:class:`memcurator.trust.outcome.SignedOutcome`): evidence that can release it off
+        probation at the receiver while the sender is in good standing.
     """
 
     text: str
@@ -74,6 +81,88 @@ class SharedEntry:
     source_id: str
     signature: Any = None
     raw_text: str | None = None
+    outcome: Any = None
+
+
+#: q(m) a verified pass is worth before any reuse: one pseudo-use of reward 1 against the
+#: helpfulness head's prior (α = 2 pseudo-uses at a population rate π ≈ 0.25):
+#: (1 + α·π)/(1 + α) − π = 0.25 (:class:`memcurator.value.helpfulness.MarginalUtility`)
+VERIFIED_Q = 0.25
+
+
+def verified_share_scores(
+    rho_s: np.ndarray,
+    p: np.ndarray,
+    q: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    verdicts: Sequence[str | None],
+    *,
+    verified_q: float = VERIFIED_Q,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ρ_s (Eq. 7) with a prior on q from the sender's verified outcome of each entry.
+
+    An entry written from a task whose outcome the agent checked has evidence of helpfulness
+    before any reuse: a verified pass means its action solved its own task. Eq. 8 values an
+    entry at V̂_p = p_p·q·a with q learned from later injections only, so a new record has
+    q ≈ 0 and never clears τ. Here a verified pass raises q to at least ``verified_q`` (the
+    value of one successful pseudo-use, :data:`VERIFIED_Q`); a verified fail is never sent
+    (evidence the entry misleads); an entry with no verdict keeps Eq. 7 unchanged. The
+    entries still compete on net value per byte under the uplink budget
+    (:func:`select_for_peer`), so a big verified entry loses to a small one of equal value.
+
+    Parameters
+    ----------
+    rho_s, p, q, a, b : ndarray of shape (n,)
+        Eq. 7-8's terms against the peer's sketch: share score (value per byte), propensity,
+        helpfulness, abstraction gain, bytes.
+    verdicts : sequence of {"pass", "fail", None}, length n
+        The verified outcome of each entry's own task (None: not verified).
+    verified_q : float, default 0.25
+        The prior q of a verified pass, in [0, 1].
+
+    Returns
+    -------
+    rho_s : ndarray of shape (n,)
+        ρ_s + p·(q' − q)·a / b, q' = max(q, verified_q) for a pass.
+    q : ndarray of shape (n,)
+        q' (the helpfulness to advertise).
+    eligible : ndarray of bool, shape (n,)
+        False for a verified fail.
+
+    Raises
+    ------
+    InvalidInput
+        Lengths differ, an unknown verdict, or ``verified_q`` outside [0, 1].
+
+    References
+    ----------
+    CURATOR, Eq. 7-8 (ρ_s = (p_p·q·a − λĤ)/b > τ); the prior is ours (the paper's helpfulness
+    head starts from the population rate).
+
+    Examples
+    --------
+    >>> one = np.ones(2)
+    >>> r, q, ok = verified_share_scores(np.zeros(2), one, np.zeros(2), one, 100 * one,
+    ...                                  ["pass", None])
+    >>> r.tolist(), q.tolist(), ok.tolist()
+    ([0.0025, 0.0], [0.25, 0.0], [True, True])
+    """
+    n = len(verdicts)
+    arrs = [np.asarray(x, dtype=np.float64) for x in (rho_s, p, q, a, b)]
+    if any(x.shape != (n,) for x in arrs):
+        raise InvalidInput(f"share terms and verdicts must all have length {n}")
+    if not 0.0 <= verified_q <= 1.0:
+        raise InvalidInput(f"verified_q must be in [0, 1], got {verified_q}")
+    bad = {v for v in verdicts if v not in ("pass", "fail", None)}
+    if bad:
+        raise InvalidInput(f"unknown verdicts {sorted(map(str, bad))}")
+    rho0, pp, q0, aa, bb = arrs
+    passed = np.array([v == "pass" for v in verdicts], dtype=bool)
+    eligible = np.array([v != "fail" for v in verdicts], dtype=bool)
+    q1 = np.where(passed, np.maximum(q0, verified_q), q0)
+    rho1 = rho0 + pp * (q1 - q0) * aa / np.maximum(bb, 1.0)
+    return rho1, q1, eligible
 
 
 def select_for_peer(
@@ -83,6 +172,7 @@ def select_for_peer(
     q: np.ndarray,
     *,
     uplink_bytes: int,
+    cost: Sequence[int] | None = None,
     tau: float = 0.0,
     tau_rise: float = 5e-5,
     delta: float = 0.9,
@@ -100,6 +190,12 @@ def select_for_peer(
         Helpfulness to advertise.
     uplink_bytes : int
         Budget L, bytes, for this sharing round.
+    cost : sequence of int, length n, optional
+        What each entry costs on the link, bytes (default: its stored bytes ``Entry.bytes``).
+        :func:`memcurator.lifecycle.exchange.share` passes the UTF-8 bytes of the text, what
+        actually crosses: the stored footprint also counts the embedding, which the receiver
+        recomputes, so charging it made one entry (≈ 2.2 kB) exceed a per-peer budget of
+        L / (M − 1) = 1,666 B and nothing was ever sent.
     tau : float, default 0.0
         Base share threshold τ, value per byte.
     tau_rise : float, default 5e-5
@@ -123,6 +219,9 @@ def select_for_peer(
         raise InvalidInput(f"uplink_bytes must be >= 0, got {uplink_bytes}")
     if not np.all(np.isfinite(rho_s)):
         raise InvalidInput("share scores contain NaN or infinite values")
+    costs = [m.bytes for m in entries] if cost is None else [int(c) for c in cost]
+    if len(costs) != len(entries) or any(c < 0 for c in costs):
+        raise InvalidInput("cost must hold one non-negative byte count per entry")
     order = np.argsort(-rho_s, kind="stable")
     used = 0
     chosen: list[tuple[int, float]] = []
@@ -130,12 +229,11 @@ def select_for_peer(
     for i in order:
         i = int(i)
         thr = tau + tau_rise * (used / uplink_bytes if uplink_bytes else 1.0)
-        m = entries[i]
         if rho_s[i] <= thr:
             skipped.append((i, f"rho_s={rho_s[i]:.3g} <= tau={thr:.3g}"))
             continue
-        if used + m.bytes > uplink_bytes:
-            skipped.append((i, f"{m.bytes} bytes do not fit the {uplink_bytes - used} left"))
+        if used + costs[i] > uplink_bytes:
+            skipped.append((i, f"{costs[i]} bytes do not fit the {uplink_bytes - used} left"))
             continue
         if chosen:
             sims = E[[c for c, _ in chosen]] @ E[i]
@@ -146,7 +244,7 @@ def select_for_peer(
                 )
                 continue
         chosen.append((i, thr))
-        used += m.bytes
+        used += costs[i]
     return chosen, skipped
 
 

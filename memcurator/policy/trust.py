@@ -52,6 +52,7 @@ from memcurator.policy.components import Component
 from memcurator.policy.estimators import Estimator
 from memcurator.retrieve.dense import row_dots
 from memcurator.trust.gate import DEFAULT_THETA, assess
+from memcurator.trust.outcome import released_on_claim
 from memcurator.trust.provenance import injectable
 from memcurator.trust.reputation import PeerReputation
 from memcurator.trust.text_risk import structure
@@ -139,6 +140,8 @@ class PeerReputationLearn(Component):
             peer = m.meta.get(RECEIVED_FROM)
             if isinstance(peer, str) and peer:
                 rep.learn_one(peer, float(reward))
+                if released_on_claim(m.trust):  # its signed outcome answers for this one
+                    rep.learn_claim(peer, float(reward))
         return {}
 
 

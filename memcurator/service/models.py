@@ -307,6 +307,14 @@ class Problem(BaseModel):
 
 
 # ------------------------------------------------------------------ the peer hub
+class SignedOutcomeIn(_Request):
+    """A sender's signed verified outcome for the entry it comes with
+    (:meth:`memcurator.trust.outcome.SignedOutcome.to_wire`); the receiver verifies it."""
+
+    claim: dict[str, str] = Field(description="task, action, verdict, state_hash, entry_sha")
+    signature: tuple[str, str] = Field(strict=False, description="[key_id, mac]")
+
+
 class SharedEntryIn(_Request):
     """One shared entry as a peer pushes it (:class:`memcurator.policy.share.SharedEntry`);
     no sender field: the hub names the sender from the key."""
@@ -323,6 +331,9 @@ class SharedEntryIn(_Request):
         default=None,
         strict=False,  # a JSON array [key_id, mac] becomes the tuple
         description="[key_id, mac]: the sender's MAC for the receiver",
+    )
+    outcome: SignedOutcomeIn | None = Field(
+        default=None, description="The sender's signed verified outcome (issue 33)"
     )
 
 
@@ -467,6 +478,7 @@ __all__ = [
     "RecordRequest",
     "RecordResponse",
     "SharedEntryIn",
+    "SignedOutcomeIn",
     "SharedEntryOut",
     "SketchIn",
     "SketchOut",

@@ -244,6 +244,12 @@ class PeerReputation:
     weight : {"lcb", "mean"}, default "lcb"
         Reputation used by :meth:`shrink_q`: the lower bound makes a new peer's advertisement
         count for little (Beta(1,1): 0.1) and only sustained success earns weight.
+    release_threshold : float, default 0.3
+        Good standing (:meth:`good_standing`): a peer may release its entries off probation
+        with a signed outcome claim (:mod:`memcurator.trust.outcome`) while the posterior mean
+        of the outcomes of the entries it released that way (:meth:`learn_claim`; Beta(1, 1)
+        prior) is at least this, and it is not quarantined. A peer whose released entries all
+        fail loses standing after 2 failures (mean 1/4 < 0.3).
 
     Examples
     --------
@@ -264,7 +270,11 @@ class PeerReputation:
         min_outcomes: int = 5,
         on: Literal["mean", "lcb"] = "mean",
         weight: Literal["lcb", "mean"] = "lcb",
+        release_threshold: float = 0.3,
     ):
+        if not 0.0 <= float(release_threshold) <= 1.0:
+            raise InvalidInput(f"release_threshold must be in [0, 1], got {release_threshold!r}")
+        self.release_threshold = float(release_threshold)
         self.prior = prior
         self.conf = conf
         self.threshold = threshold
@@ -275,6 +285,10 @@ class PeerReputation:
         self._quarantine: dict[str, str] = {}
         self._released: dict[str, int] = {}  # outcomes at release: judge only what came after
         self.log: list[tuple[str, str, str]] = []  # (peer, "quarantine" | "release", reason)
+        # outcomes of entries released on the peer's signed outcome claims: [successes, failures]
+        self._claims: dict[str, list[float]] = {}
+        # first loss of standing per peer: [failures, outcomes] of its released entries then
+        self._lost: dict[str, list[float]] = {}
 
     def posterior(self, peer: str) -> Posterior:
         """The peer's current Beta posterior (the prior for an unknown peer)."""
@@ -315,6 +329,70 @@ class PeerReputation:
             )
             self._quarantine[peer] = reason
             self.log.append((peer, "quarantine", reason))
+
+    def learn_claim(self, peer: str, reward: float) -> None:
+        """Record the outcome ``reward`` in [0, 1] of a task that used an entry released off
+        probation on ``peer``'s signed outcome claim (also a :meth:`learn_one` outcome).
+
+        The first time the peer falls out of good standing, the failures and outcomes it had
+        then are kept (:meth:`standing_lost`).
+
+        Raises
+        ------
+        InvalidInput
+            Empty peer, reward not a finite number in [0, 1].
+
+        Examples
+        --------
+        >>> rep = PeerReputation()
+        >>> rep.learn_claim("p1", 0.0); rep.good_standing("p1")
+        ''
+        >>> rep.learn_claim("p1", 0.0); rep.good_standing("p1")[:40]
+        'claim standing 0.250 < release threshold'
+        >>> rep.standing_lost("p1")
+        (2, 2)
+        """
+        if not isinstance(peer, str) or not peer:
+            raise InvalidInput("peer must be a non-empty string")
+        r = float(reward)
+        if not math.isfinite(r) or not 0.0 <= r <= 1.0:
+            raise InvalidInput(f"reward must be in [0, 1], got {reward!r}")
+        c = self._claims.setdefault(peer, [0.0, 0.0])
+        c[0] += r
+        c[1] += 1.0 - r
+        if peer not in self._lost and self.good_standing(peer):
+            self._lost[peer] = [c[1], c[0] + c[1]]
+
+    def claim_standing(self, peer: str) -> float:
+        """Posterior mean (Beta(1, 1) prior) of the outcomes of the entries released on
+        ``peer``'s outcome claims (0.5 for a peer that released none)."""
+        s, f = self._claims.get(peer, [0.0, 0.0])
+        return (1.0 + s) / (2.0 + s + f)
+
+    def good_standing(self, peer: str) -> str:
+        """Why ``peer`` may not release entries on its outcome claims now ('' when it may):
+        quarantined, or :meth:`claim_standing` below ``release_threshold``."""
+        q = self.quarantine_reason(peer)
+        if q is not None:
+            return f"peer quarantined ({q})"
+        st = self.claim_standing(peer)
+        if st < self.release_threshold:
+            s, f = self._claims.get(peer, [0.0, 0.0])
+            return (
+                f"claim standing {st:.3f} < release threshold {self.release_threshold:g} "
+                f"({s:g} successes, {f:g} failures of entries released on its claims)"
+            )
+        return ""
+
+    def standing_lost(self, peer: str) -> tuple[int, int] | None:
+        """(failures, outcomes) of ``peer``'s claim-released entries when it first lost good
+        standing by them, or None if it never did."""
+        x = self._lost.get(peer)
+        return None if x is None else (int(round(x[0])), int(round(x[1])))
+
+    def lost_peers(self) -> list[str]:
+        """Peers that lost good standing by their claims at some point, sorted."""
+        return sorted(self._lost)
 
     def is_quarantined(self, peer: str) -> bool:
         """Whether entries from ``peer`` are currently refused."""
@@ -380,6 +458,8 @@ class PeerReputation:
             "quarantine": dict(self._quarantine),
             "released": dict(self._released),
             "log": [list(x) for x in self.log],
+            "claims": {p: list(c) for p, c in self._claims.items()},
+            "lost": {p: list(c) for p, c in self._lost.items()},
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
@@ -391,3 +471,9 @@ class PeerReputation:
         self._quarantine = {str(k): str(v) for k, v in dict(state.get("quarantine") or {}).items()}
         self._released = {str(k): int(v) for k, v in dict(state.get("released") or {}).items()}
         self.log = [(str(a), str(b), str(c)) for a, b, c in list(state.get("log") or [])]
+        self._claims = {
+            str(p): [float(c[0]), float(c[1])] for p, c in dict(state.get("claims") or {}).items()
+        }
+        self._lost = {
+            str(p): [float(c[0]), float(c[1])] for p, c in dict(state.get("lost") or {}).items()
+        }
