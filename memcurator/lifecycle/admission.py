@@ -281,7 +281,7 @@ def hold_tool_output(trust: TrustState, origin: str, text: str) -> bool:
 
 # ---------------------------------------------------------------------------------- outcome
 def release_on_outcome(
-    meta: dict[str, Any],
+    meta: TrustState,
     text: str,
     signed: Any,
     *,
@@ -311,7 +311,7 @@ def release_on_outcome(
 
     Examples
     --------
-    >>> meta = {"_probation": "origin peer"}
+    >>> meta = TrustState(probation="origin peer")
     >>> release_on_outcome(meta, "x", None, ring=None, namespace="n", peer="p",
     ...                    standing=lambda p: "", strict=lambda t: "", step=0)
     (False, '')

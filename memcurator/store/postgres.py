@@ -856,8 +856,8 @@ class PostgresStore(DecisionLogReads):
                 "INSERT INTO entries(id, namespace, kind, text, bytes, raw_bytes, vec, hvec, "
                 "qvec, vec_dtype, origin, origin_detail, reinforcement, uses, successes, "
                 f"failures, created_step, last_used_step, meta, stats, ztext, rtsv, {TRUST_COLS}) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s::vector,%s::halfvec,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"
-                "%s," + RTSV_OF_PARAM + ",%s" * N_TRUST_COLS + ")",
+                "VALUES (%s,%s,%s,%s,%s,%s,%s::vector,%s::halfvec,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"
+                "%s,%s,%s," + RTSV_OF_PARAM + ",%s" * N_TRUST_COLS + ")",
                 args,
             )
             self._auto_train(entry.namespace)
