@@ -180,6 +180,13 @@ def main(argv: list[str] | None = None) -> int:
     # take it for memcurator-bench's requirement `memcurator==0.1.0` and searches the index for it
     # (pypa/pip#8785); pip 26.3 needs no help
     bench = ["-e", str(BENCH_PROJECT), "-e", str(ROOT)] if extras & BENCH_EXTRAS else []
+    # With the benchmark, both editable installs put their folder on sys.path ('compat' mode)
+    # instead of setuptools' import hooks: memcurator-bench's hook declares `memcurator` a
+    # namespace package, which Python's path finder then returns before the core's hook is
+    # asked, so `from memcurator import Memory` failed outside the checkout's root. With the
+    # checkout's root on sys.path the core's memcurator/__init__.py is a regular package and
+    # wins (tests/test_core_only.py::test_memory_imports_from_any_folder).
+    compat = ["--config-settings", "editable_mode=compat"] if bench else []
     _pip(
         "install",
         "--only-binary=llama-cpp-python",
@@ -187,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         str(folder),
         "--constraint",
         str(CONSTRAINTS),
+        *compat,
         *bench,
         "-e",
         target,

@@ -281,7 +281,28 @@ def test_the_installer_hands_pip_the_local_benchmark_with_the_extras_that_pull_i
     bench = ["-e", str(BENCH_PROJECT), "-e", str(ROOT)]
     found = install[install.index("-e") : -2] if install.index("-e") < len(install) - 2 else []
     assert found == (bench if with_bench else [])
+    compat = ["--config-settings", "editable_mode=compat"]
+    has_compat = any(install[i : i + 2] == compat for i in range(len(install) - 1))
+    assert has_compat == with_bench
     # the extras that name memcurator-bench in pyproject.toml are the ones the script knows
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     pulling = {k for k, v in meta.items() if any("memcurator-bench" in r for r in v)}
     assert pulling == {"bench", "ray"} and mod.BENCH_EXTRAS == pulling | {"dev"}
+
+
+def test_memory_imports_from_any_folder(tmp_path: Path) -> None:
+    """The installed memcurator (whatever installed it: .ci/run and README command 1 use
+    scripts/install.py) is the core's regular package from any working directory, not an empty
+    namespace left by memcurator-bench's editable install (found by a new user from a fresh
+    clone: `from memcurator import Memory` failed outside the checkout's root)."""
+    code = (
+        "import memcurator, sys; from memcurator import Memory; "
+        "assert memcurator.__file__ is not None, memcurator.__path__; "
+        "print(memcurator.__file__)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    res = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip().endswith(os.path.join("memcurator", "__init__.py"))
