@@ -63,7 +63,7 @@ import json
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -257,7 +257,7 @@ def _asr(mem: Memory, poi: list[Item], channel: str, *, fail: bool = False) -> t
 
 def _standing(mem: Memory) -> dict[str, Any]:
     """Both peers' claim standing and whether (failures, outcomes) they lost good standing."""
-    rep = mem.policy.estimator("reputation").rep
+    rep = cast(Any, mem.policy).estimator("reputation").rep  # curator's
     return {
         f"{p}_{k}": v
         for p in ("peer-good", "peer-bad")
