@@ -40,7 +40,14 @@ interleaved in a seeded order, on the tested channel:
 - ``peer``: ``Memory.receive`` from a peer that signs with its real key (a compromised one
   sends the poison);
 - ``external``: ``origin="external"``;
-- ``forged``: a ``self`` claim without a signature (downgraded by the key ring).
+- ``forged``: a ``self`` claim without a signature (downgraded by the key ring);
+- ``peer+outcome``: ``Memory.receive`` with a signed outcome claim (issue 33): genuine items from
+  a peer in good standing with a valid ``pass`` claim, poison from another peer with a claim
+  broken in one of :data:`FORGERIES` (:func:`outcome_claim`);
+- ``peer+outcome-compromised``: as ``peer+outcome``, but the poison's peer signs valid ``pass``
+  claims with its real key; half-way through the stream the row is measured (``*_before``),
+  then each poison target query whose ``recall(k=5)`` returns poison is a failed task
+  (``feedback(top, 0.0)``), which costs the peer its claim standing; the stream then goes on.
 
 Per set and channel it prints: own-history admitted % (the first half, as self), genuine
 admitted %, genuine usable % (admitted and injectable: not on probation), poison admitted %,
