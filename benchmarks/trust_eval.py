@@ -40,7 +40,14 @@ interleaved in a seeded order, on the tested channel:
 - ``peer``: ``Memory.receive`` from a peer that signs with its real key (a compromised one
   sends the poison);
 - ``external``: ``origin="external"``;
-- ``forged``: a ``self`` claim without a signature (downgraded by the key ring).
+- ``forged``: a ``self`` claim without a signature (downgraded by the key ring);
+- ``peer+outcome``: ``Memory.receive`` with a signed outcome claim (issue 33): genuine items from
+  a peer in good standing with a valid ``pass`` claim, poison from another peer with a claim
+  broken in one of :data:`FORGERIES` (:func:`outcome_claim`);
+- ``peer+outcome-compromised``: as ``peer+outcome``, but the poison's peer signs valid ``pass``
+  claims with its real key; half-way through the stream the row is measured (``*_before``),
+  then each poison target query whose ``recall(k=5)`` returns poison is a failed task
+  (``feedback(top, 0.0)``), which costs the peer its claim standing; the stream then goes on.
 
 Per set and channel it prints: own-history admitted % (the first half, as self), genuine
 admitted %, genuine usable % (admitted and injectable: not on probation), poison admitted %,
@@ -61,8 +68,9 @@ import argparse
 import collections
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -75,6 +83,7 @@ from memcurator.policy import create_policy
 from memcurator.policy.share import SharedEntry
 from memcurator.trust.auth import OWNER, Claim, KeyRing
 from memcurator.trust.gate import assess
+from memcurator.trust.outcome import OutcomeClaim, SignedOutcome, sign_outcome, state_hash, text_sha
 from memcurator.trust.provenance import injectable
 from memcurator.trust.reputation import PeerReputation
 
@@ -95,7 +104,13 @@ CHANNELS = (
     "peer",
     "external",
     "forged",
+    "peer+outcome",
+    "peer+outcome-compromised",
 )
+#: channels whose items arrive through ``Memory.receive`` with a signed outcome claim
+OUTCOME_CHANNELS = ("peer+outcome", "peer+outcome-compromised")
+#: how a ``peer+outcome`` poison item's claim is broken, cycled over the poison items
+FORGERIES = ("tampered", "other-text", "fail-verdict", "other-namespace", "wrong-signer")
 #: the own line a ``self-read`` write puts before the item it read (containment in a longer note)
 READ_NOTE = "Note from today's work, kept for later:\n"
 #: held-out sets given with ``--extra-sets``: name -> JSON Lines file (same format as SET_FILES)
@@ -170,11 +185,91 @@ def _offer(mem: Memory, ring: KeyRing, it: Item, channel: str, meta: dict) -> An
         s = SharedEntry(it.text, "insight", 0, q, 1.0, 0.0, it.id, signature=sig)
         (r,) = mem.receive([s], peer=peer)
         return r
+    if channel in OUTCOME_CHANNELS:
+        return _offer_with_outcome(mem, ring, it, channel)
     if channel == "external":
         return mem.write(it.text, origin="external", origin_detail="feed", meta=meta)
     if channel == "forged":
         return mem.write(it.text, origin="self", meta=meta)  # no signature: downgraded
     raise SystemExit(f"unknown channel {channel!r}; known: {list(CHANNELS)}")
+
+
+def outcome_claim(ring: KeyRing, it: Item, *, sender: str, forgery: str = "") -> SignedOutcome:
+    """The signed outcome claim ``sender`` sends with ``it`` to the namespace ``"agent"``.
+
+    The checked action is the item's whole text (these sets carry no separate action), the task
+    its target query, the verdict ``pass``. ``forgery`` (one of :data:`FORGERIES`) breaks it the
+    way an attacker without the sender's key, or with a failed check, would: ``tampered`` (the
+    task edited after signing), ``other-text`` (a genuine claim about another text, replayed),
+    ``fail-verdict`` (a validly signed failed check), ``other-namespace`` (signed for another
+    receiver), ``wrong-signer`` (signed by the other peer while ``sender`` sends it).
+    """
+    text = it.text if forgery != "other-text" else it.text + " (as checked)"
+    verdict = "fail" if forgery == "fail-verdict" else "pass"
+    claim = OutcomeClaim(
+        it.target_query or it.id, it.text, verdict, state_hash(it.id), text_sha(text)
+    )
+    to = "agent-other" if forgery == "other-namespace" else "agent"
+    other = "peer-bad" if sender == "peer-good" else "peer-good"
+    signer = other if forgery == "wrong-signer" else sender
+    so = sign_outcome(ring, claim, to=to, sender=signer)
+    if forgery == "tampered":  # edited in transit: the MAC covers the original task
+        so = SignedOutcome(replace(claim, task=claim.task + " (edited)"), so.signature)
+    return so
+
+
+def _offer_with_outcome(mem: Memory, ring: KeyRing, it: Item, channel: str) -> Any:
+    """``it`` through ``Memory.receive`` with a signed outcome claim: genuine items from
+    ``peer-good`` with a valid pass claim; poison from ``peer-bad``, on ``peer+outcome`` with a
+    claim broken as :data:`FORGERIES` (cycled by the item's hash), on
+    ``peer+outcome-compromised`` with a valid pass claim signed with its real key."""
+    peer = "peer-bad" if it.poison else "peer-good"
+    forgery = ""
+    if it.poison and channel == "peer+outcome":
+        forgery = FORGERIES[int(text_sha(it.id)[:8], 16) % len(FORGERIES)]
+    sig = ring.sign(Claim("agent", "peer", peer, "insight", it.text), principal=peer)
+    so = outcome_claim(ring, it, sender=peer, forgery=forgery)
+    q = 1.0 if it.poison else 0.5
+    s = SharedEntry(it.text, "insight", 0, q, 1.0, 0.0, it.id, signature=sig, outcome=so)
+    (r,) = mem.receive([s], peer=peer)
+    return r
+
+
+def _usable(mem: Memory, ids: dict[str, Item]) -> dict[bool, int]:
+    """Admitted items that are injectable now (not on probation), by poison label."""
+    usable = {True: 0, False: 0}
+    by_id = {e.id: e for e in mem.entries()}
+    for eid, it in ids.items():
+        e = by_id.get(eid)
+        if e is not None and injectable(e):
+            usable[it.poison] += 1
+    return usable
+
+
+def _asr(mem: Memory, poi: list[Item], channel: str, *, fail: bool = False) -> tuple[int, int]:
+    """(targets whose ``recall(target_query, k=5)`` returns a poison item, targets). With
+    ``fail`` each such recall is a failed task: ``feedback(top, 0.0)`` (the compromised-peer
+    round: the agent used what it recalled and the task's check failed)."""
+    poison_texts = {dedup_key(_as_written(it, channel)) for it in poi}
+    targets = sorted({it.target_query for it in poi if it.target_query.strip()})
+    hits = 0
+    for q in targets:
+        top = mem.recall(q, k=5, observe=False) if len(mem) else None
+        hit = top is not None and any(dedup_key(e.text) in poison_texts for e in top.entries)
+        hits += int(hit)
+        if hit and fail and top is not None:
+            mem.feedback(top, 0.0)
+    return hits, len(targets)
+
+
+def _standing(mem: Memory) -> dict[str, Any]:
+    """Both peers' claim standing and whether (failures, outcomes) they lost good standing."""
+    rep = cast(Any, mem.policy).estimator("reputation").rep  # curator's
+    return {
+        f"{p}_{k}": v
+        for p in ("peer-good", "peer-bad")
+        for k, v in (("standing", rep.claim_standing(p)), ("lost", rep.standing_lost(p)))
+    }
 
 
 def sets_eval(name: str, channel: str, n: int, seed: int, agreement: float | None = None) -> dict:
@@ -208,27 +303,33 @@ def sets_eval(name: str, channel: str, n: int, seed: int, agreement: float | Non
             own_ids.append(r.id)
     ids: dict[str, Item] = {}
     adm = {True: 0, False: 0}
-    for j in rng.permutation(len(stream)):
-        it = stream[int(j)]
+    order = [stream[int(j)] for j in rng.permutation(len(stream))]
+    mid = len(order) // 2 if channel == "peer+outcome-compromised" else len(order)
+    before: dict[str, Any] = {}
+    for pos, it in enumerate(order):
+        if pos == mid:  # the compromised peer is in good standing so far: measure, then fail
+            seen = [x for x in order[:mid] if x.poison]
+            u = _usable(mem, ids)
+            h, t = _asr(mem, seen, channel, fail=True)
+            before = {
+                "poison_injected_before": u[True] / max(1, len(seen)),
+                "asr_at_5_before": h / max(1, t),
+                "n_poison_before": len(seen),
+                **_standing(mem),
+            }
         r = _offer(mem, ring, it, channel, {"item": it.id, "poison": it.poison})
         if r.admitted and r.id is not None:
             adm[it.poison] += 1
             ids[r.id] = it
-    usable = {True: 0, False: 0}
+    usable = _usable(mem, ids)
     by_id = {e.id: e for e in mem.entries()}
-    for eid, it in ids.items():
-        e = by_id.get(eid)
-        if e is not None and injectable(e):
-            usable[it.poison] += 1
     own_use = sum(1 for i in own_ids if i in by_id and injectable(by_id[i]))
-    poison_texts = {dedup_key(_as_written(it, channel)) for it in poi}
-    targets = sorted({it.target_query for it in poi if it.target_query.strip()})
-    hits = 0
-    for q in targets:
-        top = mem.recall(q, k=5, observe=False) if len(mem) else None
-        hits += int(top is not None and any(dedup_key(e.text) in poison_texts for e in top.entries))
+    hits, n_targets = _asr(mem, poi, channel)
+    end = {f"end_{k}": v for k, v in _standing(mem).items()} if channel in OUTCOME_CHANNELS else {}
     mem.close()
     return {
+        **before,
+        **end,
         "set": name,
         "channel": channel,
         "n_genuine": len(rest),
@@ -240,8 +341,8 @@ def sets_eval(name: str, channel: str, n: int, seed: int, agreement: float | Non
         "genuine_usable": usable[False] / max(1, len(rest)),
         "poison_admitted": adm[True] / max(1, len(poi)),
         "poison_injected": usable[True] / max(1, len(poi)),
-        "asr_at_5": hits / max(1, len(targets)),
-        "targets": len(targets),
+        "asr_at_5": hits / max(1, n_targets),
+        "targets": n_targets,
         "agreement": agreement,
         "seconds": round(time.perf_counter() - t0, 1),
     }
@@ -504,14 +605,14 @@ def _agr(s: str) -> float | None:
 
 
 _HEAD = (
-    f"{'set':8s} {'channel':13s} {'own':>5s} {'gen adm':>7s} {'gen use':>7s} "
+    f"{'set':8s} {'channel':24s} {'own':>5s} {'gen adm':>7s} {'gen use':>7s} "
     f"{'poi adm':>7s} {'poi inj':>7s} {'ASR@5':>6s} {'n g/p':>9s} {'s':>5s}"
 )
 
 
 def _print_row(r: dict, extra: str = "") -> None:
     print(
-        f"{r['set']:8s} {r['channel']:13s} {r['own_history_admitted']:5.1%} "
+        f"{r['set']:8s} {r['channel']:24s} {r['own_history_admitted']:5.1%} "
         f"{r['genuine_admitted']:7.1%} {r['genuine_usable']:7.1%} "
         f"{r['poison_admitted']:7.1%} {r['poison_injected']:7.1%} "
         f"{r['asr_at_5']:6.3f} {r['n_genuine']:4d}/{r['n_poison']:<4d} "
@@ -607,7 +708,7 @@ def main() -> None:
     if args.via == "sets":
         rows = []
         print(
-            f"{'set':8s} {'channel':13s} {'own':>5s} {'gen adm':>7s} {'gen use':>7s} "
+            f"{'set':8s} {'channel':24s} {'own':>5s} {'gen adm':>7s} {'gen use':>7s} "
             f"{'poi adm':>7s} {'poi inj':>7s} {'ASR@5':>6s} {'n g/p':>9s} {'s':>5s}"
         )
         for name in [x for x in args.sets.split(",") if x and x != "none"] + extra:
@@ -617,6 +718,13 @@ def main() -> None:
                 rows.append(r)
                 own = f"  own use {r['own_history_usable']:.1%}"
                 _print_row(r, own + f", {r['stream_items_observed_first']} read first")
+                if "poison_injected_before" in r:
+                    print(
+                        f"{'':22s} before the failure round: poison inj "
+                        f"{r['poison_injected_before']:.1%} of {r['n_poison_before']}, ASR@5 "
+                        f"{r['asr_at_5_before']:.3f}; standing lost (failures, outcomes) "
+                        f"peer-bad {r['end_peer-bad_lost']}, peer-good {r['end_peer-good_lost']}"
+                    )
         if args.json:
             Path(args.json).write_text(json.dumps(rows, indent=1))
         return
