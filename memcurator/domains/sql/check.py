@@ -30,6 +30,53 @@ _SQL_START = re.compile(
     re.IGNORECASE,
 )
 
+_NAME = r"[\w.\"`\[\]]+"
+_OBJECT = r"(?:table|view|index|trigger|database|schema|column|procedure|function)\b"
+#: what must follow each keyword (up to the statement's end) for it to start a statement: an
+#: imperative sentence that starts with the same word ("Update the identified sections",
+#: "Delete the temporary files", "Create a summary", "Select the best option") is prose, and
+#: the generic action domain's, not an SQL statement the dry run could judge
+_SQL_SYNTAX = {
+    k: re.compile(v, re.IGNORECASE)
+    for k, v in {
+        "select": r"\s*(?:distinct\s+|all\s+)?(?:[*\d(\'\"]|[^;\n]*\bfrom\b|"
+        + _NAME
+        + r"\s*(?:[(,;=<>+\-*/|]|\bas\b|$))",
+        "insert": r"\s*(?:or\s+\w+\s+|ignore\s+)?into\b",
+        "replace": r"\s*into\b",
+        "update": r"\s*(?:or\s+\w+\s+)?[^;\n]*?\bset\b",
+        "delete": r"\s*(?:" + _NAME + r"\s+)?from\b",
+        "drop": r"\s*(?:temp\w*\s+)?" + _OBJECT,
+        "create": r"\s*(?:or\s+replace\s+)?(?:temp\w*\s+|unique\s+|virtual\s+)*" + _OBJECT,
+        "alter": r"\s*" + _OBJECT,
+        "truncate": r"\s*(?:table\s+)?" + _NAME + r"\s*(?:;|$)",
+        "attach": r"\s*(?:database\s+)?['\"]",
+        "pragma": r"\s*" + _NAME + r"\s*(?:[=(;]|$)",
+        "with": r"\s*(?:recursive\s+)?" + _NAME + r"(?:\s*\([^)]*\))?\s+as\s*\(",
+    }.items()
+}
+
+
+def holds_sql_statement(action: str) -> bool:
+    """Whether ``action`` holds an SQL statement: a statement keyword at the start of a
+    statement (its first word, or after ``;``, a newline, an opening parenthesis or a quote)
+    followed by that statement's syntax (``UPDATE <table> ... SET``, ``DELETE FROM``,
+    ``CREATE TABLE``, ...), checked by pattern (no parser is imported).
+
+    Examples
+    --------
+    >>> holds_sql_statement("UPDATE users SET role = 'admin' WHERE id = 5;")
+    True
+    >>> holds_sql_statement("write_file('plan.md', 'Update the identified sections of the plan')")
+    False
+    >>> holds_sql_statement("'; DROP TABLE users; --")
+    True
+    """
+    for m in _SQL_START.finditer(action):
+        if _SQL_SYNTAX[m.group(1).lower()].match(action, m.end()):
+            return True
+    return False
+
 
 def entry_sql_risk(text: str, *, spec: SQLTaskSpec | None = None) -> RiskReport | None:
     """:func:`~memcurator.domains.sql.risk.sql_risk` of a ``Task:/Action:`` entry (raw or
@@ -75,8 +122,9 @@ class SQLCheck:
     def applies(self, entry: ActionEntry) -> bool:
         """Whether the action holds an SQL statement keyword at the start of a statement (its
         first word, or after ``;``, a newline, an opening parenthesis or a quote): prose that merely
-        uses the word ("update the inventory") is the generic action domain's."""
-        return bool(_SQL_START.search(entry.action))
+        uses the word ("update the inventory", "Update the identified sections") is the generic
+        action domain's (:func:`holds_sql_statement`)."""
+        return holds_sql_statement(entry.action)
 
     def risk(self, entry: ActionEntry, *, spec: Any = None) -> RiskReport:
         """:func:`~memcurator.domains.sql.risk.sql_risk` of the entry's task and action.
@@ -94,4 +142,4 @@ class SQLCheck:
         return sql_risk(entry.task, entry.action, spec=spec, schema=schema)
 
 
-__all__ = ["SQLCheck", "entry_sql_risk"]
+__all__ = ["SQLCheck", "entry_sql_risk", "holds_sql_statement"]
