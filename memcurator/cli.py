@@ -239,8 +239,8 @@ _PreferencesOpt = Annotated[
 _PoolOpt = Annotated[
     Path | None,
     typer.Option(
-        help="TOML model pool for read-time curators ([[model]] name, kind, price_in/out "
-        "USD per 1M tokens, latency [b, a_in, a_out]); default: extractive, local, "
+        help="TOML model pool for read-time curators (\\[\\[model]] name, kind, price_in/out "
+        "USD per 1M tokens, latency \\[b, a_in, a_out]); default: extractive, local, "
         "expert-sim."
     ),
 ]
@@ -268,7 +268,7 @@ _RayOpt = Annotated[
     str | None,
     typer.Option(
         help="Run the (policy, seed, budget) runs as Ray tasks: 'local' starts Ray on this "
-        "machine, or a cluster ADDRESS (ray://host:10001, auto). Needs memcurator[ray]. A "
+        "machine, or a cluster ADDRESS (ray://host:10001, auto). Needs memcurator\\[ray]. A "
         "run whose worker dies is retried; --resume finishes a sweep that stopped."
     ),
 ]
