@@ -26,7 +26,6 @@ from memcurator import errors
 from memcurator.embed.http import Closing
 from memcurator.errors import InvalidInput, MemcuratorError, StoreError
 from memcurator.policy.share import ForgetNotice, SharedEntry
-from memcurator.trust.auth import Signature
 from memcurator.trust.outcome import SignedOutcome
 
 
@@ -298,21 +297,7 @@ class Client(Closing):
             for m in page["messages"]:
                 items: list[SharedEntry | ForgetNotice] = [ForgetNotice(n) for n in m["notices"]]
                 for e in m["entries"]:
-                    sig = e.get("signature")
-                    items.append(
-                        SharedEntry(
-                            e["text"],
-                            e["kind"],
-                            int(e["bytes"]),
-                            float(e["q"]),
-                            float(e["a"]),
-                            float(e["rho_s"]),
-                            e["source_id"],
-                            signature=None if sig is None else Signature(*sig),
-                            raw_text=e.get("raw_text"),
-                            outcome=_outcome(e.get("outcome")),
-                        )
-                    )
+                    items.append(SharedEntry.from_wire(e, outcome=_outcome(e.get("outcome"))))
                 out.append((m["sender"], int(m["round"]), items))
             since = int(page["next_since"])
             if len(page["messages"]) < limit:  # the hub scanned to its end

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from memcurator.bench.stream import PoisonEvent, Stream, StreamConfig, zipf_probs
+from memcurator.bench.stream import Stream, StreamConfig, poison_event, zipf_probs
 from memcurator.errors import InvalidInput
 from memcurator.types import Task
 
@@ -161,14 +161,9 @@ def build_os_stream(
             progress(t + 1, len(draws), build)
     build.update(_counts(verdicts, checks0, t0))
     build["fallbacks"] = dict(sorted(fallbacks.items()))
-    poison = None
-    if cfg.poison > 0 and targets_idx:
-        texts, targets = [], []
-        for j in range(cfg.poison):
-            target = fams[targets_idx[j % len(targets_idx)]]
-            texts.append(make_os_poison(target, cfg.payload, rng))
-            targets.append(target.family)
-        poison = PoisonEvent(poison_step, texts, targets, cfg.payload)
+    poison = poison_event(
+        poison_step, [fams[i] for i in targets_idx], cfg.poison, cfg.payload, make_os_poison, rng
+    )
     return Stream(
         out,
         poison,

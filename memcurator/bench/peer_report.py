@@ -111,6 +111,42 @@ def _gain_share(s: np.ndarray, i: np.ndarray, p: np.ndarray) -> float:
     return float((s.mean() - i.mean()) / den) if den > 0 else float("nan")
 
 
+def _paired_arms(
+    records: Sequence[dict[str, Any]], pol: str, L: int
+) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray] | None:
+    """The (seed/agent, step) keys that all three arms (share, isolated, pooled) ran at
+    (policy ``pol``, uplink ``L``), sorted, and each arm's outcomes on them, shape (n,);
+    None when an arm is missing."""
+    by = _arm_outcomes(records, pol, L)
+    if not {"share", "isolated", "pooled"} <= set(by):
+        return None
+    keys = sorted(set(by["share"]) & set(by["isolated"]) & set(by["pooled"]))
+    s, i, p = (np.array([by[a][k] for k in keys]) for a in ("share", "isolated", "pooled"))
+    return keys, s, i, p
+
+
+def _arm_means(pol: str, L: int, s: np.ndarray, i: np.ndarray, p: np.ndarray) -> dict[str, Any]:
+    """The leading fields of a paired row: the point, the pair count and each arm's mean."""
+    return {
+        "policy": pol,
+        "uplink": L,
+        "n": len(s),
+        "share": float(s.mean()),
+        "isolated": float(i.mean()),
+        "pooled": float(p.mean()),
+    }
+
+
+def _ci95(ok: np.ndarray) -> dict[str, float]:
+    """``lo``/``hi``: the 2.5 and 97.5 percentiles of the finite bootstrap values ``ok`` (NaN
+    when there are none)."""
+    nan = float("nan")
+    return {
+        "lo": float(np.percentile(ok, 2.5)) if ok.size else nan,
+        "hi": float(np.percentile(ok, 97.5)) if ok.size else nan,
+    }
+
+
 def pooled_gain(
     runs: Sequence[dict[str, Any]],
     records: Sequence[dict[str, Any]],
@@ -167,29 +203,20 @@ def pooled_gain(
         base_bytes = float(np.nanmean(bb)) if bb else float("nan")
     out = []
     for pol, L in _points([r for r in records if arm(r) == "share"]):
-        by = _arm_outcomes(records, pol, L)
-        if not {"share", "isolated", "pooled"} <= set(by):
+        paired = _paired_arms(records, pol, L)
+        if paired is None or not paired[0]:
             continue
-        keys = sorted(set(by["share"]) & set(by["isolated"]) & set(by["pooled"]))
-        if not keys:
-            continue
-        s, i, p = (np.array([by[a][k] for k in keys]) for a in ("share", "isolated", "pooled"))
+        keys, s, i, p = paired
         idx = resample_within([k[0] for k in keys], n_boot, rng)
         boots = np.array([_gain_share(s[x], i[x], p[x]) for x in idx])
         ok = boots[np.isfinite(boots)]
         b = float(np.nanmean(bytes_of.get((pol, L), [float("nan")])))
         out.append(
             {
-                "policy": pol,
-                "uplink": L,
-                "n": len(keys),
-                "share": float(s.mean()),
-                "isolated": float(i.mean()),
-                "pooled": float(p.mean()),
+                **_arm_means(pol, L, s, i, p),
                 "gain": float(p.mean() - i.mean()),
                 "captured": _gain_share(s, i, p),
-                "lo": float(np.percentile(ok, 2.5)) if ok.size else float("nan"),
-                "hi": float(np.percentile(ok, 97.5)) if ok.size else float("nan"),
+                **_ci95(ok),
                 "undefined": int(boots.size - ok.size),
                 "bytes": b,
                 "bytes_ratio": b / base_bytes if base_bytes > 0 else float("nan"),
@@ -225,11 +252,10 @@ def cold_start(
     rng = np.random.default_rng(seed)
     out = []
     for pol, L in _points([r for r in new if arm(r) == "share"]):
-        by = _arm_outcomes(new, pol, L)
-        if not {"share", "isolated", "pooled"} <= set(by):
+        paired = _paired_arms(new, pol, L)
+        if paired is None:
             continue
-        keys = sorted(set(by["share"]) & set(by["isolated"]) & set(by["pooled"]))
-        s, i, p = (np.array([by[a][k] for k in keys]) for a in ("share", "isolated", "pooled"))
+        keys, s, i, p = paired
         ratio = float(s.mean() / p.mean()) if p.mean() > 0 else float("nan")
         boots = np.array(
             [
@@ -238,19 +264,7 @@ def cold_start(
             ]
         )
         ok = boots[np.isfinite(boots)]
-        out.append(
-            {
-                "policy": pol,
-                "uplink": L,
-                "n": len(keys),
-                "share": float(s.mean()),
-                "isolated": float(i.mean()),
-                "pooled": float(p.mean()),
-                "ratio": ratio,
-                "lo": float(np.percentile(ok, 2.5)) if ok.size else float("nan"),
-                "hi": float(np.percentile(ok, 97.5)) if ok.size else float("nan"),
-            }
-        )
+        out.append({**_arm_means(pol, L, s, i, p), "ratio": ratio, **_ci95(ok)})
     return out
 
 

@@ -54,7 +54,7 @@ from memcurator.memory import Memory
 from memcurator.policy import create_policy
 from memcurator.policy.share import SharedEntry
 from memcurator.store.vectors import check_dtype
-from memcurator.trust.auth import OWNER, Claim, KeyRing, Signature
+from memcurator.trust.auth import OWNER, Claim, KeyRing
 from memcurator.trust.outcome import (
     OutcomeClaim,
     SignedOutcome,
@@ -295,19 +295,8 @@ def encode(s: SharedEntry, sender: str) -> bytes:
 def decode(frame: bytes) -> tuple[str, SharedEntry]:
     """``(sender, SharedEntry)`` from :func:`encode`'s bytes."""
     d = json.loads(frame.decode("utf-8"))
-    sig = None if d["signature"] is None else Signature(*d["signature"])
-    return d["sender"], SharedEntry(
-        d["text"],
-        d["kind"],
-        int(d["bytes"]),
-        float(d["q"]),
-        float(d["a"]),
-        float(d["rho_s"]),
-        d["source_id"],
-        signature=sig,
-        raw_text=d["raw_text"],
-        outcome=SignedOutcome.from_wire(d["outcome"]) if d.get("outcome") else None,
-    )
+    outcome = SignedOutcome.from_wire(d["outcome"]) if d.get("outcome") else None
+    return d["sender"], SharedEntry.from_wire(d, outcome=outcome)
 
 
 # ------------------------------------------------------------------------------ results

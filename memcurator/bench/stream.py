@@ -9,6 +9,7 @@ families (their later tasks form the *attacker* subset). DESIGN.md, "The first r
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,27 @@ class PoisonEvent:
     texts: list[str]
     targets: list[str]
     payload: str
+
+
+def poison_event(
+    step: int,
+    targets: Sequence[Any],
+    n: int,
+    payload: str,
+    make: Callable[[Any, Any, np.random.Generator], str],
+    rng: np.random.Generator,
+) -> PoisonEvent | None:
+    """``n`` attacker entries to write before task ``step``, round-robin over the target
+    families ``targets`` (specs with a ``family``): ``make(target, payload, rng)`` each, in
+    that order; None when ``n`` is 0 or there is no target."""
+    if n <= 0 or not targets:
+        return None
+    texts, fams = [], []
+    for j in range(n):
+        target = targets[j % len(targets)]
+        texts.append(make(target, payload, rng))
+        fams.append(target.family)
+    return PoisonEvent(step, texts, fams, payload)
 
 
 @dataclass
@@ -274,14 +296,9 @@ def build_stream(cfg: StreamConfig, specs: list, *, max_variant_tries: int = 10)
             subset = "clean"
         tasks.append(to_task(spec, f"t{t:05d}-{spec.family}", subset))  # type: ignore[arg-type]
 
-    poison = None
-    if cfg.poison > 0 and targets_idx:
-        texts, targets = [], []
-        for j in range(cfg.poison):
-            target = fams[targets_idx[j % len(targets_idx)]]
-            texts.append(make_poison(target, cfg.payload, rng))  # type: ignore[arg-type]
-            targets.append(target.family)
-        poison = PoisonEvent(poison_step, texts, targets, cfg.payload)
+    poison = poison_event(
+        poison_step, [fams[i] for i in targets_idx], cfg.poison, cfg.payload, make_poison, rng
+    )
     return Stream(
         tasks,
         poison,

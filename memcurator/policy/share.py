@@ -11,7 +11,7 @@ was written from (our extension: the paper's q has no prior but the population r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +19,7 @@ import numpy as np
 
 from memcurator.errors import InvalidInput
 from memcurator.policy.components import Component
+from memcurator.trust.auth import Signature
 from memcurator.types import Entry
 
 
@@ -82,6 +83,31 @@ class SharedEntry:
     signature: Any = None
     raw_text: str | None = None
     outcome: Any = None
+
+    @classmethod
+    def from_wire(cls, d: Mapping[str, Any], *, outcome: Any = None) -> SharedEntry:
+        """The entry of a JSON dict with these fields' names (a peer frame, a hub message);
+        ``signature`` as ``[key_id, mac]`` or null, ``raw_text`` optional. ``outcome`` is
+        taken as given: each transport decides what a malformed claim means.
+
+        Raises
+        ------
+        KeyError, ValueError, TypeError
+            A field is missing or not of its type.
+        """
+        sig = d.get("signature")
+        return cls(
+            d["text"],
+            d["kind"],
+            int(d["bytes"]),
+            float(d["q"]),
+            float(d["a"]),
+            float(d["rho_s"]),
+            d["source_id"],
+            signature=None if sig is None else Signature(*sig),
+            raw_text=d.get("raw_text"),
+            outcome=outcome,
+        )
 
 
 #: q(m) a verified pass is worth before any reuse: one pseudo-use of reward 1 against the

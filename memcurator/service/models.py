@@ -111,6 +111,12 @@ class WriteResponse(BaseModel):
     max_bytes: int | None
 
 
+def _fields_of(model: type[BaseModel], obj: Any, **computed: Any) -> dict[str, Any]:
+    """The values of ``model``'s fields: ``computed`` where given, else ``obj``'s attribute of
+    the same name."""
+    return {f: computed[f] if f in computed else getattr(obj, f) for f in model.model_fields}
+
+
 class EntryOut(BaseModel):
     """One entry as the API shows it (no embedding)."""
 
@@ -132,23 +138,7 @@ class EntryOut(BaseModel):
 
     @classmethod
     def of(cls, e: Entry) -> EntryOut:
-        return cls(
-            id=e.id,
-            kind=e.kind,
-            text=e.text,
-            bytes=e.bytes,
-            raw_bytes=e.raw_bytes,
-            origin=e.origin,
-            origin_detail=e.origin_detail,
-            reinforcement=e.reinforcement,
-            uses=e.uses,
-            successes=e.successes,
-            failures=e.failures,
-            created_step=e.created_step,
-            last_used_step=e.last_used_step,
-            user=state.user_of(e),
-            meta=dict(e.meta),
-        )
+        return cls(**_fields_of(cls, e, user=state.user_of(e), meta=dict(e.meta)))
 
 
 class RecallRequest(_Request):
@@ -253,17 +243,7 @@ class DecisionOut(BaseModel):
     @classmethod
     def of(cls, d: Decision) -> DecisionOut:
         score = None if not math.isfinite(d.score) else float(d.score)
-        return cls(
-            seq=d.seq,
-            step=d.step,
-            action=d.action,
-            entry_id=d.entry_id,
-            score=score,
-            reason=d.reason,
-            policy=d.policy,
-            bytes=d.bytes,
-            at=d.at,
-        )
+        return cls(**_fields_of(cls, d, score=score))
 
 
 class DecisionsPage(BaseModel):

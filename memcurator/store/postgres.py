@@ -121,6 +121,90 @@ def _psycopg() -> tuple[Any, Any]:
     return psycopg, psycopg_pool
 
 
+#: Longest wait for one connection attempt, seconds (a wrong host or port fails fast).
+CONNECT_TIMEOUT_S = 5.0
+
+
+def open_pool(
+    url: str,
+    *,
+    where: str,
+    timeout_s: float,
+    pool_size: int,
+    name: str,
+    conn_kwargs: dict[str, Any],
+    hint: str = "",
+) -> Any:
+    """Probe ``url`` once, then open a ``psycopg_pool.ConnectionPool`` of 1 to ``pool_size``
+    connections (the entry store's and the service state's pools).
+
+    The probe connects before the pool does, so that a refused connection raises at once with
+    its real cause (:func:`~memcurator.store.pgerrors.connect_cause`); a cause that can pass (a
+    server starting up, no free slot) is retried every 0.5 s until ``timeout_s`` seconds.
+
+    Parameters
+    ----------
+    url : str
+        ``postgresql://`` URL.
+    where : str
+        The URL with its password redacted (:func:`redact`), for messages.
+    timeout_s : float
+        Seconds to wait for the server and for the pool's first connection.
+    pool_size : int
+        Most connections in the pool (at least 1).
+    name : str
+        The pool's name (psycopg_pool's logs).
+    conn_kwargs : dict
+        Passed to each ``psycopg.connect`` of the pool (``autocommit``, ``options``).
+    hint : str, default ""
+        Appended to the message when the pool's first connection times out.
+
+    Returns
+    -------
+    psycopg_pool.ConnectionPool
+        Open; the caller closes it.
+
+    Raises
+    ------
+    StoreError
+        The server refused the connection, or none came within ``timeout_s``.
+    MissingExtra
+        psycopg / psycopg_pool not installed.
+    """
+    from memcurator.store.pgerrors import connect_cause
+
+    psycopg, psycopg_pool = _psycopg()
+    deadline = time.monotonic() + timeout_s
+    each = max(1, int(min(CONNECT_TIMEOUT_S, timeout_s)))
+    while True:
+        try:
+            psycopg.connect(url, autocommit=True, connect_timeout=each).close()
+            break
+        except psycopg.Error as e:
+            cause, transient = connect_cause(e)
+            if not transient or time.monotonic() + 0.5 > deadline:
+                raise StoreError(f"cannot connect to PostgreSQL at {where}: {cause}") from None
+            time.sleep(0.5)
+    pool = psycopg_pool.ConnectionPool(
+        url,
+        min_size=1,
+        max_size=max(1, int(pool_size)),
+        kwargs=conn_kwargs,
+        check=psycopg_pool.ConnectionPool.check_connection,
+        timeout=timeout_s,
+        open=False,
+        name=name,
+    )
+    try:
+        pool.open(wait=True, timeout=timeout_s)
+    except psycopg_pool.PoolTimeout as e:
+        pool.close()
+        raise StoreError(
+            f"cannot connect to PostgreSQL at {where} within {timeout_s:g} s{hint}"
+        ) from e
+    return pool
+
+
 def hash_ns(namespace: str) -> int:
     """A stable 63-bit hash of a namespace (index names).
 
@@ -281,31 +365,21 @@ class PostgresStore(DecisionLogReads):
         #: what the last :meth:`secure_erase` found (why it returned False, if it did)
         self.erase_report = ""
         lock_ms = int(self.timeout_s * 1000)
-        self._probe()
-        self._pool = psycopg_pool.ConnectionPool(
+        self._pool = open_pool(
             url,
-            min_size=1,
-            max_size=max(1, int(pool_size)),
-            kwargs={
+            where=self.path,
+            timeout_s=self.timeout_s,
+            pool_size=pool_size,
+            name="memcurator",
+            conn_kwargs={
                 "autocommit": True,
                 # custom plans only: a generic plan of a query on the partitioned entries
                 # table locks every namespace's partition, so it would wait behind another
                 # namespace's VACUUM FULL; a custom plan locks the one it reads
                 "options": f"-c lock_timeout={lock_ms} -c plan_cache_mode=force_custom_plan",
             },
-            check=psycopg_pool.ConnectionPool.check_connection,
-            timeout=self.timeout_s,
-            open=False,
-            name="memcurator",
+            hint="; is the server running and the URL right?",
         )
-        try:
-            self._pool.open(wait=True, timeout=self.timeout_s)
-        except psycopg_pool.PoolTimeout as e:
-            self._pool.close()
-            raise StoreError(
-                f"cannot connect to PostgreSQL at {self.path} within {self.timeout_s:g} s; is "
-                "the server running and the URL right?"
-            ) from e
         with self._conn() as c:
             if readonly:
                 v = self._run(lambda: current_version(c))
@@ -317,29 +391,6 @@ class PostgresStore(DecisionLogReads):
                 self._run(lambda: migrate(c))
 
     # ------------------------------------------------------------------ plumbing
-    #: Longest wait for one connection attempt, seconds (a wrong host or port fails fast).
-    CONNECT_TIMEOUT_S = 5.0
-
-    def _probe(self) -> None:
-        """Connect once before the pool does, so that a refused connection raises at once with
-        its real cause (:func:`~memcurator.store.pgerrors.connect_cause`); a cause that can
-        pass (a server starting up, no free slot) is retried until ``timeout_s``."""
-        from memcurator.store.pgerrors import connect_cause
-
-        deadline = time.monotonic() + self.timeout_s
-        each = max(1, int(min(self.CONNECT_TIMEOUT_S, self.timeout_s)))
-        while True:
-            try:
-                self._pg.connect(self.url, autocommit=True, connect_timeout=each).close()
-                return
-            except self._pg.Error as e:
-                cause, transient = connect_cause(e)
-                if not transient or time.monotonic() + 0.5 > deadline:
-                    raise StoreError(
-                        f"cannot connect to PostgreSQL at {self.path}: {cause}"
-                    ) from None
-                time.sleep(0.5)
-
     def _lock_message(self) -> str:
         """Who holds the locks a writer waits for, asked on a connection of its own (the
         waiting one is in an aborted transaction); best effort, a few seconds at most."""

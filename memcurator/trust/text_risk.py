@@ -365,6 +365,24 @@ def _norm_answer(a: str) -> str:
     return " ".join(_W.findall(a.lower()))
 
 
+def _lacks_answer(
+    qa: tuple[str, str],
+    passage: str,
+    passage_words: set[str],
+    sim: float,
+    passage_sim: float,
+    passage_overlap: float,
+) -> float | None:
+    """The conflict score ``max(sim, overlap)`` when ``passage`` is about the question of
+    ``qa`` (cosine ``sim`` ≥ ``passage_sim``, or the share of the question's content words in
+    ``passage_words`` ≥ ``passage_overlap``) and does not contain its answer; else None."""
+    qw = _content(_W.findall(qa[0].lower()))
+    ov = len(qw & passage_words) / len(qw) if qw else 0.0
+    if (sim >= passage_sim or ov >= passage_overlap) and not _contains(passage, qa[1]):
+        return max(sim, ov)
+    return None
+
+
 def _contains(passage: str, answer: str) -> bool:
     na = _norm_answer(answer)
     if not na:
@@ -457,35 +475,20 @@ def find_conflicts(
                         )
                     )
         elif qa_new is None and qa_r is not None:
-            sim = float(vq @ vec(qa_r[0]))
-            qw = _content(_W.findall(qa_r[0].lower()))
-            ov = len(qw & pw) / len(qw) if qw else 0.0
-            if (sim >= passage_sim or ov >= passage_overlap) and not _contains(new_text, qa_r[1]):
-                out.append(
-                    Conflict(
-                        new_id,
-                        rid,
-                        "unsupported_answer",
-                        max(sim, ov),
-                        f"passage on {qa_r[0][:50]!r} lacks its answer {qa_r[1][:40]!r}",
-                    )
-                )
+            score = _lacks_answer(
+                qa_r, new_text, pw, float(vq @ vec(qa_r[0])), passage_sim, passage_overlap
+            )
+            if score is not None:
+                why = f"passage on {qa_r[0][:50]!r} lacks its answer {qa_r[1][:40]!r}"
+                out.append(Conflict(new_id, rid, "unsupported_answer", score, why))
         elif qa_new is not None and qa_r is None and structure(rtext) == "passage":
-            sim = float(vq @ vec(rtext))
-            qw = _content(_W.findall(qa_new[0].lower()))
             rw = _content(_W.findall(rtext.lower()))
-            ov = len(qw & rw) / len(qw) if qw else 0.0
-            if (sim >= passage_sim or ov >= passage_overlap) and not _contains(rtext, qa_new[1]):
-                out.append(
-                    Conflict(
-                        new_id,
-                        rid,
-                        "unsupported_answer",
-                        max(sim, ov),
-                        f"resident passage on {qa_new[0][:50]!r} lacks the answer "
-                        f"{qa_new[1][:40]!r}",
-                    )
-                )
+            score = _lacks_answer(
+                qa_new, rtext, rw, float(vq @ vec(rtext)), passage_sim, passage_overlap
+            )
+            if score is not None:
+                why = f"resident passage on {qa_new[0][:50]!r} lacks the answer {qa_new[1][:40]!r}"
+                out.append(Conflict(new_id, rid, "unsupported_answer", score, why))
     return sorted(out, key=lambda c: -c.similarity)
 
 

@@ -12,14 +12,13 @@ fresh; a statement error rolls its transaction back and raises
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from memcurator.errors import StoreError
 from memcurator.service.state.schema import current_version, migrate
-from memcurator.store.postgres import _psycopg, redact
+from memcurator.store.postgres import _psycopg, open_pool, redact
 
 #: the advisory lock key replicas migrate the state under (any constant of our own)
 _MIGRATE_LOCK = 0x6D63_7376_6331  # "mcsvc1"
@@ -60,41 +59,18 @@ class PostgresState:
     kind = "postgres"
 
     def __init__(self, url: str, *, timeout_s: float = 30.0, pool_size: int = 4):
-        from memcurator.store.pgerrors import connect_cause
-
         psycopg, psycopg_pool = _psycopg()
         self._pg, self._pgpool = psycopg, psycopg_pool
         self.where = redact(url)
         self.timeout_s = float(timeout_s)
-        deadline = time.monotonic() + self.timeout_s
-        while True:  # one probe first: a refused connection says why at once
-            try:
-                psycopg.connect(url, connect_timeout=5).close()
-                break
-            except psycopg.Error as e:
-                cause, transient = connect_cause(e)
-                if not transient or time.monotonic() + 0.5 > deadline:
-                    raise StoreError(
-                        f"cannot connect to PostgreSQL at {self.where}: {cause}"
-                    ) from None
-                time.sleep(0.5)
-        self._pool = psycopg_pool.ConnectionPool(
+        self._pool = open_pool(
             url,
-            min_size=1,
-            max_size=max(1, int(pool_size)),
-            kwargs={"options": f"-c lock_timeout={int(self.timeout_s * 1000)}"},
-            check=psycopg_pool.ConnectionPool.check_connection,
-            timeout=self.timeout_s,
-            open=False,
+            where=self.where,
+            timeout_s=self.timeout_s,
+            pool_size=pool_size,
             name="memcurator-state",
+            conn_kwargs={"options": f"-c lock_timeout={int(self.timeout_s * 1000)}"},
         )
-        try:
-            self._pool.open(wait=True, timeout=self.timeout_s)
-        except psycopg_pool.PoolTimeout as e:
-            self._pool.close()
-            raise StoreError(
-                f"cannot connect to PostgreSQL at {self.where} within {self.timeout_s:g} s"
-            ) from e
         try:
             with self.tx() as tx:
                 tx.q("SELECT pg_advisory_xact_lock(?)", (_MIGRATE_LOCK,))
