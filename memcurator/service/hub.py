@@ -322,6 +322,22 @@ class Hub:
                 if len(rows) < _PAGE:
                     return out, nxt - 1
 
+    def messages(self, group: str) -> list[Message]:
+        """Every message ``group`` keeps (all senders and recipients), oldest first, read in one
+        transaction: a consistent copy of the group's log for the inspector's traffic view.
+        An unknown group has none."""
+        with self.state.tx() as tx:
+            rows = tx.q(
+                "SELECT seq, sender, recipient, round, body, nbytes, at FROM "
+                "svc_hub_messages WHERE grp=? ORDER BY seq",
+                (group,),
+            )
+        out = []
+        for seq, sender, to, rnd, body, nb, at in rows:
+            entries, notices = json.loads(body)
+            out.append(Message(int(seq), sender, to, int(rnd), entries, notices, nb, at))
+        return out
+
     def set_sketch(self, group: str, peer: str, round: int, sketch: list[float]) -> None:
         """Publish ``peer``'s query sketch (replacing its previous one)."""
         if not 1 <= len(sketch) <= MAX_SKETCH_DIM:

@@ -699,9 +699,7 @@ def peer_traffic(memory: Memory, hub: Any, group: str) -> dict[str, Any]:
             },
         )
 
-    with hub._lock:  # the hub's own lock: a consistent copy of the group's log
-        g = hub._groups.get(group)
-        msgs = list(g.messages) if g is not None else []
+    msgs = hub.messages(group)  # one transaction: a consistent copy of the group's log
     for msg in msgs:
         p = of(msg.sender)
         p["messages"] += 1
