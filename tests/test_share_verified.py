@@ -98,13 +98,15 @@ def test_the_uplink_budget_is_respected(slots: int) -> None:
     mem, ids, peer = _fresh(RECORDS)
     try:
         oc = {i: _claim(t) for i, t in zip(ids, RECORDS, strict=True)}
-        wire = {i: len(t.encode()) for i, t in zip(ids, RECORDS, strict=True)}
+        every = mem.share(peer, 10**6, outcomes=oc, delta=1.01, tau_rise=0.0)
+        wire = {s.source_id: s.wire_bytes() for s in every}
         budget = slots * max(wire.values())
         out = mem.share(peer, budget, outcomes=oc, delta=1.01, tau_rise=0.0)
-        # the link is charged what crosses it (the text), not the stored footprint
+        # the link is charged what crosses it (the frame: text, envelope, claim), not the
+        # stored footprint
         assert 1 <= len(out) <= slots
-        assert sum(wire[s.source_id] for s in out) <= budget
-        assert all(s.bytes > wire[s.source_id] for s in out)
+        assert sum(s.wire_bytes() for s in out) <= budget
+        assert all(wire[s.source_id] > len(s.text.encode()) for s in out)
     finally:
         mem.close()
 

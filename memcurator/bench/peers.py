@@ -274,22 +274,8 @@ class LoopbackLink:
 
 
 def encode(s: SharedEntry, sender: str) -> bytes:
-    """The wire form of one shared entry (JSON, UTF-8)."""
-    d = {
-        "sender": sender,
-        "text": s.text,
-        "kind": s.kind,
-        "bytes": s.bytes,
-        "q": s.q,
-        "a": s.a,
-        "rho_s": s.rho_s,
-        "source_id": s.source_id,
-        "raw_text": s.raw_text,
-        "signature": None if s.signature is None else [s.signature.key_id, s.signature.mac],
-    }
-    if s.outcome is not None:  # the frame of an entry without one is as before
-        d["outcome"] = s.outcome.to_wire()
-    return json.dumps(d, separators=(",", ":")).encode("utf-8")
+    """The wire form of one shared entry (JSON, UTF-8): :meth:`SharedEntry.wire`."""
+    return json.dumps(s.wire(sender), separators=(",", ":")).encode("utf-8")
 
 
 def decode(frame: bytes) -> tuple[str, SharedEntry]:

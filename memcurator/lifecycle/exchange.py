@@ -7,6 +7,7 @@ CURATOR, Alg. 1 lines 13-22 and Eq. 7-8.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict
 
@@ -127,12 +128,13 @@ def share(
         rho,
         q,
         uplink_bytes=uplink_bytes,
-        cost=[len(m.text.encode("utf-8")) for m in ents],
+        cost=_wire_estimates(ents, (q, a, rho), outcomes, ctx.keyring, sender or "", to),
         tau=tau,
         tau_rise=tau_rise,
         delta=delta,
     )
     ring = ctx.keyring if sender else None
+    used = 0  # the budget holds what crosses: each entry's frame, envelope and claims included
     with ctx.transaction():
         for i, thr in chosen:
             m = ents[i]
@@ -141,19 +143,22 @@ def share(
                 sig = ring.sign(Claim(to, "peer", sender, m.kind, m.text), principal=sender)
                 if m.id in outcomes:
                     signed = sign_outcome(ring, outcomes[m.id], to=to, sender=sender)
-            out.append(
-                SharedEntry(
-                    m.text,
-                    m.kind,
-                    m.bytes,
-                    float(q[i]),
-                    float(a[i]),
-                    float(rho[i]),
-                    m.id,
-                    signature=sig,
-                    outcome=signed,
-                )
+            se = SharedEntry(
+                m.text,
+                m.kind,
+                m.bytes,
+                float(q[i]),
+                float(a[i]),
+                float(rho[i]),
+                m.id,
+                signature=sig,
+                outcome=signed,
             )
+            wire = se.wire_bytes(sender or "")
+            if used + wire > uplink_bytes:  # the estimate was short: not sent this round
+                continue
+            used += wire
+            out.append(se)
             ctx.log(
                 ctx.step,
                 "share",
@@ -164,6 +169,34 @@ def share(
                 m.bytes,
             )
             ctx.store.mark_shared(ctx.namespace, m.id, peer)
+    return out
+
+
+def _wire_estimates(
+    ents: list[Any],
+    qar: tuple[np.ndarray, np.ndarray, np.ndarray],
+    outcomes: Mapping[str, Any],
+    ring: Any,
+    sender: str,
+    to: str,
+) -> list[int]:
+    """Each entry's bytes on the link, for the selection (:func:`share` then holds the budget
+    to the exact frames): its text as JSON escapes it, plus its frame without the text (its
+    advertised ``qar`` = (q, a, ρ_s), a signature of the ring's size), plus its signed
+    outcome when it has one (signed here: the claim carries its action)."""
+    sig = None
+    if ring is not None and sender:
+        sig = ring.sign(Claim(to, "peer", sender, "insight", ""), principal=sender)
+    q, a, rho = qar
+    out = []
+    for i, m in enumerate(ents):
+        nums = float(q[i]), float(a[i]), float(rho[i])
+        env = SharedEntry("", m.kind, m.bytes, *nums, m.id, signature=sig).wire_bytes(sender)
+        claim = outcomes.get(m.id) if sig is not None else None
+        if claim is not None:
+            so = sign_outcome(ring, claim, to=to, sender=sender).to_wire()
+            env += len(json.dumps(so, separators=(",", ":")).encode("utf-8")) + len(',"outcome":')
+        out.append(len(json.dumps(m.text).encode("utf-8")) - 2 + env)
     return out
 
 

@@ -11,6 +11,7 @@ was written from (our extension: the paper's q has no prior but the population r
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -108,6 +109,37 @@ class SharedEntry:
             raw_text=d.get("raw_text"),
             outcome=outcome,
         )
+
+    def wire(self, sender: str) -> dict[str, Any]:
+        """The JSON frame of this entry from ``sender`` (:meth:`wire_bytes` counts it)."""
+        sig = self.signature
+        d: dict[str, Any] = {
+            "sender": sender,
+            "text": self.text,
+            "kind": self.kind,
+            "bytes": self.bytes,
+            "q": self.q,
+            "a": self.a,
+            "rho_s": self.rho_s,
+            "source_id": self.source_id,
+            "raw_text": self.raw_text,
+            "signature": None if sig is None else [sig.key_id, sig.mac],
+        }
+        if self.outcome is not None:  # the frame of an entry without one is as before
+            d["outcome"] = self.outcome.to_wire()
+        return d
+
+    def wire_bytes(self, sender: str = "") -> int:
+        """Bytes this entry takes on the link: its compact JSON frame in UTF-8 (the text as
+        JSON escapes it, the envelope, the signature and the signed outcome claim).
+
+        Examples
+        --------
+        >>> s = SharedEntry("Task: a\\nAction: b", "insight", 9, 0.1, 1.0, 0.0, "e1")
+        >>> s.wire_bytes("p1") - len(s.text.encode("utf-8")) > 100  # the envelope counts
+        True
+        """
+        return len(json.dumps(self.wire(sender), separators=(",", ":")).encode("utf-8"))
 
 
 #: q(m) a verified pass is worth before any reuse: one pseudo-use of reward 1 against the

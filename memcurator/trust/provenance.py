@@ -156,6 +156,26 @@ def entry_taint(trust: TrustState, origin: str) -> str:
     return least_trusted([origin, str(trust.get(TAINT, "") or "")])
 
 
+def priced_channel(trust: TrustState, origin: str) -> str:
+    """The channel whose provenance risk an entry is priced at (ψ's ``external`` / ``peer``
+    flags of :func:`memcurator.value.provenance.provenance_features`): ``"self"`` once it was
+    released off probation on evidence (corroborated: agreement, a verified signed outcome, a
+    contained trial), else its origin. Back on probation (a release withdrawn), it is priced
+    at its origin again. Its taint is not counted here (a tainted ``self`` write stays on
+    probation, hidden from recall, and is priced as its origin says).
+
+    Examples
+    --------
+    >>> priced_channel({}, "peer"), priced_channel({CORROBORATED: ["outcome"]}, "peer")
+    ('peer', 'self')
+    >>> priced_channel({CORROBORATED: ["x"], PROBATION: {"since": 1}}, "external")
+    'external'
+    """
+    if PROBATION not in trust and CORROBORATED in trust:
+        return "self"
+    return origin
+
+
 def injectable(entry: Any) -> bool:
     """Whether recall may return ``entry`` for injection into a prompt.
 
@@ -298,6 +318,7 @@ __all__ = [
     "entry_taint",
     "injectable",
     "least_trusted",
+    "priced_channel",
     "parse_sources",
     "spotlight",
     "taint_of",

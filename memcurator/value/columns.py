@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from memcurator.trust import state
-from memcurator.trust.provenance import injectable
+from memcurator.trust.provenance import injectable, priced_channel
 from memcurator.types import Entry
 from memcurator.value.provenance import text_stats
 
@@ -34,10 +34,8 @@ def _extractor(key: Hashable) -> Extract:
         return lambda m: m.bytes
     if key == "raw_bytes":
         return lambda m: m.raw_bytes
-    if key == "external":
-        return lambda m: m.origin == "external"
-    if key == "peer":
-        return lambda m: m.origin == "peer"
+    if key in ("external", "peer"):  # the channel it is priced at: released = corroborated
+        return lambda m: priced_channel(state.of(m), m.origin) == key
     if key == "content_free":
         return lambda m: not np.any(m.embedding)
     if key == "user_scoped":
