@@ -139,8 +139,12 @@ def test_columns_follow_every_path(tmp_path, policy, seed):
         for x in (a, b, c):
             assert_fresh(x, f"{policy} step {step} {op}")
     actions = Counter(d.action for d in a.decisions())
-    for want in ("admit", "reinforce", "update", "forget", "evict", "distill"):
+    for want in ("admit", "reinforce", "update", "forget", "evict"):
         assert actions[want] > 0, (want, actions)
+    # the distill path ran: an insight written back, or (issue 35 item 3) refused with a logged
+    # notice because it would not be smaller or would not fit the bytes left in the pass
+    refused = [d for d in a.decisions(action="notice") if "distillation refused" in d.reason]
+    assert actions["distill"] + len(refused) > 0, actions
     assert any("theta_r(peer)" in d.reason for d in a.decisions(action="admit"))
     # what a reopened handle loads gives the same columns as the live handle
     before = {k: a._ctx.res.entries.columns.column(k) for k in KEYS}
