@@ -318,9 +318,11 @@ GLOSSARY: tuple[Term, ...] = (
         "`memcurator bench --peers M`: M agents with their own memories share entries every R "
         "tasks through an uplink of L bytes per agent and round (the uplink front varies L; "
         "broadcasting policies send everything, once). acc (outside) is the accuracy on tasks "
-        "from outside traffic, acc (isolated) the same agent's without sharing; genuine adm and "
-        "poison adm the shares of genuine and poisoned shared entries admitted on a channel "
-        "(peer, external, self); ASR without attack is the same measure in a run without poison.",
+        "from outside traffic, acc (isolated) the same agent's without sharing, acc (pooled) the "
+        "same agents all reading and writing one shared namespace (the upper bound of what "
+        "sharing can give); genuine adm and poison adm the shares of genuine and poisoned "
+        "shared entries admitted on a channel (peer, external, self); ASR without attack is the "
+        "same measure in a run without poison.",
         (
             "peers",
             "L",
@@ -328,6 +330,8 @@ GLOSSARY: tuple[Term, ...] = (
             "uplink B/round",
             "acc (outside)",
             "acc (isolated)",
+            "acc (pooled)",
+            "pooled",
             "channel",
             "genuine adm",
             "poison adm",
