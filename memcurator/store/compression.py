@@ -159,7 +159,56 @@ def resized(nbytes: int, old_text_bytes: int, new_text_bytes: int) -> int:
     return max(1, int(nbytes) - int(old_text_bytes) + int(new_text_bytes))
 
 
+class CodecCache:
+    """The per-namespace codec cache both stores share (issue 35): a backend keeps
+    ``_codecs`` (namespace -> (key, codec)) and ``_inserts`` (inserts seen per namespace) and
+    gives ``_load_codec`` (the committed codec, cached under its key), ``count`` and
+    ``train_text_dict``; this class reads the cache and trains the dictionary when due."""
+
+    _codecs: dict[str, tuple[object, NamespaceCodec]]
+    _inserts: dict[str, int]
+
+    def _load_codec(self, namespace: str) -> NamespaceCodec:  # pragma: no cover - backend's
+        raise NotImplementedError
+
+    def count(self, namespace: str) -> int:  # pragma: no cover - the backend's
+        raise NotImplementedError
+
+    def train_text_dict(self, namespace: str) -> int:  # pragma: no cover - the backend's
+        raise NotImplementedError
+
+    def _read_codec(self, namespace: str) -> NamespaceCodec:
+        """The cached codec of ``namespace`` when it has a dictionary, else read afresh."""
+        cached = self._codecs.get(namespace)
+        if cached is not None and cached[1].text is not None:
+            return cached[1]
+        return self._load_codec(namespace)
+
+    def _write_codec(self, namespace: str) -> NamespaceCodec:
+        """The codec as committed (read inside the write lock: never a stale dictionary)."""
+        return self._load_codec(namespace)
+
+    def text_codec(self, namespace: str) -> NamespaceCodec:
+        """How ``namespace`` stores its texts (:class:`NamespaceCodec`): what ``b(m)`` counts
+        for a text (:func:`text_nbytes`)."""
+        return self._load_codec(namespace)
+
+    def _auto_train(self, namespace: str) -> None:
+        """Train the dictionary of a compressing namespace once it holds AUTO_TRAIN entries,
+        and again when it holds RETRAIN_FACTOR times what it was trained on."""
+        codec = self._codecs.get(namespace)
+        if codec is None or not codec[1].compresses:
+            return
+        # a retrain is checked on every 64th insert of this handle (a count is a scan)
+        self._inserts[namespace] = seen = self._inserts.get(namespace, 0) + 1
+        if codec[1].text is not None and seen % 64:
+            return
+        if codec[1].due(self.count(namespace)):
+            self.train_text_dict(namespace)
+
+
 __all__ = [
+    "CodecCache",
     "AUTO_TRAIN",
     "CODECS",
     "MIN_SAMPLES",

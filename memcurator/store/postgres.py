@@ -61,6 +61,7 @@ from memcurator.store.base import (
     VectorRow,
 )
 from memcurator.store.compression import (
+    CodecCache,
     NamespaceCodec,
     check_codec,
     read_text,
@@ -300,7 +301,7 @@ class _TxState(threading.local):
     retrained = False
 
 
-class PostgresStore(DecisionLogReads):
+class PostgresStore(CodecCache, DecisionLogReads):
     """Entries, namespaces and the decision log in one PostgreSQL database (pgvector).
 
     Parameters
@@ -951,7 +952,9 @@ class PostgresStore(DecisionLogReads):
                 "UPDATE entries SET kind=%s, text=%s, bytes=%s, raw_bytes=%s, vec=%s::vector, "
                 "hvec=%s::halfvec, qvec=%s, vec_dtype=%s, reinforcement=%s, uses=%s, "
                 "successes=%s, failures=%s, last_used_step=%s, meta=%s, stats=%s, ztext=%s, "
-                "rtsv=" + RTSV_OF_PARAM + ", "
+                "rtsv="
+                + RTSV_OF_PARAM
+                + ", "
                 + ", ".join(f"{c}=%s" for c in TRUST_COLS.split(", "))
                 + " WHERE namespace=%s AND id=%s",
                 (
@@ -1788,21 +1791,6 @@ class PostgresStore(DecisionLogReads):
         self._codecs[namespace] = (key, codec)
         return codec
 
-    def _read_codec(self, namespace: str) -> NamespaceCodec:
-        """The cached codec of ``namespace`` when it has a dictionary, else read afresh."""
-        cached = self._codecs.get(namespace)
-        if cached is not None and cached[1].text is not None:
-            return cached[1]
-        return self._load_codec(namespace)
-
-    def _write_codec(self, namespace: str) -> NamespaceCodec:
-        """The codec as committed (read under the namespace's lock: never a stale one)."""
-        return self._load_codec(namespace)
-
-    def text_codec(self, namespace: str) -> NamespaceCodec:
-        """How ``namespace`` stores its texts (:class:`~.compression.NamespaceCodec`)."""
-        return self._load_codec(namespace)
-
     def fixed_bytes(self, namespace: str) -> int:
         """Bytes ``namespace`` stores besides its entries: its text dictionary (0 if none)."""
         if not self._has_codec:
@@ -1911,19 +1899,6 @@ class PostgresStore(DecisionLogReads):
         if n:
             self._tx.retrained = True
         return n
-
-    def _auto_train(self, namespace: str) -> None:
-        """Train the dictionary of a compressing namespace once it holds AUTO_TRAIN entries,
-        and again when it holds RETRAIN_FACTOR times what it was trained on."""
-        codec = self._codecs.get(namespace)
-        if codec is None or not codec[1].compresses:
-            return
-        # a retrain is checked on every 64th insert of this handle (a count is a scan)
-        self._inserts[namespace] = seen = self._inserts.get(namespace, 0) + 1
-        if codec[1].text is not None and seen % 64:
-            return
-        if codec[1].due(self.count(namespace)):
-            self.train_text_dict(namespace)
 
 
 class Nearest(NamedTuple):

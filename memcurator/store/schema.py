@@ -232,6 +232,7 @@ def _v6(conn: sqlite3.Connection) -> None:
                 f"UPDATE entries SET meta=?, {cols} WHERE rowid=?", (moved[0], *moved[1], rowid)
             )
 
+
 # v7: entry text kept zstd-compressed (:mod:`memcurator.store.compression`). The namespace
 # records its text codec ('none': text as is, the only layout before v7); ``text_dicts`` holds
 # a compressing namespace's trained dictionary. A compressed entry's ``text`` holds the tagged

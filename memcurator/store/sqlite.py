@@ -36,6 +36,7 @@ from memcurator.store.base import (
     VectorRow,
 )
 from memcurator.store.compression import (
+    CodecCache,
     NamespaceCodec,
     check_codec,
     read_text,
@@ -80,7 +81,7 @@ def _row_to_entry(r: tuple[Any, ...]) -> Entry:
     return entry_from_row(r[:6], decode(r[6], r[17]), r[7:17], r[18:])
 
 
-class SQLiteStore(DecisionLogReads):
+class SQLiteStore(CodecCache, DecisionLogReads):
     """Entries, namespaces and the decision log in one SQLite file.
 
     Parameters
@@ -1011,22 +1012,6 @@ class SQLiteStore(DecisionLogReads):
         self._codecs[namespace] = (key, codec)
         return codec
 
-    def _read_codec(self, namespace: str) -> NamespaceCodec:
-        """The cached codec of ``namespace`` when it has a dictionary, else read afresh."""
-        cached = self._codecs.get(namespace)
-        if cached is not None and cached[1].text is not None:
-            return cached[1]
-        return self._load_codec(namespace)
-
-    def _write_codec(self, namespace: str) -> NamespaceCodec:
-        """The codec as committed (read inside the write lock: never a stale dictionary)."""
-        return self._load_codec(namespace)
-
-    def text_codec(self, namespace: str) -> NamespaceCodec:
-        """How ``namespace`` stores its texts (:class:`~.compression.NamespaceCodec`): what
-        ``b(m)`` counts for a text (:func:`~.compression.text_nbytes`)."""
-        return self._load_codec(namespace)
-
     def fixed_bytes(self, namespace: str) -> int:
         """Bytes ``namespace`` stores besides its entries: its text dictionary (0 if none)."""
         if not self._has_codec:
@@ -1144,19 +1129,6 @@ class SQLiteStore(DecisionLogReads):
         self._codecs.pop(namespace, None)
         self._retrained = self._retrained or n > 0
         return n
-
-    def _auto_train(self, namespace: str) -> None:
-        """Train the dictionary of a compressing namespace once it holds AUTO_TRAIN entries,
-        and again when it holds RETRAIN_FACTOR times what it was trained on."""
-        codec = self._codecs.get(namespace)
-        if codec is None or not codec[1].compresses:
-            return
-        # a retrain is checked on every 64th insert of this handle (a count is a scan)
-        self._inserts[namespace] = seen = self._inserts.get(namespace, 0) + 1
-        if codec[1].text is not None and seen % 64:
-            return
-        if codec[1].due(self.count(namespace)):
-            self.train_text_dict(namespace)
 
 
 def _implements_store(store: SQLiteStore) -> Store:
