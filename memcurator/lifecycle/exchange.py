@@ -96,32 +96,12 @@ def share(
     """
     sk = _share_sketch(ctx, peer_sketch, peer)
     outcomes = _checked_outcomes(outcomes)
-    res = ctx.res
     ctx.sync()
     out: list[SharedEntry | ForgetNotice] = list(_notices(ctx, peer))
-    # personal data never leaves the memory; nor does an entry on trust probation (sharing it
-    # would launder an unproven entry into a peer's channel)
-    rows = [i for i, m in enumerate(res.entries) if not state.is_personal(m) and injectable(m)]
-    if not rows:
+    cand = _share_candidates(ctx, sk, outcomes)
+    if cand is None:
         return out
-    ents = [res.entries[i] for i in rows]
-    mat = res.matrix[rows]
-    t = ctx.policy.share_terms(ents, mat, sk)
-    # a verified outcome about exactly this text is a prior on q; a verified fail is not sent
-    verdicts = [
-        c.verdict
-        if (c := outcomes.get(m.id)) is not None and c.entry_sha == text_sha(m.text)
-        else None
-        for m in ents
-    ]
-    rho, q, ok = verified_share_scores(t.rho, t.p, t.q, t.a, t.b, verdicts)
-    if not ok.all():
-        keep = np.flatnonzero(ok)
-        ents, mat = [ents[i] for i in keep], mat[keep]
-        rho, q, a = rho[keep], q[keep], t.a[keep]
-        verdicts_kept = [verdicts[i] for i in keep]
-    else:
-        a, verdicts_kept = t.a, verdicts
+    ents, mat, rho, q, a, verdicts = cand
     chosen, _ = select_for_peer(
         ents,
         mat,
@@ -138,22 +118,7 @@ def share(
     with ctx.transaction():
         for i, thr in chosen:
             m = ents[i]
-            sig = signed = None
-            if ring is not None and sender:
-                sig = ring.sign(Claim(to, "peer", sender, m.kind, m.text), principal=sender)
-                if m.id in outcomes:
-                    signed = sign_outcome(ring, outcomes[m.id], to=to, sender=sender)
-            se = SharedEntry(
-                m.text,
-                m.kind,
-                m.bytes,
-                float(q[i]),
-                float(a[i]),
-                float(rho[i]),
-                m.id,
-                signature=sig,
-                outcome=signed,
-            )
+            se = _signed_entry(ring, sender or "", to, m, (q[i], a[i], rho[i]), outcomes)
             wire = se.wire_bytes(sender or "")
             if used + wire > uplink_bytes:  # the estimate was short: not sent this round
                 continue
@@ -165,11 +130,63 @@ def share(
                 m.id,
                 float(rho[i]),
                 f"rho_s={rho[i]:.3g} > tau={thr:.3g}; q={q[i]:.3f}, a={a[i]:.2f}"
-                + (" (prior: verified pass)" if verdicts_kept[i] == "pass" else ""),
+                + (" (prior: verified pass)" if verdicts[i] == "pass" else ""),
                 m.bytes,
             )
             ctx.store.mark_shared(ctx.namespace, m.id, peer)
     return out
+
+
+def _share_candidates(
+    ctx: Context, sk: np.ndarray, outcomes: Mapping[str, OutcomeClaim]
+) -> tuple[list[Any], np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[Any]] | None:
+    """The entries :func:`share` may send and their scores: (entries, their rows of the
+    matrix, ρ_s, q, a, verdicts), or None when there is none. Personal data never leaves the
+    memory; nor does an entry on trust probation (sharing it would launder an unproven entry
+    into a peer's channel). A verified outcome about exactly an entry's text is a prior on q
+    (:func:`~memcurator.policy.share.verified_share_scores`); a verified fail is not sent."""
+    res = ctx.res
+    rows = [i for i, m in enumerate(res.entries) if not state.is_personal(m) and injectable(m)]
+    if not rows:
+        return None
+    ents = [res.entries[i] for i in rows]
+    mat = res.matrix[rows]
+    t = ctx.policy.share_terms(ents, mat, sk)
+    verdicts = [
+        c.verdict
+        if (c := outcomes.get(m.id)) is not None and c.entry_sha == text_sha(m.text)
+        else None
+        for m in ents
+    ]
+    rho, q, ok = verified_share_scores(t.rho, t.p, t.q, t.a, t.b, verdicts)
+    keep = np.flatnonzero(ok)
+    return (
+        [ents[i] for i in keep],
+        mat[keep],
+        rho[keep],
+        q[keep],
+        t.a[keep],
+        [verdicts[i] for i in keep],
+    )
+
+
+def _signed_entry(
+    ring: Any,
+    sender: str,
+    to: str,
+    m: Any,
+    qar: tuple[float, float, float],
+    outcomes: Mapping[str, OutcomeClaim],
+) -> SharedEntry:
+    """``m`` as sent: signed under ``sender``'s link key for ``to`` with a ring, carrying its
+    verified outcome claim signed too when it has one."""
+    sig = signed = None
+    if ring is not None and sender:
+        sig = ring.sign(Claim(to, "peer", sender, m.kind, m.text), principal=sender)
+        if m.id in outcomes:
+            signed = sign_outcome(ring, outcomes[m.id], to=to, sender=sender)
+    q, a, rho = (float(x) for x in qar)
+    return SharedEntry(m.text, m.kind, m.bytes, q, a, rho, m.id, signature=sig, outcome=signed)
 
 
 def _wire_estimates(

@@ -226,6 +226,15 @@ def create_mcp(
 
         return await run("read", go)
 
+    _entry_tools(server, pool, run)
+    return server
+
+
+def _entry_tools(server: MCPServer, pool: TenantPool, run: Any) -> None:
+    """The tools on entries already written (feedback, forget, explain) on ``server``;
+    ``run(scope, fn)`` calls ``fn`` with the caller's key once it holds ``scope`` (as in
+    :func:`create_mcp`)."""
+
     @server.tool()
     async def feedback(
         reward: _Reward,
@@ -271,8 +280,6 @@ def create_mcp(
             ]
 
         return await run("read", go)
-
-    return server
 
 
 class _Cond:

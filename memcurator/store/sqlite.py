@@ -182,13 +182,7 @@ class SQLiteStore(CodecCache, DecisionLogReads):
                 + (", it holds other tables); refusing to write into it" if n_tables else ")")
             )
         self._conn: Any = GuardedConnection(conn, self.path)
-        # files before schema v3 (opened read-only, so not migrated) store float32 only
-        self._vec = "vec_dtype" if readonly is False or version >= 3 else f"'{DEFAULT_DTYPE}'"
-        self._nsvec = "vector_dtype" if self._vec == "vec_dtype" else self._vec
-        # ... and before v6 keep the trust state in meta (split out when read)
-        trust = TRUST_COLS if readonly is False or version >= 6 else NO_TRUST_COLS
-        self._sel = f"{_ENTRY_COLS}, {self._vec}, {trust}"
-        self._has_codec = readonly is False or version >= 7  # schema v7: text codecs
+        self._set_layout(bool(readonly), version)
         if readonly:
             if version > 0:
                 migrate_check(version)
@@ -201,6 +195,18 @@ class SQLiteStore(CodecCache, DecisionLogReads):
         c.execute("PRAGMA foreign_keys=ON")
         with self._tx():
             migrate(conn)
+
+    def _set_layout(self, readonly: bool, version: int) -> None:
+        """The columns this handle reads: a writable store was just migrated to this schema;
+        a file opened read-only keeps the layout of its ``version`` (it is not migrated)."""
+        now = not readonly
+        # files before schema v3 store float32 only
+        self._vec = "vec_dtype" if now or version >= 3 else f"'{DEFAULT_DTYPE}'"
+        self._nsvec = "vector_dtype" if self._vec == "vec_dtype" else self._vec
+        # ... and before v6 keep the trust state in meta (split out when read)
+        trust = TRUST_COLS if now or version >= 6 else NO_TRUST_COLS
+        self._sel = f"{_ENTRY_COLS}, {self._vec}, {trust}"
+        self._has_codec = now or version >= 7  # schema v7: text codecs
 
     # ------------------------------------------------------------------ plumbing
     def _retry(self, fn: Callable[[], Any]) -> Any:
