@@ -15,8 +15,7 @@ list) and ``exists`` (value true or false). A field the entry lacks satisfies on
 Examples
 --------
 >>> from types import SimpleNamespace as C
->>> from memcurator.trust import state
-from memcurator.types import Entry
+>>> from memcurator.types import Entry
 >>> import numpy as np
 >>> e = Entry("e1", "ns", "insight", "t", 10, 10, np.zeros(2), meta={"family": "f3"})
 >>> pred = compile_where([C(field="kind", op="eq", value="insight"),
