@@ -178,7 +178,7 @@ def test_concurrent_clients_lose_no_write_and_keep_the_budget(server: dict[str, 
     assert errors == []
     assert [b for o in outs for b in o["over_budget"]] == []
     admitted = [i for o in outs for i in o["admitted"]]
-    assert len(admitted) == len(set(admitted)) and len(admitted) > 100
+    assert len(admitted) == len(set(admitted)) and len(admitted) >= 50
 
     with Client(server["url"], key=server["admin"]) as c:
         resident = {e["id"]: e for e in c.entries()}
@@ -187,6 +187,10 @@ def test_concurrent_clients_lose_no_write_and_keep_the_budget(server: dict[str, 
     assert ns["used_bytes"] <= BUDGET and ns["used_bytes"] == sum(
         e["bytes"] for e in resident.values()
     )
+    # the load was real: over 100 writes admitted (a write whose entry the same Keep pass
+    # evicted on arrival reports admitted=False to its client, so the clients' count is lower
+    # and depends on how the writes interleave; the log counts every admission)
+    assert sum(1 for d in log if d["action"] == "admit") > 100
     gone = Counter(d["entry_id"] for d in log if d["action"] in ("evict", "forget"))
     assert max(gone.values()) == 1  # each eviction or forget logged exactly once
     assert sum(1 for d in log if d["action"] == "evict") > 0  # the budget did bind
