@@ -264,6 +264,14 @@ _VectorDtypeOpt = Annotated[
         "derived from the text; hashing embedder only); the budget counts the bytes stored."
     ),
 ]
+_CompressTextOpt = Annotated[
+    bool,
+    typer.Option(
+        help="Store texts zstd-compressed with a dictionary trained per run's namespace "
+        "(about a third of the UTF-8 bytes on the SQL stream); the budget counts the "
+        "compressed bytes and the dictionary."
+    ),
+]
 _RayOpt = Annotated[
     str | None,
     typer.Option(
@@ -319,6 +327,7 @@ def bench(
     curator_learning: _CuratorLearningOpt = True,
     trial: _TrialOpt = False,
     vector_dtype: _VectorDtypeOpt = "float32",
+    compress_text: _CompressTextOpt = False,
     ray: _RayOpt = None,
 ) -> None:
     """Run policies side by side on recurring SQL task families with drift and poisoning."""
@@ -345,7 +354,7 @@ def bench(
         dml_share=dml_share, drift_popular=drift_popular, inject_chars=inject_chars,
         expert_cost=expert_cost, max_turns=max_turns, curator_learning=curator_learning,
         poison_channel=poison_channel, trial=trial, os_variants=os_variants,
-        vector_dtype=vector_dtype, env=env,
+        vector_dtype=vector_dtype, env=env, compress_text=compress_text,
     )  # fmt: skip
     ex = make_executor(executor, model_path=model_path, threads=threads, cache=cache, env=env)
     for warning in (too_many, *(budget_warning(b, vector_dtype=vector_dtype) for b in budgets)):
@@ -460,6 +469,7 @@ def _bench_config(
     env: str = "sql",
     trial: bool = False,
     os_variants: bool = True,
+    compress_text: bool = False,
 ) -> Any:
     """The :class:`~memcurator.bench.runner.BenchConfig` of ``bench``'s options.
 
@@ -518,6 +528,7 @@ def _bench_config(
         poison_channel=poison_channel,
         sweep_values=budgets if len(budgets) > 1 else (),
         vector_dtype=vector_dtype,
+        compress_text=compress_text,
     )
 
 

@@ -38,12 +38,14 @@ RUN_KEYS = (
     "pool",
     "curator_learning",
     "vector_dtype",
+    "compress_text",
     "trial",
 )
 
 #: settings a folder written before they existed ran at: compared as this value when missing
 RUN_DEFAULTS: dict[str, object] = {
     "vector_dtype": "float32",
+    "compress_text": False,
     "env": "sql",
     "trial": False,
     "os_variants": False,

@@ -13,6 +13,7 @@ from memcurator.bench.stream import Stream, StreamConfig, build_stream
 from memcurator.errors import BudgetExceeded, InvalidInput
 from memcurator.memory import Memory
 from memcurator.policy import create_policy
+from memcurator.store import open_store
 from memcurator.types import Entry
 
 
@@ -32,6 +33,9 @@ class BenchConfig:
     sweep_setting: str = "max_bytes"
     #: stored precision of entry vectors (:mod:`memcurator.store.vectors`)
     vector_dtype: str = "float32"
+    #: store each run's texts zstd-compressed with a per-namespace dictionary
+    #: (:mod:`memcurator.store.compression`); the budget counts the compressed bytes
+    compress_text: bool = False
 
     def __post_init__(self) -> None:
         from memcurator.store.vectors import check_dtype
@@ -120,6 +124,7 @@ def run_policy(
     mem = Memory(
         ":memory:",
         namespace=f"{name}-{seed}",
+        store=open_store(":memory:", compress_text=True) if cfg.compress_text else None,
         policy=policy,
         # keep-all and full-oracle are the unbounded references: the budget is given to every
         # bounded preset, and None (explicitly unbounded) to those
@@ -167,7 +172,9 @@ def run_policy(
     counts: dict[str, int] = {}
     for d in mem.decisions():
         counts[d.action] = counts.get(d.action, 0) + 1
-    parts = entry_bytes_by_part(mem.entries(), mem.vector_dtype)
+    parts = entry_bytes_by_part(
+        mem.entries(), mem.vector_dtype, mem.store.text_codec(mem.namespace) if cfg.compress_text else None
+    )
     mem.close()
     return PolicyRun(
         name,
@@ -190,7 +197,9 @@ def _exemplar_families(mem: Memory) -> list[str | None]:
     return [m.meta.get("family") for m in mem.entries() if not m.meta.get("poison")]
 
 
-def entry_bytes_by_part(entries: Sequence[Entry], vector_dtype: str = "float32") -> dict[str, int]:
+def entry_bytes_by_part(
+    entries: Sequence[Entry], vector_dtype: str = "float32", text_codec: Any = None
+) -> dict[str, int]:
     """Resident bytes split as :func:`~memcurator.store.sizing.default_sizeof` counts them.
 
     Parameters
@@ -198,11 +207,14 @@ def entry_bytes_by_part(entries: Sequence[Entry], vector_dtype: str = "float32")
     entries : sequence of Entry
     vector_dtype : {"float32", "float16", "int8"}, default "float32"
         The precision the vectors are stored in (the namespace's).
+    text_codec : NamespaceCodec, optional
+        How the namespace stores its texts (a compressing store's
+        :meth:`~memcurator.store.sqlite.SQLiteStore.text_codec`); None: UTF-8 as is.
 
     Returns
     -------
     dict
-        ``n`` entries, ``text`` (UTF-8 bytes), ``meta`` (JSON bytes), ``vec`` (embedding
+        ``n`` entries, ``text`` (bytes as stored: UTF-8, or the compressed frame), ``meta`` (JSON bytes), ``vec`` (embedding
         bytes as stored in ``vector_dtype``), ``detail`` (the origin detail's UTF-8 bytes,
         counted since the store counts every field), and ``total`` (the entries' accounted
         ``bytes``; may differ from the parts' sum for distilled or imported entries).
@@ -218,12 +230,13 @@ def entry_bytes_by_part(entries: Sequence[Entry], vector_dtype: str = "float32")
     """
     import json
 
+    from memcurator.store.compression import text_nbytes
     from memcurator.store.vectors import vector_nbytes
     from memcurator.trust.state import sized_meta
 
     out = {"n": len(entries), "text": 0, "meta": 0, "vec": 0, "detail": 0, "total": 0}
     for m in entries:
-        out["text"] += len(m.text.encode("utf-8"))
+        out["text"] += text_nbytes(text_codec, m.text)
         out["meta"] += len(json.dumps(sized_meta(m.meta, m.trust), sort_keys=True))
         out["vec"] += vector_nbytes(int(m.embedding.size), vector_dtype)
         out["detail"] += len(m.origin_detail.encode("utf-8"))

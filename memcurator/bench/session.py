@@ -69,6 +69,7 @@ def bench_settings(
         "curator_learning": cfg.agent.learn,
         "trial": cfg.agent.trial,
         "vector_dtype": cfg.vector_dtype,
+        "compress_text": cfg.compress_text,
     }
 
 

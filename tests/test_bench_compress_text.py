@@ -1,0 +1,38 @@
+"""``memcurator bench --compress-text``: every run's texts are stored zstd-compressed with a
+per-namespace dictionary, and the budget and the bytes-by-part columns count what is stored
+(issue 35)."""
+
+from __future__ import annotations
+
+from memcurator.bench.runner import BenchConfig, load_families, run_policy
+from memcurator.bench.session import make_executor
+from memcurator.bench.stream import StreamConfig, build_stream
+
+
+def _run(compress: bool, policy: str = "keep-all", max_bytes: int = 120_000):
+    cfg = BenchConfig(
+        policies=(policy,),
+        stream=StreamConfig(n_tasks=90, poison=0),
+        max_bytes=max_bytes,
+        compress_text=compress,
+    )
+    stream = build_stream(cfg.stream, load_families())
+    return run_policy(policy, stream, make_executor("fake"), cfg, 0)
+
+
+def test_compressed_runs_store_fewer_text_bytes_and_count_them():
+    plain, packed = _run(False), _run(True)
+    # same tasks, same answers: compression changes bytes, not what is recalled
+    assert [r.local_ok for r in plain.records] == [r.local_ok for r in packed.records]
+    assert packed.bytes_by_part["n"] == plain.bytes_by_part["n"] > 64
+    assert packed.bytes_by_part["text"] < 0.6 * plain.bytes_by_part["text"]
+    # the entries' accounted bytes shrink by what the text part saves
+    saved = plain.bytes_by_part["text"] - packed.bytes_by_part["text"]
+    assert plain.bytes_by_part["total"] - packed.bytes_by_part["total"] == saved
+
+
+def test_a_budget_counts_the_compressed_bytes():
+    plain, packed = _run(False, "lru", 30_000), _run(True, "lru", 30_000)
+    assert packed.bytes_by_part["total"] <= 30_000
+    # the same budget holds at least as many entries once texts are compressed
+    assert packed.bytes_by_part["n"] >= plain.bytes_by_part["n"]
