@@ -172,8 +172,9 @@ def run_policy(
     counts: dict[str, int] = {}
     for d in mem.decisions():
         counts[d.action] = counts.get(d.action, 0) + 1
+    codec = getattr(mem.store, "text_codec", None) if cfg.compress_text else None
     parts = entry_bytes_by_part(
-        mem.entries(), mem.vector_dtype, mem.store.text_codec(mem.namespace) if cfg.compress_text else None
+        mem.entries(), mem.vector_dtype, None if codec is None else codec(mem.namespace)
     )
     mem.close()
     return PolicyRun(
@@ -214,10 +215,11 @@ def entry_bytes_by_part(
     Returns
     -------
     dict
-        ``n`` entries, ``text`` (bytes as stored: UTF-8, or the compressed frame), ``meta`` (JSON bytes), ``vec`` (embedding
-        bytes as stored in ``vector_dtype``), ``detail`` (the origin detail's UTF-8 bytes,
-        counted since the store counts every field), and ``total`` (the entries' accounted
-        ``bytes``; may differ from the parts' sum for distilled or imported entries).
+        ``n`` entries, ``text`` (bytes as stored: UTF-8, or the compressed frame), ``meta``
+        (JSON bytes), ``vec`` (embedding bytes as stored in ``vector_dtype``), ``detail`` (the
+        origin detail's UTF-8 bytes, counted since the store counts every field), and
+        ``total`` (the entries' accounted ``bytes``; may differ from the parts' sum for
+        distilled or imported entries).
 
     Examples
     --------
