@@ -107,7 +107,7 @@ def test_a_budget_holds_with_the_dictionary_counted(opener: Callable[..., Any]) 
     s = opener(compress_text=True)
     budget = 80_000
     mem = _mem(s, max_bytes=budget)
-    for i, t in enumerate(_texts(AUTO_TRAIN + 200)):
+    for i, t in enumerate(_texts(300)):  # past the budget: evictions, and retrains on the way
         mem.write(t)
         assert s.used_bytes("a") <= budget, i
         assert mem.used_bytes == s.used_bytes("a"), i
@@ -187,7 +187,7 @@ def test_postgres_full_text_search_reads_compressed_rows(pg_url: str) -> None:
     s = PostgresStore(pg_url, compress_text=True)
     try:
         mem = _mem(s)
-        texts = _texts(AUTO_TRAIN + 10)
+        texts = _texts(max(AUTO_TRAIN + 10, 80))  # trained, and a text 73 to find
         ids = [mem.write(t).id for t in texts]
         assert s.fixed_bytes("a") > 0
         q = "how many rows of 日志 have id above 73"

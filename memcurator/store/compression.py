@@ -37,14 +37,16 @@ from memcurator.store.textcodec import DICT_BYTES, MIN_SAMPLES, RAW, TextCodec
 #: The namespace's text is stored as is / zstd-compressed with its dictionary.
 CODECS = ("none", "zstd")
 
-#: Entries a compressing namespace holds when its dictionary is trained automatically (zstd's
-#: trainer's minimum here; on the SQL stream a dictionary trained on 64 entries compresses
-#: held-out entries to 231 B, one trained on 1,024 to 221 B, from 599 B: docs/bytes.md).
+#: Entries a compressing namespace holds when its dictionary is trained automatically (the
+#: trainer's minimum, 8: a budget that holds a few dozen entries compresses too; on the SQL
+#: stream a 1 KB dictionary trained on 8 entries compresses held-out entries to 262 B, a 4 KB
+#: one trained on 64 to 220 B, from 643 B: docs/bytes.md).
 AUTO_TRAIN = MIN_SAMPLES
 
 #: A namespace's dictionary is trained again when it holds this many times the entries it was
-#: trained on (64 -> 1,024 -> 16,384): rarely, each time rewriting every text.
-RETRAIN_FACTOR = 16
+#: trained on (8 -> 32 -> 128 -> 512 -> ...): each training rewrites every text, so the texts
+#: rewritten over a namespace's growth stay under 4/3 of its size.
+RETRAIN_FACTOR = 4
 
 #: Texts a dictionary is trained on at most (the newest; enough for 4 KB of dictionary).
 TRAIN_MAX = 4096
@@ -199,9 +201,9 @@ class CodecCache:
         codec = self._codecs.get(namespace)
         if codec is None or not codec[1].compresses:
             return
-        # a retrain is checked on every 64th insert of this handle (a count is a scan)
+        # a retrain is checked every `samples` inserts of this handle (8 to 64: a count is a scan)
         self._inserts[namespace] = seen = self._inserts.get(namespace, 0) + 1
-        if codec[1].text is not None and seen % 64:
+        if codec[1].text is not None and seen % min(64, max(MIN_SAMPLES, codec[1].samples)):
             return
         if codec[1].due(self.count(namespace)):
             self.train_text_dict(namespace)
