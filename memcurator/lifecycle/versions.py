@@ -30,16 +30,39 @@ from memcurator.types import Entry
 SAME_TOPIC = 0.3
 
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*"
-#: Words by which a note says it replaces what was said before (prose, not SQL: ``REPLACE(``
-#: and ``updated_at`` do not match).
+_DAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
+_WHEN = rf"(?:today|tomorrow|now|immediately|this|next|from|on|\d+|{_MONTH}|{_DAY})"
+#: Words by which a note says it replaces what was said before: the language of corrections,
+#: updates, revisions, deprecations and changes over time (prose, not SQL: ``REPLACE(``,
+#: ``UPDATE t SET`` and ``updated_at`` do not match). Written as classes of English update
+#: language, not as a list of seen notes: a correction ("Correction:", "erratum"), an update
+#: ("Update:", "updated", "revised", "amended", a heading "New rate limit:"), a retraction of
+#: the earlier note ("ignore / disregard the previous ..."), a change in time ("as of",
+#: "effective immediately", "going forward", "starting next week", "from now on"), a
+#: retirement ("deprecated", "obsolete", "no longer", "not ... anymore"), a before/after
+#: ("(was 100)", "previously", "instead of", "moved to", "now approved by"), and
+#: "latest/current version".
 SUPERSESSION = re.compile(
-    r"\b(?:replaces|replacing|supersedes|superseding|superseded|overrides|updated|"
-    r"no longer|from now on|instead of|"
+    r"\b(?:replaces|replacing|replaced (?:by|with)|supersedes|superseding|superseded|"
+    r"overrides|overridden|updated|"
+    r"corrections?|corrected|erratum|errata|"
+    r"update\s*[:\-\u2013\u2014]|"
+    r"revised|revision|amended|amendment|"
+    r"(?:ignore|disregard)s? (?:the |all |any |my |our )?"
+    r"(?:previous|earlier|prior|older|old|above)|"
+    r"no longer|from now on|instead of|instead\b|going forward|henceforth|"
+    r"(?:any ?more)\b|"
+    r"deprecated|obsolete|outdated|retired|"
     rf"as of (?:\d+|today|now|{_MONTH})|"
-    r"(?:now|has now|have now) (?:uses?|runs?|is|are|points?|lives?|goes|requires?|needs?|"
-    r"moved|switched|changed)|"
-    r"(?:changed|switched|moved|migrated) (?:to|over to)|"
-    r"(?:latest|newest|current) (?:version|note|update|instructions?))\b",
+    rf"effective (?:{_WHEN})|"
+    rf"(?:starting|beginning|from) (?:{_WHEN})\b(?! to\b)|"
+    r"(?:previously|formerly|used to be)|"
+    r"(?:is|are|has been|have been|was) now|"
+    r"now (?:\w+ed|uses?|runs?|is|are|points?|lives?|goes|requires?|needs?|sits?|belongs?|"
+    r"handles?|owns?|takes?)|"
+    r"(?:changed|switched|moved|migrated) (?:to|over to|from)|"
+    r"(?:latest|newest|current|most recent) (?:version|note|update|instructions?|value|policy)"
+    r")\b|\((?:was|previously|formerly|old)\b|(?:^|[.!?;]\s+)new [^.:!?\n]{1,40}:",
     re.IGNORECASE,
 )
 
