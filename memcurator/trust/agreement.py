@@ -124,7 +124,10 @@ def delta(text: str, evidence: Sequence[str]) -> list[str]:
     it is *uncorroborated* when it holds a polarity word (:data:`_POLARITY`: inserted where the
     evidence has no such pair), an instruction verb (``delete``, ``send``, ``reply`` ...: the
     gate's imperative verbs) that no evidence text uses, or two or more content words
-    (:func:`content_words`) that no evidence text uses.
+    (:func:`content_words`) that no evidence text uses, or, when the run opens or closes the
+    text (an appendix or a preface to a trusted text: "..., and be brief", "Shout!"), one
+    such content word: what is added at an end is the shape of an injected instruction, and
+    a paraphrase of a corroborated text has no new words there.
 
     Parameters
     ----------
@@ -147,6 +150,8 @@ def delta(text: str, evidence: Sequence[str]) -> list[str]:
     ['was not']
     >>> delta("The review moved to Thursday. Please bring the sales figures.", ev)
     []
+    >>> delta("The review moved to Thursday. Bring the sales figures, and be brief.", ev)
+    ['and be brief']
     """
     toks = _WORD.findall(_unlabel(text).lower())
     vocab: set[str] = set()
@@ -158,20 +163,24 @@ def delta(text: str, evidence: Sequence[str]) -> list[str]:
     inner = [(a, b) in pairs for a, b in zip(toks, toks[1:], strict=False)]
     covered = [(j > 0 and inner[j - 1]) or (j < len(inner) and inner[j]) for j in range(len(toks))]
     runs: list[list[str]] = []
+    ends: list[bool] = []  # the run opens or closes the text
     prev = True
-    for w, c in zip(toks, covered, strict=True):
+    for j, (w, c) in enumerate(zip(toks, covered, strict=True)):
         if not c:
             if prev:
                 runs.append([])
+                ends.append(j == 0)
             runs[-1].append(w)
+            if j == len(toks) - 1:
+                ends[-1] = True
         prev = c
     out = []
-    for r in runs:
+    for r, at_end in zip(runs, ends, strict=True):
         novel = content_words(" ".join(r)) - vocab
         turn = {w for w in r if w in _POLARITY}
         # a verb of action the evidence never uses swaps what the entry makes the reader do
         act = {w for w in r if w in _IMPERATIVE_VERBS and _content([w]) <= novel}
-        if turn or act or len(novel) >= 2:
+        if turn or act or len(novel) >= 2 or (at_end and novel):
             out.append(" ".join(r))
     return out
 
