@@ -40,14 +40,7 @@ from memcurator.curate.extractive import OPERATORS as EXTRACTIVE
 from memcurator.curate.extractive import ParsedTrajectory, extract_noted
 from memcurator.curate.features import FEATURES, task_features
 from memcurator.curate.learner import CuratorTrainer, GroupSample, SoftmaxChooser, group_advantages
-from memcurator.curate.llm import (
-    STRATEGIES,
-    call_model,
-    check_payload,
-    curator_prompt,
-    finish_payload,
-    stops_for,
-)
+from memcurator.curate.llm import STRATEGIES, curate_with_model
 from memcurator.curate.pool import default_pool
 from memcurator.curate.retrieval import TaskIndex, raw_top_k
 from memcurator.errors import InvalidInput
@@ -96,18 +89,16 @@ def run_operator(
         raise InvalidInput(f"unknown curation operator {operator!r}; known: {list(ALL_OPERATORS)}")
     pool = ctx.pool if ctx.pool is not None else default_pool()
     pm = pool[model]
-    prompt = curator_prompt(
-        operator[4:], ctx.task, ctx.observation, parsed, labels, domain=ctx.domain
+    payload, why, rec = curate_with_model(
+        pm,
+        ctx,
+        operator[4:],
+        parsed,
+        labels,
+        max_tokens=max_tokens,
+        max_chars=max_chars,
+        stage=stage,
     )
-    strategy = operator[4:]
-    out, rec = call_model(
-        pm, ctx.executor, prompt, max_tokens=max_tokens, stage=stage, stop=stops_for(strategy)
-    )
-    out = finish_payload(strategy, ctx.task, out)
-    sources = "\n".join(p.task + " " + " ".join(p.actions) for p in parsed)
-    payload, why = check_payload(out, ctx.task, sources, max_chars) if rec.ok else ("", "")
-    if not rec.ok:
-        why = f"curator call to {pm.name!r} failed"
     if payload:
         return payload, list(range(len(parsed))), [rec], []
     note = f"{operator}: {why}; fell back to align"

@@ -23,7 +23,7 @@ import logging
 import re
 from typing import Any
 
-from memcurator.curate.base import CallRecord
+from memcurator.curate.base import CallRecord, CurateContext
 from memcurator.curate.extractive import ParsedTrajectory
 from memcurator.curate.pool import PoolModel
 from memcurator.errors import InvalidInput, LLMError
@@ -222,6 +222,59 @@ _YES = re.compile(r"\b(yes|success|successful|correct)\b", re.IGNORECASE)
 _NO = re.compile(r"\b(no|fail|failed|failure|incorrect|wrong)\b", re.IGNORECASE)
 
 
+def curate_with_model(
+    model: PoolModel,
+    ctx: CurateContext,
+    strategy: str,
+    parsed: list[ParsedTrajectory],
+    labels: list[str] | None = None,
+    *,
+    max_tokens: int,
+    max_chars: int,
+    stage: int = 0,
+) -> tuple[str, str, CallRecord]:
+    """One LLM curation of ``parsed`` for ``ctx.task``: the strategy's prompt, one accounted
+    call (:func:`call_model`), the payload finished and checked against the trajectories.
+
+    Parameters
+    ----------
+    model : PoolModel
+        The pool's language model to call (``ctx.executor`` is the pool's ``"local"``).
+    ctx : CurateContext
+        Reads ``task``, ``observation``, ``domain`` and ``executor``.
+    strategy : str
+        A key of :data:`STRATEGIES` (``"brief"``, ``"adapt"``).
+    parsed, labels :
+        The trajectories and their labels, as :func:`curator_prompt` takes them.
+    max_tokens : int
+        Completion tokens of the call.
+    max_chars : int
+        The longest payload :func:`check_payload` accepts (characters).
+    stage : int, default 0
+        The call's stage in its record.
+
+    Returns
+    -------
+    (payload, why, CallRecord)
+        ``payload`` is "" when the output is refused or the call failed; ``why`` then says why.
+
+    Raises
+    ------
+    InvalidInput
+        ``model`` is not a language model, or an unknown strategy.
+    """
+    prompt = curator_prompt(strategy, ctx.task, ctx.observation, parsed, labels, domain=ctx.domain)
+    out, rec = call_model(
+        model, ctx.executor, prompt, max_tokens=max_tokens, stage=stage, stop=stops_for(strategy)
+    )
+    out = finish_payload(strategy, ctx.task, out)
+    if not rec.ok:
+        return "", f"curator call to {model.name!r} failed", rec
+    sources = "\n".join(p.task + " " + " ".join(p.actions) for p in parsed)
+    payload, why = check_payload(out, ctx.task, sources, max_chars)
+    return payload, why, rec
+
+
 def parse_verdict(text: str) -> bool | None:
     """YES → True, NO → False, anything else (or both) → None.
 
@@ -274,6 +327,7 @@ __all__ = [
     "STRATEGIES",
     "call_model",
     "check_payload",
+    "curate_with_model",
     "curator_prompt",
     "finish_payload",
     "stops_for",

@@ -51,14 +51,7 @@ from memcurator.curate.extractive import (
 )
 from memcurator.curate.features import FEATURES, task_features
 from memcurator.curate.learner import SoftmaxChooser, gdpo_advantages, marginal_credit
-from memcurator.curate.llm import (
-    STRATEGIES,
-    call_model,
-    check_payload,
-    curator_prompt,
-    finish_payload,
-    stops_for,
-)
+from memcurator.curate.llm import STRATEGIES, curate_with_model, curator_prompt
 from memcurator.curate.pool import ModelPool, default_pool
 from memcurator.curate.retrieval import TaskIndex, raw_top_k
 from memcurator.errors import InvalidInput
@@ -326,18 +319,16 @@ class MemPilotOrchestrator(Component):
             elif pm.uses_llm:
                 pass  # "align" on an LLM: no call needed
             return text
-        prompt = curator_prompt(c["strategy"], ctx.task, ctx.observation, parsed, domain=ctx.domain)
-        out, rec = call_model(
-            pm, ctx.executor, prompt, max_tokens=self.max_tokens, stage=t,
-            stop=stops_for(c["strategy"]),
-        )  # fmt: skip
-        out = finish_payload(c["strategy"], ctx.task, out)
+        payload, why, rec = curate_with_model(
+            pm,
+            ctx,
+            c["strategy"],
+            parsed,
+            max_tokens=self.max_tokens,
+            max_chars=self.max_payload_chars,
+            stage=t,
+        )
         ro.calls.append(rec)
-        sources = "\n".join(p.task + " " + " ".join(p.actions) for p in parsed)
-        if rec.ok:
-            payload, why = check_payload(out, ctx.task, sources, self.max_payload_chars)
-        else:
-            payload, why = "", f"curator call to {pm.name!r} failed"
         if payload:
             ro.llm_evidence = True
             return payload

@@ -169,11 +169,8 @@ def _fill_order(pr: np.ndarray, res: ResidentSet, need: int, last: list[int]) ->
 
     Parameters
     ----------
-    pr : ndarray of shape (n,)
-        Priorities, NaN already mapped to -inf.
-    res : ResidentSet
-    need : int
-        Bytes over the budget (> 0).
+    pr, res, need :
+        As in :func:`_fill_rows`.
     last : list of int
         Rows that go after all others (outranked versions of a request).
 

@@ -8,6 +8,8 @@ TokenWorth, Sec. 4.4 and App. B.2 (coverage-quality admission and replacement).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from memcurator.policy.base import Verdict
@@ -87,6 +89,7 @@ class RhoTrust(Component):
         return Verdict(True, rho, "self-derived entry; Keep ranks it by rho")
 
 
+@dataclass(eq=False, repr=False)
 class WorthAdmission(Component):
     """TokenWorth's coverage-quality admission on probe-averaged worth under capacity B_max.
 
@@ -107,20 +110,15 @@ class WorthAdmission(Component):
     decision = "admit"
     needs = ("worth",)
 
-    def __init__(
-        self,
-        tau_nov: float = 0.35,
-        delta_write: float = 0.02,
-        tau_pos: float = 0.45,
-        delta_rep: float = 0.10,
-        replace_k: int = 1,
-    ):
-        self.tau_nov = tau_nov
-        self.delta_write = delta_write
-        self.tau_pos = tau_pos
-        self.delta_rep = delta_rep
-        self.replace_k = replace_k
-        self._params = WriteParams(tau_nov, delta_write, tau_pos, delta_rep, replace_k)
+    # the gate's own thresholds, with its defaults; checked by WriteParams
+    tau_nov: float = WriteParams.tau_nov
+    delta_write: float = WriteParams.delta_write
+    tau_pos: float = WriteParams.tau_pos
+    delta_rep: float = WriteParams.delta_rep
+    replace_k: int = WriteParams.replace_k
+
+    def __post_init__(self) -> None:
+        self._params = WriteParams(**self.get_params())
 
     def admit(self, candidate: Entry, resident: list[Entry], E: np.ndarray, step: int) -> Verdict:
         wm = self._est["worth"]

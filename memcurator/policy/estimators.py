@@ -17,9 +17,9 @@ memory to persist.
 
 from __future__ import annotations
 
-import inspect
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,8 +27,7 @@ import numpy as np
 from memcurator.errors import InvalidInput
 from memcurator.policy.base import Params
 from memcurator.types import Entry
-from memcurator.value.curator import CuratorScorer, EnergyQueue, ScoreTerms
-from memcurator.value.provenance import DEFAULT_PROVENANCE_WEIGHTS
+from memcurator.value.curator import CuratorScorer, EnergyQueue, RhoParams, ScoreTerms
 from memcurator.value.tokenworth import (
     BASE_FEATURES,
     MemoryStats,
@@ -79,6 +78,7 @@ def _make_learner(
         raise InvalidInput(f"learner_params: {exc}") from None
 
 
+@dataclass(eq=False, repr=False)
 class WorthEstimator(Estimator):
     """TokenWorth's learned query-dependent worth, shared by its rank, learn, admit and keep.
 
@@ -117,30 +117,21 @@ class WorthEstimator(Estimator):
     TokenWorth, Sec. 4.1-4.4, App. B.1-B.3.
     """
 
-    def __init__(
-        self,
-        capacity: int = 64,
-        n_probes: int = 8,
-        n_blocks: int = 16,
-        kappa: float = 0.02,
-        residual: bool = True,
-        agop: bool = True,
-        learner_params: dict[str, Any] | None = None,
-        seed: int | None = 0,
-        capacity_from_bytes: bool = False,
-    ):
-        self.capacity = capacity
-        self.capacity_from_bytes = capacity_from_bytes
-        self.n_probes = n_probes
-        self.n_blocks = n_blocks
-        self.kappa = kappa
-        self.residual = residual
-        self.agop = agop
-        self.learner_params = learner_params
-        self.seed = seed
-        _pos_int("capacity", capacity)
-        _pos_int("n_probes", n_probes)
-        _make_learner(residual, agop, learner_params, seed)  # validate now, not at attach
+    capacity: int = 64
+    n_probes: int = 8
+    n_blocks: int = 16
+    kappa: float = 0.02
+    residual: bool = True
+    agop: bool = True
+    learner_params: dict[str, Any] | None = None
+    seed: int | None = 0
+    capacity_from_bytes: bool = False
+
+    def __post_init__(self) -> None:
+        _pos_int("capacity", self.capacity)
+        _pos_int("n_probes", self.n_probes)
+        # validate now, not at attach
+        _make_learner(self.residual, self.agop, self.learner_params, self.seed)
 
     def attach(self, dim: int, estimators: Mapping[str, Estimator]) -> None:
         super().attach(dim, estimators)
@@ -309,16 +300,12 @@ class _WorthScorer(CuratorScorer):
         return arr
 
 
-class RhoEstimator(Estimator):
+@dataclass(eq=False, repr=False, kw_only=True)
+class RhoEstimator(Estimator, RhoParams):
     """CURATOR's net-value density ρ(m) = (V̂ − λĤ)/b with its running statistics.
 
     Parameters
     ----------
-    lam, kappa, phi, propensity, provenance_weights :
-        Passed to :class:`~memcurator.value.curator.CuratorScorer` (Eq. 1-4).
-    use_propensity, use_helpfulness, use_abstraction, use_negative_transfer, use_provenance, \
-per_byte : bool
-        Ablation switches (``curator/no-provenance``, ``curator/no-per-byte``, ...).
     helpfulness : {"marginal-utility", "worth", "beta-lcb", "local-baseline"}, \
 default "marginal-utility"
         Where q(m) comes from: CURATOR's helpfulness head, the ``"worth"`` estimator's
@@ -328,15 +315,18 @@ default "marginal-utility"
         marginal utility against nearby tasks without the entry
         (:class:`~memcurator.value.helpfulness_local.LocalBaselineUtility`,
         ``curator/local-baseline``).
-    lcb_level, lcb_gamma : float, default 0.1, 0.95
-        The bound's quantile and count discount (``helpfulness="beta-lcb"`` only).
-    eta_offset : float, default 0.0
-        Passed to the scorer: harm counts the distance beyond this RMS z-score
-        (``curator/eta-offset``).
     energy_budget : float or None, default None
         ε̄ per step in energy-proxy bytes; enables the virtual queue of Eq. 6.
     nu : float, default 1e6
         ν of the drift-plus-penalty admission ``ρ(m) − Q·ε(m)/ν``.
+    lcb_level, lcb_gamma : float, default 0.1, 0.95
+        The bound's quantile and count discount (``helpfulness="beta-lcb"`` only).
+    lam, kappa, phi, propensity, provenance_weights, use_propensity, use_helpfulness, \
+use_abstraction, use_negative_transfer, use_provenance, per_byte, eta_offset :
+        Passed to :class:`~memcurator.value.curator.CuratorScorer`; see
+        :class:`~memcurator.value.curator.RhoParams` (Eq. 1-4). The ``use_*`` and ``per_byte``
+        switches are the ablations (``curator/no-provenance``, ``curator/no-per-byte``, ...),
+        ``eta_offset`` is ``curator/eta-offset``.
 
     Raises
     ------
@@ -348,59 +338,27 @@ default "marginal-utility"
     CURATOR, Section III-B, Eq. 1-4 and Eq. 6.
     """
 
-    def __init__(
-        self,
-        lam: float = 1.0,
-        kappa: float = 0.1,
-        phi: float = 0.9,
-        propensity: str = "relative",
-        provenance_weights: tuple[float, ...] = DEFAULT_PROVENANCE_WEIGHTS,
-        use_propensity: bool = True,
-        use_helpfulness: bool = True,
-        use_abstraction: bool = True,
-        use_negative_transfer: bool = True,
-        use_provenance: bool = True,
-        per_byte: bool = True,
-        helpfulness: str = "marginal-utility",
-        energy_budget: float | None = None,
-        nu: float = 1e6,
-        lcb_level: float = 0.1,
-        lcb_gamma: float = 0.95,
-        eta_offset: float = 0.0,
-    ):
-        self.lam = lam
-        self.kappa = kappa
-        self.phi = phi
-        self.propensity = propensity
-        self.provenance_weights = tuple(provenance_weights)
-        self.use_propensity = use_propensity
-        self.use_helpfulness = use_helpfulness
-        self.use_abstraction = use_abstraction
-        self.use_negative_transfer = use_negative_transfer
-        self.use_provenance = use_provenance
-        self.per_byte = per_byte
-        self.helpfulness = helpfulness
-        self.energy_budget = energy_budget
-        self.nu = nu
-        self.lcb_level = lcb_level
-        self.lcb_gamma = lcb_gamma
-        self.eta_offset = eta_offset
-        if helpfulness not in HELPFULNESS_HEADS:
+    helpfulness: str = "marginal-utility"
+    energy_budget: float | None = None
+    nu: float = 1e6
+    lcb_level: float = 0.1
+    lcb_gamma: float = 0.95
+
+    def __post_init__(self) -> None:
+        self.provenance_weights = tuple(self.provenance_weights)
+        if self.helpfulness not in HELPFULNESS_HEADS:
             raise InvalidInput(
-                f"helpfulness must be one of {list(HELPFULNESS_HEADS)}, got {helpfulness!r}"
+                f"helpfulness must be one of {list(HELPFULNESS_HEADS)}, got {self.helpfulness!r}"
             )
-        if helpfulness == "beta-lcb":
+        if self.helpfulness == "beta-lcb":
             from memcurator.value.helpfulness_lcb import BetaLCBUtility
 
-            BetaLCBUtility(level=lcb_level, lcb_gamma=lcb_gamma)  # validate now
-        self.needs = ("worth",) if helpfulness == "worth" else ()
+            BetaLCBUtility(level=self.lcb_level, lcb_gamma=self.lcb_gamma)  # validate now
+        self.needs = ("worth",) if self.helpfulness == "worth" else ()
         CuratorScorer(**self._scorer_kw())  # validate the scorer's parameters now
 
     def _scorer_kw(self) -> dict[str, Any]:
-        names = [k for k in inspect.signature(CuratorScorer.__init__).parameters if k != "self"]
-        kw = {k: getattr(self, k) for k in names if k not in ("helpfulness",) and hasattr(self, k)}
-        kw["dim"] = getattr(self, "_dim", 1)
-        return kw
+        return {**self.rho_params(), "dim": getattr(self, "_dim", 1)}
 
     def attach(self, dim: int, estimators: Mapping[str, Estimator]) -> None:
         super().attach(dim, estimators)

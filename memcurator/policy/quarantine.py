@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from memcurator.trust.reputation import feedback_quarantine
 from memcurator.types import Entry
 
 
+@dataclass(eq=False, repr=False)
 class Quarantine(Component):
     """Keep component ``keep`` plus feedback quarantine.
 
@@ -54,24 +56,18 @@ class Quarantine(Component):
 
     decision = "keep"
 
-    def __init__(
-        self,
-        keep: dict[str, Any] | None = None,
-        min_uses: int = 4,
-        threshold: float = 0.15,
-        method: str = "wilson",
-        conf: float = 0.9,
-    ):
-        self.keep = keep
-        self.min_uses = min_uses
-        self.threshold = threshold
-        self.method = method
-        self.conf = conf
-        spec = dict(keep) if keep is not None else {"name": "rho-density"}
+    keep: dict[str, Any] | None = None
+    min_uses: int = 4
+    threshold: float = 0.15
+    method: str = "wilson"
+    conf: float = 0.9
+
+    def __post_init__(self) -> None:
+        spec = dict(self.keep) if self.keep is not None else {"name": "rho-density"}
         if spec.get("name") == "quarantine":
             raise InvalidInput("quarantine cannot wrap itself")
         self._inner = create_component("keep", spec)
-        feedback_quarantine(0, 0, min_uses=min_uses, method=method, conf=conf)  # type: ignore[arg-type]
+        feedback_quarantine(0, 0, min_uses=self.min_uses, method=self.method, conf=self.conf)  # type: ignore[arg-type]
         self.needs = tuple(self._inner.needs)
         self.distills = bool(getattr(self._inner, "distills", False))
         self.redundancy_delta = getattr(self._inner, "redundancy_delta", None)

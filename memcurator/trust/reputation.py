@@ -226,6 +226,26 @@ def _erfinv(y: float) -> float:
     return float(erfinv(y))
 
 
+def _add_outcome(table: dict[str, list[float]], peer: str, reward: float) -> list[float]:
+    """Add one outcome ``reward`` in [0, 1] to ``peer``'s ``[successes, failures]`` in
+    ``table`` (soft counts: ``reward`` and ``1 - reward``); returns that row.
+
+    Raises
+    ------
+    InvalidInput
+        Empty peer, reward not a finite number in [0, 1] (``table`` is left unchanged).
+    """
+    if not isinstance(peer, str) or not peer:
+        raise InvalidInput("peer must be a non-empty string")
+    r = float(reward)
+    if not math.isfinite(r) or not 0.0 <= r <= 1.0:
+        raise InvalidInput(f"reward must be in [0, 1], got {reward!r}")
+    c = table.setdefault(peer, [0.0, 0.0])
+    c[0] += r
+    c[1] += 1.0 - r
+    return c
+
+
 class PeerReputation:
     """Beta reputation of each peer over the outcomes of its entries used here.
 
@@ -305,14 +325,7 @@ class PeerReputation:
         InvalidInput
             Empty peer, reward not a finite number in [0, 1].
         """
-        if not isinstance(peer, str) or not peer:
-            raise InvalidInput("peer must be a non-empty string")
-        r = float(reward)
-        if not math.isfinite(r) or not 0.0 <= r <= 1.0:
-            raise InvalidInput(f"reward must be in [0, 1], got {reward!r}")
-        c = self._counts.setdefault(peer, [0.0, 0.0])
-        c[0] += r
-        c[1] += 1.0 - r
+        _add_outcome(self._counts, peer, reward)
         self._check(peer)
 
     def _check(self, peer: str) -> None:
@@ -352,14 +365,7 @@ class PeerReputation:
         >>> rep.standing_lost("p1")
         (2, 2)
         """
-        if not isinstance(peer, str) or not peer:
-            raise InvalidInput("peer must be a non-empty string")
-        r = float(reward)
-        if not math.isfinite(r) or not 0.0 <= r <= 1.0:
-            raise InvalidInput(f"reward must be in [0, 1], got {reward!r}")
-        c = self._claims.setdefault(peer, [0.0, 0.0])
-        c[0] += r
-        c[1] += 1.0 - r
+        c = _add_outcome(self._claims, peer, reward)
         if peer not in self._lost and self.good_standing(peer):
             self._lost[peer] = [c[1], c[0] + c[1]]
 

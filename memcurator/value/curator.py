@@ -9,6 +9,7 @@ Section III-B, Eq. 1-4; Eq. 6 (energy virtual queue); Eq. 7-8 (share score).
 from __future__ import annotations
 
 import math
+from dataclasses import KW_ONLY, dataclass, fields
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -96,13 +97,13 @@ def propensity_from_logits(z: np.ndarray, mode: str) -> np.ndarray:
     )
 
 
-class CuratorScorer:
-    """Computes ρ(m) for a set of entries and keeps the running statistics it needs.
+@dataclass(eq=False, repr=False, kw_only=True)
+class RhoParams:
+    """The parameters of ρ that :class:`CuratorScorer` and the policies' ρ estimator
+    (:class:`~memcurator.policy.estimators.RhoEstimator`) share; keyword-only, defaults here.
 
     Parameters
     ----------
-    dim : int
-        Embedding dimension d.
     lam : float, default 1.0
         λ, the value/harm trade-off (Eq. 1).
     kappa : float, default 0.1
@@ -110,13 +111,6 @@ class CuratorScorer:
         embedder span roughly [0, 1]; κ = 0.1 makes a 0.3 cosine gap a factor e³ ≈ 20.
     phi : float, default 0.9
         Sketch smoothing φ in q̄ ← φ q̄ + (1 − φ) q (Eq. 3); about the last ten queries.
-    centroid_phi : float, default 0.98
-        Smoothing of the working-task centroid μ and diagonal variance (Eq. 4); slower than the
-        sketch, about the last fifty tasks.
-    shrinkage : float, default 0.5
-        Σ = (1 − s)·diag(var) + s·mean(var)·I: a diagonal covariance shrunk toward a scaled
-        identity (Ledoit-Wolf style target), since a full d×d covariance from a short stream is
-        singular. Our reading: the paper says "covariance Σ" without an estimator.
     propensity : {"relative", "softmax", "scaled"}, default "relative"
         See :func:`softmax_propensity`.
     provenance_weights : sequence of 5 float
@@ -125,14 +119,58 @@ class CuratorScorer:
         Ablation switches; a switched-off factor of V̂ is 1, a switched-off harm term is 0.
     per_byte : bool, default True
         Divide by b(m) (Eq. 1); False ranks by net value alone (ablation ``curator/no-per-byte``).
-    helpfulness : MarginalUtility, optional
-        The streaming helpfulness head (a fresh one by default).
     eta_offset : float, default 0.0
         Harm counts only the distance beyond this RMS z-score: η = s·max(0, z − offset). With
         0 (the default, as before) an entry typical of the working set (z ≈ 1) pays η ≈ s, which
         on the SQL stream (η ≈ 0.3 against V̂ ≈ 0.05) makes every entry's net value negative, so
         Keep orders by closeness to the centroid alone and drops a migrated family's new
         exemplars first (issue 11, cause 5). 1.0 charges only atypical entries.
+    """
+
+    lam: float = 1.0
+    kappa: float = 0.1
+    phi: float = 0.9
+    propensity: str = "relative"
+    provenance_weights: tuple[float, ...] = DEFAULT_PROVENANCE_WEIGHTS
+    use_propensity: bool = True
+    use_helpfulness: bool = True
+    use_abstraction: bool = True
+    use_negative_transfer: bool = True
+    use_provenance: bool = True
+    per_byte: bool = True
+    eta_offset: float = 0.0
+
+    def rho_params(self) -> dict[str, Any]:
+        """These parameters by name, as a :class:`CuratorScorer` takes them."""
+        return {f.name: getattr(self, f.name) for f in fields(RhoParams)}
+
+
+@dataclass(eq=False, repr=False)
+class CuratorScorer(RhoParams):
+    """Computes ρ(m) for a set of entries and keeps the running statistics it needs.
+
+    Parameters
+    ----------
+    dim : int
+        Embedding dimension d (the only positional parameter).
+    centroid_phi : float, default 0.98
+        Smoothing of the working-task centroid μ and diagonal variance (Eq. 4); slower than the
+        sketch, about the last fifty tasks.
+    shrinkage : float, default 0.5
+        Σ = (1 − s)·diag(var) + s·mean(var)·I: a diagonal covariance shrunk toward a scaled
+        identity (Ledoit-Wolf style target), since a full d×d covariance from a short stream is
+        singular. Our reading: the paper says "covariance Σ" without an estimator.
+    helpfulness : MarginalUtility, optional
+        The streaming helpfulness head (a fresh one by default).
+    lam, kappa, phi, propensity, provenance_weights, use_propensity, use_helpfulness, \
+use_abstraction, use_negative_transfer, use_provenance, per_byte, eta_offset :
+        See :class:`RhoParams`.
+
+    Raises
+    ------
+    InvalidInput
+        A non-finite λ, κ, φ or centroid φ; κ ≤ 0; φ or centroid φ outside [0, 1); shrinkage
+        outside [0, 1]; a negative or non-finite ``eta_offset``; not 5 provenance weights.
 
     Notes
     -----
@@ -151,61 +189,36 @@ class CuratorScorer:
     True
     """
 
-    def __init__(
-        self,
-        dim: int,
-        lam: float = 1.0,
-        kappa: float = 0.1,
-        phi: float = 0.9,
-        centroid_phi: float = 0.98,
-        shrinkage: float = 0.5,
-        propensity: str = "relative",
-        provenance_weights: tuple[float, ...] = DEFAULT_PROVENANCE_WEIGHTS,
-        use_propensity: bool = True,
-        use_helpfulness: bool = True,
-        use_abstraction: bool = True,
-        use_negative_transfer: bool = True,
-        use_provenance: bool = True,
-        per_byte: bool = True,
-        helpfulness: MarginalUtility | None = None,
-        eta_offset: float = 0.0,
-    ):
-        self.dim = dim
-        self.eta_offset = eta_offset
-        self.lam = lam
-        self.kappa = kappa
-        self.phi = phi
-        self.centroid_phi = centroid_phi
-        self.shrinkage = shrinkage
-        self.propensity = propensity
-        self.provenance_weights = provenance_weights
-        self.use_propensity = use_propensity
-        self.use_helpfulness = use_helpfulness
-        self.use_abstraction = use_abstraction
-        self.use_negative_transfer = use_negative_transfer
-        self.use_provenance = use_provenance
-        self.per_byte = per_byte
-        self.helpfulness = helpfulness if helpfulness is not None else MarginalUtility()
-        for name, v in (
-            ("lam", lam),
-            ("kappa", kappa),
-            ("phi", phi),
-            ("centroid_phi", centroid_phi),
-        ):
+    dim: int
+    _: KW_ONLY
+    centroid_phi: float = 0.98
+    shrinkage: float = 0.5
+    helpfulness: MarginalUtility = None  # type: ignore[assignment]  # None: a fresh one
+
+    def __post_init__(self) -> None:
+        if self.helpfulness is None:
+            self.helpfulness = MarginalUtility()
+        for name in ("lam", "kappa", "phi", "centroid_phi"):
+            v = getattr(self, name)
             if not math.isfinite(v):
                 raise InvalidInput(f"{name} must be finite, got {v!r}")
-        if not math.isfinite(eta_offset) or eta_offset < 0:
-            raise InvalidInput(f"eta_offset must be a finite number >= 0, got {eta_offset!r}")
-        if kappa <= 0 or not 0 <= phi < 1 or not 0 <= centroid_phi < 1 or not 0 <= shrinkage <= 1:
+        if not math.isfinite(self.eta_offset) or self.eta_offset < 0:
+            raise InvalidInput(f"eta_offset must be a finite number >= 0, got {self.eta_offset!r}")
+        if (
+            self.kappa <= 0
+            or not 0 <= self.phi < 1
+            or not 0 <= self.centroid_phi < 1
+            or not 0 <= self.shrinkage <= 1
+        ):
             raise InvalidInput(
                 "need kappa > 0, phi and centroid_phi in [0, 1), shrinkage in [0, 1]"
             )
-        if len(provenance_weights) != 5:
+        if len(self.provenance_weights) != 5:
             raise InvalidInput("provenance_weights must have 5 values (see provenance_features)")
-        self._w = np.asarray(provenance_weights, dtype=np.float64)
-        self._sketch = np.zeros(dim)
-        self._mu = np.zeros(dim)
-        self._var = np.full(dim, 1.0 / dim)
+        self._w = np.asarray(self.provenance_weights, dtype=np.float64)
+        self._sketch = np.zeros(self.dim)
+        self._mu = np.zeros(self.dim)
+        self._var = np.full(self.dim, 1.0 / self.dim)
         self._n_queries = 0
 
     # ------------------------------------------------------------------ profile phase

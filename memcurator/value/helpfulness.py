@@ -10,6 +10,7 @@ the outcome reward the caller reports (an execution check), which is what the SQ
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,6 +18,7 @@ from memcurator.errors import InvalidInput
 from memcurator.value.columns import EntryColumns, stat_column
 
 
+@dataclass(eq=False, repr=False)
 class MarginalUtility:
     """Streaming, shrunk estimate of each entry's marginal utility.
 
@@ -55,10 +57,11 @@ class MarginalUtility:
     0.571
     """
 
-    def __init__(self, alpha: float = 2.0, gamma: float = 0.7):
-        self.alpha = alpha
-        self.gamma = gamma
-        if alpha <= 0 or not 0 < gamma <= 1:
+    alpha: float = 2.0
+    gamma: float = 0.7
+
+    def __post_init__(self) -> None:
+        if self.alpha <= 0 or not 0 < self.gamma <= 1:
             raise InvalidInput("alpha must be > 0 and gamma in (0, 1]")
         self._n_all = 0.0
         self._r_all = 0.0

@@ -11,6 +11,8 @@ starts low, a proven one rises toward its rate, and two failures pull a stale on
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from memcurator.errors import InvalidInput
@@ -21,6 +23,7 @@ from memcurator.value.helpfulness import MarginalUtility
 STAT_LCB_N, STAT_LCB_R = "lcb_n", "lcb_r"
 
 
+@dataclass(eq=False, repr=False)
 class BetaLCBUtility(MarginalUtility):
     """q(m) = LCB_level(Beta posterior of m's injected-success rate) − rate without m.
 
@@ -66,20 +69,15 @@ class BetaLCBUtility(MarginalUtility):
     separating failing and unproven entries fast (issue 11, cause 4).
     """
 
-    def __init__(
-        self,
-        alpha: float = 2.0,
-        gamma: float = 0.7,
-        level: float = 0.1,
-        lcb_gamma: float = 0.95,
-    ):
-        super().__init__(alpha=alpha, gamma=gamma)
-        self.level = level
-        self.lcb_gamma = lcb_gamma
-        if not 0 < level <= 0.5:
-            raise InvalidInput(f"level must be in (0, 0.5], got {level!r}")
-        if not 0 < lcb_gamma <= 1:
-            raise InvalidInput(f"lcb_gamma must be in (0, 1], got {lcb_gamma!r}")
+    level: float = 0.1
+    lcb_gamma: float = 0.95
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0 < self.level <= 0.5:
+            raise InvalidInput(f"level must be in (0, 0.5], got {self.level!r}")
+        if not 0 < self.lcb_gamma <= 1:
+            raise InvalidInput(f"lcb_gamma must be in (0, 1], got {self.lcb_gamma!r}")
 
     def observe(self, reward: float, injected: list[dict[str, float]]) -> list[dict[str, float]]:
         """As :meth:`MarginalUtility.observe`, also updating the bound's discounted counts."""

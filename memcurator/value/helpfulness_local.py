@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,7 @@ from memcurator.value.columns import EntryColumns
 from memcurator.value.helpfulness import MarginalUtility
 
 
+@dataclass(eq=False, repr=False)
 class LocalBaselineUtility(MarginalUtility):
     """q(m) = shrunk injected reward rate of m − reward rate of nearby tasks without m.
 
@@ -92,22 +94,19 @@ class LocalBaselineUtility(MarginalUtility):
 
     local = True
 
-    def __init__(
-        self,
-        alpha: float = 2.0,
-        gamma: float = 0.7,
-        window: int = 128,
-        tau: float = 0.85,
-        beta: float = 2.0,
-    ):
-        super().__init__(alpha=alpha, gamma=gamma)
+    window: int = 128
+    tau: float = 0.85
+    beta: float = 2.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        window, tau, beta = self.window, self.tau, self.beta
         if not isinstance(window, int) or window < 1:
             raise InvalidInput(f"window must be an integer >= 1, got {window!r}")
         if not (isinstance(tau, int | float) and math.isfinite(tau) and -1.0 <= tau <= 1.0):
             raise InvalidInput(f"tau is a cosine in [-1, 1], got {tau!r}")
         if not (isinstance(beta, int | float) and math.isfinite(beta) and beta > 0):
             raise InvalidInput(f"beta must be a finite number > 0, got {beta!r}")
-        self.window = window
         self.tau = float(tau)
         self.beta = float(beta)
         self._Q: np.ndarray | None = None  # (window, d) unit queries, float32
