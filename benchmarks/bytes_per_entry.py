@@ -325,6 +325,8 @@ def store_run(
             assert abs(sum_parts - row["b_m"]) < 1e-6 * n, (sum_parts, row["b_m"])
             if dtype == "binary":
                 row.update(_store_recall(st, backend, ent, M, Q))
+                if backend == "postgres":
+                    row.update(_recall_path(st, M, qs))
             st.close()
             out.append(row)
             print(f"  {backend} {dtype} text {row['codec']}: {row['b_m']:.0f} B/entry")
@@ -363,6 +365,39 @@ def _store_recall(st: Any, backend: str, ent: list, M: np.ndarray, Q: np.ndarray
             hits.append(min(10, int(np.count_nonzero(exact[ids] >= floor))) / 10)
         out[f"recall@10 L={c}k"] = float(np.mean(hits))
         out[f"ms L={c}k"] = float(np.median(t) * 1e3)
+    return out
+
+
+def _recall_path(st: Any, M: np.ndarray, qs: list[str]) -> dict:
+    """recall@10 of ``Memory.recall`` in the database on the binary namespace (the
+    ``recall_in_store`` path: Hamming short list of 10·kc in PostgreSQL, rescored with vectors
+    derived from the texts, pool fused with the full-text leg), cosine alone (lexical weight
+    0, versions off), sequential scan (``exact``) and HNSW ``bit`` index; against float32
+    exact search over the original vectors, ties counted."""
+    from memcurator.lifecycle.query import query_vector
+    from memcurator.lifecycle.store_recall import StoreRecall
+
+    emb = HashingEmbedder()
+    out: dict[str, float] = {}
+    for label, exact in (("scan", True), ("hnsw", False)):
+        reader = StoreRecall(st, "a", embedder=emb, lexical_weight=0.0, same_request=None,
+                             exact=exact)  # fmt: skip
+        reader.recall(qs[0], k=10)  # builds the index on first use (not timed)
+        ids_of = {e.id: i for i, e in enumerate(st.entries("a"))}
+        hits, t = [], []
+        for text in qs:
+            _, q = query_vector(emb, text)
+            _, ref_sc = dense_topk(M, q, 10)
+            exact_sc = M @ q
+            t0 = time.perf_counter()
+            got = reader.recall(text, k=10)
+            t.append(time.perf_counter() - t0)
+            ids = np.array([ids_of[i] for i in got.ids], dtype=int)
+            floor = float(ref_sc[-1]) - 1e-6
+            hits.append(min(10, int(np.count_nonzero(exact_sc[ids] >= floor))) / 10)
+        out[f"recall@10 Memory path {label}"] = float(np.mean(hits))
+        out[f"ms Memory path {label}"] = float(np.median(t) * 1e3)
+    print(f"  Memory.recall in the database (binary): {out}")
     return out
 
 

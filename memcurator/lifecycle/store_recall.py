@@ -86,17 +86,20 @@ def _legs(
     e_q: np.ndarray,
     kc: int,
     where: Callable[[Entry], bool] | None,
+    dense_kc: int | None = None,
     **kw: Any,
 ) -> tuple[list[Hit], list[Hit]]:
-    """Each leg's best ``kc`` hits that pass ``where``: the store's search is repeated with
-    4x more hits until ``kc`` pass or the leg is exhausted (``where`` cannot be pushed into
-    SQL; a rare one costs up to a scan of the namespace, never results)."""
+    """Each leg's best ``kc`` hits that pass ``where`` (the dense leg's best ``dense_kc``,
+    default ``kc``: a binary namespace's whole Hamming short list): the store's search is
+    repeated with 4x more hits until ``kc`` pass or the leg is exhausted (``where`` cannot be
+    pushed into SQL; a rare one costs up to a scan of the namespace, never results)."""
     n = kc
+    dk = kc if dense_kc is None else int(dense_kc)
     seen: dict[str, bool] = {}
     while True:
         hits = store.search(namespace, line, e_q, n, **kw)
         if where is None:
-            return hits.dense[:kc], hits.lexical[:kc]
+            return hits.dense[:dk], hits.lexical[:kc]
         fresh = [h.id for h in hits.dense + hits.lexical if h.id not in seen]
         for e in store.get_many(namespace, fresh):
             seen[e.id] = bool(where(e))
@@ -105,7 +108,7 @@ def _legs(
         done_d = len(dense) >= kc or len(hits.dense) < n
         done_l = len(lex) >= kc or len(hits.lexical) < n
         if done_d and done_l:
-            return dense[:kc], lex[:kc]
+            return dense[:dk], lex[:kc]
         n *= 4
 
 
@@ -168,6 +171,7 @@ def recall_in_store(
         e_q,
         kc,
         where,
+        None if derive is None else kc * int(getattr(store, "code_shortlist", 1)),
         user=user,
         meta=meta,
         min_score=min_score,
