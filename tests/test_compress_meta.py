@@ -217,3 +217,42 @@ def test_stored_entry_round_trips_every_kind_of_meta() -> None:
     # a tag-1 frame (v7: text alone compressed) still reads, its meta from the column
     blob = codec.text.encode(texts[3]) if codec.text else b""
     assert blob[0] == 1 and read_entry(codec, blob, metas[3]) == (texts[3], metas[3])
+
+
+def test_a_v7_file_with_compressed_texts_opens_and_folds(tmp_path: Path) -> None:
+    """A store written by v7 (texts as tag-1 frames, meta in its column) migrates to v8 on
+    open, reads back whole, and `memcurator compress` (train_text_dict) folds its meta."""
+    import sqlite3
+
+    from memcurator.store import schema
+
+    path = tmp_path / "v7.sqlite"
+    s = SQLiteStore(path, compress_text=True)
+    mem = _mem(s)
+    metas = _write(mem, AUTO_TRAIN + 20)
+    codec = s.text_codec("a")
+    assert codec.text is not None
+    rows = [(e.id, e.text, json.dumps(e.meta, sort_keys=True), e) for e in s.entries("a")]
+    mem.close()
+    c = sqlite3.connect(path)
+    for eid, text, meta, e in rows:  # back to v7's layout, b(m) as v7 counted it
+        blob = codec.text.encode(text)
+        nb = len(blob) + len(meta) + 256 + len(e.origin_detail.encode())
+        c.execute("UPDATE entries SET text=?, meta=?, bytes=? WHERE id=?", (blob, meta, nb, eid))
+    c.execute("PRAGMA user_version=7")
+    c.commit()
+    c.close()
+    old = SQLiteStore(path)
+    assert old.schema_version() == schema.SCHEMA_VERSION == 8
+    got = {e.id: (e.text, e.meta) for e in old.entries("a")}
+    assert got == {eid: (text, json.loads(meta)) for eid, text, meta, _ in rows}
+    before = old.used_bytes("a")
+    assert all(c[2] > 0 for c in _columns(old).values())  # meta still in its column
+    assert old.train_text_dict("a") == len(rows)
+    cols = _columns(old)
+    assert all(c[2] == 0 and c[0] + stats_bytes(json.loads(c[3])) == c[1] for c in cols.values())
+    assert old.used_bytes("a") < before
+    assert {
+        e.id: {k: v for k, v in e.meta.items() if k != "text_sha1"} for e in old.entries("a")
+    } == metas
+    old.close()
