@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from memcurator import Memory
 from memcurator.embed import HashingEmbedder
@@ -31,16 +30,6 @@ from memcurator.store.sizing import default_sizeof, stats_bytes
 from memcurator.store.sqlite import SQLiteStore
 
 EMB = HashingEmbedder(dim=64)
-
-
-def _texts(n: int, start: int = 0) -> list[str]:
-    tables = ["orders", "clients", "ventes_été", "日志", "items"]
-    return [
-        f"Task: how many rows of {tables[i % 5]} have id above {i}?\n"
-        f"Observation: CREATE TABLE {tables[i % 5]}(id INTEGER, name TEXT, amount REAL);\n"
-        f"Action: SELECT COUNT(*) FROM {tables[i % 5]} WHERE id > {i};"
-        for i in range(start, start + n)
-    ]
 
 
 def _meta(i: int) -> dict[str, Any]:
@@ -66,34 +55,9 @@ def _meta(i: int) -> dict[str, Any]:
     return m
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[..., Any]:
-    handles: list[Any] = []
-    if request.param == "sqlite":
-
-        def open_sqlite(**kw: Any) -> Any:
-            handles.append(SQLiteStore(tmp_path / "m.sqlite", **kw))
-            return handles[-1]
-
-        yield open_sqlite
-    else:
-        from memcurator.store.postgres import PostgresStore
-
-        url = request.getfixturevalue("pg_url")
-
-        def open_pg(**kw: Any) -> Any:
-            handles.append(PostgresStore(url, pool_size=2, **kw))
-            return handles[-1]
-
-        yield open_pg
-    for h in handles:
-        h.close()
-
-
-def _mem(store: Any, **kw: Any) -> Memory:
-    kw.setdefault("policy", "lru")
-    kw.setdefault("max_bytes", None)
-    return Memory(store=store, namespace="a", embedder=EMB, **kw)
+# the fixture ``opener`` (a new handle on one fresh database of each backend), the keep-
+# everything Memory and the SQL-like texts of tests/test_compression.py
+from tests.test_compression import _mem, _texts, opener  # noqa: E402, F401
 
 
 def _columns(store: Any) -> dict[str, tuple[int, int, int, str]]:
@@ -123,7 +87,7 @@ def _write(mem: Memory, n: int, start: int = 0) -> dict[str, dict[str, Any]]:
     return out
 
 
-def test_b_m_is_the_bytes_the_database_holds(opener: Callable[..., Any]) -> None:
+def test_b_m_is_the_bytes_the_database_holds(opener: Callable[..., Any]) -> None:  # noqa: F811
     s = opener(compress_text=True)
     mem = _mem(s)
     metas = _write(mem, AUTO_TRAIN + 60)
@@ -153,7 +117,7 @@ def test_b_m_is_the_bytes_the_database_holds(opener: Callable[..., Any]) -> None
         }
 
 
-def test_meta_filters_and_dedup_find_folded_rows(opener: Callable[..., Any]) -> None:
+def test_meta_filters_and_dedup_find_folded_rows(opener: Callable[..., Any]) -> None:  # noqa: F811
     s = opener(compress_text=True)
     mem = _mem(s)
     metas = _write(mem, AUTO_TRAIN + 10)
@@ -173,7 +137,7 @@ def test_meta_filters_and_dedup_find_folded_rows(opener: Callable[..., Any]) -> 
         assert target in got or len(got) >= 5
 
 
-def test_an_old_store_folds_and_unfolds(opener: Callable[..., Any]) -> None:
+def test_an_old_store_folds_and_unfolds(opener: Callable[..., Any]) -> None:  # noqa: F811
     s = opener()
     mem = _mem(s)
     metas = _write(mem, 120)
