@@ -14,9 +14,14 @@ dictionary is stored in the store (``text_dicts`` / ``mc_text_dicts``) and count
 namespace's bytes (:func:`fixed_bytes`): ``used_bytes`` is the entries' ``b(m)`` plus it, and a
 :class:`~memcurator.Memory` handle subtracts it from the budget its entries may fill.
 
-Accounting. An entry's ``b(m)`` counts its text as stored: the tag byte and the body
-(:func:`text_nbytes`), so the budget counts what is stored, every part of it (the vector as
-stored, the JSON meta, the origin detail, the statistics, and the namespace's dictionary).
+Meta (schema v8). With a dictionary, an entry's meta JSON and its text are stored as one
+frame (tag 2: meta, NUL, text; :func:`stored_entry`) and the meta column is empty; the
+dictionary is trained on those payloads (:func:`payload`). Rows written before (tag 1, meta
+in its column) read as before (:func:`read_entry`) and fold at the next training.
+
+Accounting. An entry's ``b(m)`` counts its text and meta as stored: the two columns' bytes
+(:func:`entry_nbytes`), so the budget counts what is stored, every part of it (the vector as
+stored, text and meta, the origin detail, the statistics, and the namespace's dictionary).
 Indexes (SQLite: none over text; PostgreSQL: ``rtsv``, the full-text form of the recall text)
 are not counted today, compressed or not (``benchmarks/bytes_per_entry.py`` reports them).
 
