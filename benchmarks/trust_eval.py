@@ -45,9 +45,17 @@ interleaved in a seeded order, on the tested channel:
   a peer in good standing with a valid ``pass`` claim, poison from another peer with a claim
   broken in one of :data:`FORGERIES` (:func:`outcome_claim`);
 - ``peer+outcome-compromised``: as ``peer+outcome``, but the poison's peer signs valid ``pass``
-  claims with its real key; half-way through the stream the row is measured (``*_before``),
-  then each poison target query whose ``recall(k=5)`` returns poison is a failed task
-  (``feedback(top, 0.0)``), which costs the peer its claim standing; the stream then goes on.
+  claims with its real key.
+
+On both outcome channels the receiver runs its tasks every :data:`TASK_EVERY` stream items and
+once at the end (:func:`_task_round`): the target query of each item that arrived since, and of
+each entry released on a claim whose outcome it has not seen, is recalled (k = 5) and the
+task's check fails when the recall returns poison (``feedback(top, 0.0)``, else ``1.0``). These
+are the only outcomes that confirm a peer's releases (its release credit,
+:meth:`memcurator.trust.reputation.PeerReputation.may_release`) or cost it its standing: "a
+peer in good standing" is one whose releases this receiver saw work. The rows add the poison
+ever released on a claim, the peak share of poison injectable before a task round, the
+half-way share (``*_before``, compromised only) and the tasks run and failed.
 
 Per set and channel it prints: own-history admitted % (the first half, as self), genuine
 admitted %, genuine usable % (admitted and injectable: not on probation), poison admitted %,
