@@ -8,39 +8,24 @@ import pytest
 
 from memcurator import Memory
 from memcurator.errors import InvalidInput
-from memcurator.policy.share import SharedEntry
-from memcurator.trust.auth import OWNER, Claim, KeyRing
-from memcurator.trust.outcome import OUTCOME, OutcomeClaim, sign_outcome, state_hash, text_sha
+from memcurator.trust.outcome import OUTCOME
 from memcurator.trust.provenance import PROBATION, injectable
 from memcurator.trust.reputation import PeerReputation
+from tests.test_peer_outcome import _entry, _ring, _signed
 
 TABLES = ("orders", "customers", "staff", "products", "invoices", "shipments", "stores")
 TEXTS = [f"Task: Count the rows of {t}.\nAction: SELECT COUNT(*) FROM {t};" for t in TABLES]
 
 
-def _ring() -> KeyRing:
-    ring = KeyRing()
-    ring.add(OWNER, secret=b"o" * 32)
-    ring.add("p1", secret=b"1" * 32)
-    ring.add("p3", secret=b"3" * 32)
-    return ring
-
-
 def _send(mem: Memory, text: str, peer: str = "p1") -> str:
-    ring = _ring()
-    action = text.split("Action: ", 1)[1]
-    c = OutcomeClaim("t", action, "pass", state_hash([[1]]), text_sha(text))
-    so = sign_outcome(ring, c, to="agent", sender=peer)
-    sig = ring.sign(Claim("agent", "peer", peer, "insight", text), principal=peer)
-    s = SharedEntry(text, "insight", 0, 0.5, 1.0, 0.0, text[-12:], signature=sig, outcome=so)
-    (r,) = mem.receive([s], peer=peer)
+    (r,) = mem.receive([_entry(text, peer, "p2", _signed(text, sender=peer))], peer=peer)
     assert r.admitted and r.id is not None
     return r.id
 
 
 @pytest.fixture
 def mem() -> Memory:
-    m = Memory(namespace="agent", policy="curator", keyring=_ring())
+    m = Memory(namespace="p2", policy="curator", keyring=_ring("p2"))
     yield m
     m.close()
 
