@@ -14,7 +14,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from memcurator.errors import DimensionMismatch, InvalidInput
-from memcurator.lifecycle.admission import release_on_outcome
+from memcurator.lifecycle.admission import release_on_outcome, release_waiting
 from memcurator.lifecycle.checks import check_text
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.forget import forget
@@ -372,12 +372,14 @@ def _outcome_step(ctx: Context, m: Any, signed: Any, peer: str, rep: PeerReputat
         ring=ctx.keyring,
         namespace=ctx.namespace,
         peer=peer,
-        standing=rep.good_standing,
+        standing=rep.may_release,
         strict=_strict,
         step=ctx.step,
     )
     if not why:
         return
+    if released:
+        rep.note_release(peer, m.id)
     ctx.res.edited([m.id])
     ctx.store.update(m)
     ctx.log(ctx.step, "corroborate" if released else "receive", m.id, float("nan"), why, m.bytes)
@@ -414,8 +416,9 @@ def _write_received(
 
 def log_reputation(ctx: Context) -> None:
     """Write new peer quarantines and releases to the decision log (entry id ``peer:<id>``),
-    and put back on probation what a peer out of good standing released on its outcome claims
-    (:func:`withdraw_releases`)."""
+    put back on probation what a peer out of good standing released on its outcome claims
+    (:func:`withdraw_releases`), and release what waits on a verified claim whose peer has
+    release credit again (:func:`~memcurator.lifecycle.admission.release_waiting`)."""
     get = getattr(ctx.policy, "estimator", None)
     if get is None:
         return
@@ -427,6 +430,12 @@ def log_reputation(ctx: Context) -> None:
         ctx.log(ctx.step, action, f"peer:{peer}", float("nan"), reason, 0)
     est.logged = len(est.rep.log)
     withdraw_releases(ctx, est.rep)
+    released = {m.id for m in ctx.res.entries if released_on_claim(m.trust)}
+    est.rep.drop_pending(released.__contains__)  # evicted or withdrawn: no outcome will come
+    for m, why in release_waiting(list(ctx.res.entries), est.rep, ctx.step):
+        ctx.res.edited([m.id])
+        ctx.store.update(m)
+        ctx.log(ctx.step, "corroborate", m.id, float("nan"), why, m.bytes)
 
 
 def withdraw_releases(ctx: Context, rep: PeerReputation) -> list[str]:
