@@ -25,6 +25,7 @@ httpx = pytest.importorskip("httpx")
 from memcurator.service.balancer import HAPROXY, Replicas  # noqa: E402
 from memcurator.service.keys import KeyTable  # noqa: E402
 from memcurator.service.state.schema import STATE_VERSION  # noqa: E402
+from memcurator.trust.auth import OWNER  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     shutil.which(HAPROXY) is None and not Path(HAPROXY).exists(),
@@ -132,6 +133,9 @@ def _cross_replica_checks(reps: Replicas, table: KeyTable, tok: dict[str, str]) 
         assert again["messages"] == [] and again["next_since"] == more[-1]
     old = _call("GET", f"{urls[0]}/v1/hub/pull", tok["p2"], params={"since": seqs[-1]}).json()
     assert [m["seq"] for m in old["messages"]] == more
+    # every replica signed its writes with the one owner key of the shared ring
+    with table.state.tx(write=False) as tx:
+        assert [p for (p,) in tx.q("SELECT principal FROM svc_ring_keys")] == [OWNER]
     # the rate limit counts across replicas: 3 a minute in all, not 3 per replica
     t0 = time.monotonic()
     codes = [

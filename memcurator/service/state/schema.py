@@ -10,7 +10,8 @@ the hub (``svc_hub_groups``, ``svc_hub_messages``, ``svc_hub_sketches``), the ra
 buckets (``svc_rate``) and the kept recalls (``svc_recalls``).
 
 Step 2 (both backends): each peer's hub cursor (``svc_hub_cursors``: where its last pull
-ended, so a pull without ``since`` goes on from there through any replica).
+ended, so a pull without ``since`` goes on from there through any replica) and the signing key
+ring every replica shares (``svc_ring_keys``, :mod:`memcurator.service.ring`).
 """
 
 from __future__ import annotations
@@ -87,6 +88,13 @@ CREATE TABLE IF NOT EXISTS svc_hub_cursors (
     peer TEXT NOT NULL,
     seq {int} NOT NULL,
     PRIMARY KEY (grp, peer)
+);
+CREATE TABLE IF NOT EXISTS svc_ring_keys (
+    key_id TEXT PRIMARY KEY,
+    principal TEXT NOT NULL,
+    secret TEXT NOT NULL,
+    created_at {real} NOT NULL,
+    revoked TEXT
 );
 """
 
