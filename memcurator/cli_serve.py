@@ -110,9 +110,8 @@ def _where(store: str, keys: str | None) -> str:
 
 
 def _ring_path(store: str, keys: str | None) -> str | None:
-    """The service's key ring file: beside the key file; None (a ring in memory, one per
-    replica: it signs and checks each write in the same process) for a database's state
-    without a key file."""
+    """A key ring file of an earlier version to import (beside the key file); None for a
+    database's state without a key file. The ring itself lives in the shared state."""
     from memcurator.service.keys import default_keys_path
     from memcurator.service.state import is_state_url
     from memcurator.service.tenants import ring_path_for

@@ -738,6 +738,18 @@ class PostgresStore(CodecCache, DecisionLogReads):
                 "SELECT embedder, dim, vector_dtype FROM namespaces WHERE name=%s", (name,)
             )
             if row is None:
+                # new namespaces one at a time: each holds its row lock on ``namespaces`` while
+                # its partition needs ACCESS EXCLUSIVE on ``entries`` (and the foreign key
+                # SHARE ROW EXCLUSIVE on ``namespaces``), so two creators deadlocked
+                self._run(
+                    lambda: self._tx.conn.execute(
+                        "SELECT pg_advisory_xact_lock(%s, 1)", (LOCK_STORE,)
+                    )
+                )
+                row = self._one(
+                    "SELECT embedder, dim, vector_dtype FROM namespaces WHERE name=%s", (name,)
+                )
+            if row is None:
                 self._write(name)
                 self._x(
                     "INSERT INTO namespaces(name, embedder, dim, max_bytes, created_at, "
