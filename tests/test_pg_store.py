@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from _proc_util import run_python
 
 from memcurator import Memory
 from memcurator.errors import InvalidInput, MissingExtra, StoreError
@@ -130,16 +131,12 @@ def test_store_commands_take_a_url(pg_url: str) -> None:
 
 
 def test_core_imports_without_psycopg() -> None:
-    import subprocess
-
     code = (
-        "import sys; sys.modules['psycopg'] = None; sys.modules['psycopg_pool'] = None\n"
         "import memcurator, memcurator.store, memcurator.store.postgres, memcurator.cli\n"
         "from memcurator import Memory\n"
         "Memory(':memory:').write('Task: x\\nAction: SELECT 1;')\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
+    run_python(code, hide=("psycopg", "psycopg_pool"))
 
 
 def test_namespaces_created_at_once_do_not_deadlock(pg_url: str) -> None:

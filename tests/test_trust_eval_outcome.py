@@ -12,6 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import trust_eval as te  # noqa: E402
+from _trust_util import ring_of  # noqa: E402
 
 from memcurator.trust.auth import OWNER, KeyRing  # noqa: E402
 from memcurator.trust.outcome import verify_outcome  # noqa: E402
@@ -38,10 +39,7 @@ FACTS = [
 
 
 def _ring() -> KeyRing:
-    ring = KeyRing()
-    for p in (OWNER, "peer-good", "peer-bad"):
-        ring.add(p)
-    return ring
+    return ring_of(OWNER, "peer-good", "peer-bad")
 
 
 def _item(i: int, poison: bool) -> te.Item:
