@@ -26,6 +26,10 @@ Usage::
 
     python benchmarks/peer_demand.py run --workload rotating --seed 0 --tasks 60 --out DIR
     python benchmarks/peer_demand.py report DIR
+
+``--executor gguf --threads 1`` runs the bundled model instead of the scripted responder
+(``benchmarks/peer_real_llm.sh``); the oracle and the coverage trace then still count exact
+tasks, while a real model may also use a similar task's entry.
 """
 
 from __future__ import annotations
@@ -102,6 +106,40 @@ def oracle(pooled: list[dict[str, Any]], plan: Any, cfg: Any) -> dict[str, Any]:
     return {**counts, "sends": len(sends), "bytes": int(sum(sends.values()))}
 
 
+def attacker_bytes(d: dict[str, Any]) -> float:
+    """Bytes per agent and round of the compromised peer's pushed traffic (its attack entries
+    and false records with forged outcomes, framed as the bench's outbox frames them): the
+    same in every arm with outside traffic, and no part of any sharing scheme's cost."""
+    from memcurator.bench.peers import PeerConfig, _rings, draw_plan, encode
+    from memcurator.bench.runner import load_families
+    from memcurator.policy.share import SharedEntry
+    from memcurator.trust.auth import Claim
+    from memcurator.trust.outcome import OutcomeClaim, sign_outcome, state_hash, text_sha
+
+    wl = d["workload"]
+    cfg = PeerConfig(workload=wl, n_tasks=d["tasks"], seed=d["seed"], n_families=30,
+                     join_after=20 if wl == "cold-start" else None)  # fmt: skip
+    plan = draw_plan(load_families(), cfg)
+    s = plan.bad_peer
+    ring = _rings(plan.names, cfg.seed)[s]
+    total = 0
+    for r in plan.names[:-1]:
+        for ch, _, _, t in plan.attacks[r]:
+            if ch == "peer" and t is not None:
+                sig = ring.sign(Claim(r, "peer", s, "insight", t), principal=s)
+                e = SharedEntry(t, "insight", 0, 1.0, 50.0, 1.0, "atk", signature=sig)
+                total += 4 + len(encode(e, s))
+        for fam, t, action, _ in plan.false.get(r, []):
+            sig = ring.sign(Claim(r, "peer", s, "insight", t), principal=s)
+            c = OutcomeClaim(f"forged:{fam}", action, "pass", state_hash("forged", fam),
+                             text_sha(t))  # fmt: skip
+            so = sign_outcome(ring, c, to=r, sender=s)
+            e = SharedEntry(t, "insight", 0, 1.0, 1.0, 1.0, "false", signature=sig, outcome=so)
+            total += 4 + len(encode(e, s))
+    rounds = cfg.n_tasks // cfg.share_every
+    return total / rounds / cfg.peers
+
+
 def _trace_push(cfg: Any, fams: Any, ex: Any) -> tuple[float, dict[str, Any], dict[str, Any]]:
     """The push run with, before each task, who covered it (own memory, peers)."""
     from memcurator.bench import peers as P
@@ -140,7 +178,12 @@ def run(args: argparse.Namespace) -> None:
     from memcurator.llm.fake import ScriptedExecutor
 
     fams = load_families()
-    ex = ScriptedExecutor(copy_first_action)
+    if args.executor == "fake":
+        ex = ScriptedExecutor(copy_first_action)
+    else:  # the bundled model (or an endpoint), with the completion cache
+        from memcurator.bench.session import make_executor
+
+        ex = make_executor(args.executor, threads=args.threads, env="sql")
     cfg = PeerConfig(
         workload=args.workload,
         n_tasks=args.tasks,
@@ -151,7 +194,12 @@ def run(args: argparse.Namespace) -> None:
         match_cos=args.match_cos,
     )
     plan = draw_plan(fams, cfg)
-    out: dict[str, Any] = {"workload": args.workload, "seed": args.seed, "tasks": args.tasks}
+    out: dict[str, Any] = {
+        "workload": args.workload,
+        "seed": args.seed,
+        "tasks": args.tasks,
+        "executor": args.executor,
+    }
     arms: dict[str, Any] = {}
     t0 = time.time()
     dest = Path(args.out)
@@ -219,16 +267,20 @@ def report(args: argparse.Namespace) -> None:
         d = json.loads(f.read_text())
         by_w.setdefault(d["workload"], []).append(d)
     print("| workload | seeds | arm | isolated | share | pooled | pooled − isolated | "
-          "captured [95% CI] | B/round | ÷ broadcast |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "captured [95% CI] | B/round | ÷ broadcast | attacker B/round | "
+          "(B − attacker) ÷ (broadcast − attacker) |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     orc_rows, cold_rows, diag_rows, pull_rows = [], [], [], []
     for w, ds in sorted(by_w.items()):
-        seeds = sorted(d["seed"] for d in ds)
-        bc = np.mean([d["arms"]["broadcast"]["bytes_per_round"] for d in ds])
+        bcs = [d["arms"]["broadcast"]["bytes_per_round"] for d in ds if "broadcast" in d["arms"]]
+        bc = float(np.mean(bcs)) if bcs else float("nan")
         for label in ("push", "pull", "broadcast"):
-            recs = []
-            runs = []
-            for d in ds:
+            have = [d for d in ds if {"isolated", "pooled", label} <= set(d["arms"])]
+            if not have:
+                continue
+            seeds = sorted(d["seed"] for d in have)
+            recs, runs = [], []
+            for d in have:
                 recs += _as_records(d, label, "share", label)
                 recs += _as_records(d, label, "isolated", "isolated")
                 recs += _as_records(d, label, "pooled", "pooled")
@@ -241,10 +293,13 @@ def report(args: argparse.Namespace) -> None:
                     }
                 )
             g = pooled_gain(runs, recs, n_boot=2000)[0]
+            atk = float(np.mean([attacker_bytes(d) for d in have]))
+            honest = (g["bytes"] - atk) / (bc - atk)
             print(
                 f"| {w} | {seeds} | {label} | {g['isolated']:.3f} | {g['share']:.3f} | "
                 f"{g['pooled']:.3f} | {g['gain']:+.3f} | {g['captured']:.2f} "
-                f"[{g['lo']:.2f}, {g['hi']:.2f}] | {g['bytes']:.0f} | {g['bytes'] / bc:.3f} |"
+                f"[{g['lo']:.2f}, {g['hi']:.2f}] | {g['bytes']:.0f} | {g['bytes'] / bc:.3f} "
+                f"| {atk:.0f} | {honest:.3f} |"
             )
             for c in cold_start(recs, n_boot=2000):
                 cold_rows.append(
@@ -253,18 +308,26 @@ def report(args: argparse.Namespace) -> None:
                     f"[{c['lo']:.2f}, {c['hi']:.2f}] |"
                 )
         for d in ds:
-            o = d["oracle"]
-            rounds = d["arms"]["broadcast"]["rounds"]
-            bc_total = d["arms"]["broadcast"]["bytes_per_round"] * rounds * 4
-            orc_rows.append(
-                f"| {w} | {d['seed']} | {o['own']} | {o['peer']} | {o['none']} | {o['sends']} | "
-                f"{o['bytes']} | {bc_total:.0f} | {o['bytes'] / bc_total:.3f} |"
-            )
-            pull_rows.append(f"| {w} | {d['seed']} | " + " | ".join(
-                str(d["arms"]["pull"]["pull"].get(k, "")) for k in
-                ("demands", "offers", "fetched", "fetched_exact", "lies", "admitted",
-                 "over_budget")) + " |")  # fmt: skip
-            diag_rows.append(_diag(w, d))
+            a = d["arms"]
+            if "oracle" in d:
+                o = d["oracle"]
+                rounds = a["pooled"]["rounds"] or (a.get("pull") or a.get("push") or {}).get(
+                    "rounds", 0
+                )
+                b = a["broadcast"]["bytes_per_round"] if "broadcast" in a else bc
+                total = b * rounds * 4
+                orc_rows.append(
+                    f"| {w} | {d['seed']} | {o['own']} | {o['peer']} | {o['none']} | "
+                    f"{o['sends']} | {o['bytes']} | {total:.0f}"
+                    f"{'' if 'broadcast' in a else ' (seed 0 rate)'} | {o['bytes'] / total:.3f} |"
+                )
+            if "pull" in a:
+                pull_rows.append(f"| {w} | {d['seed']} | " + " | ".join(
+                    str(a["pull"]["pull"].get(k, "")) for k in
+                    ("demands", "offers", "fetched", "fetched_exact", "lies", "admitted",
+                     "over_budget")) + " |")  # fmt: skip
+            if "push" in a and "cover" in d and "oracle" in d:
+                diag_rows.append(_diag(w, d))
     print("\nOracle (pooled's successes by who first wrote the action; bytes of exactly the "
           "entries behind the peer-sourced ones, once per receiver):\n")  # fmt: skip
     print("| workload | seed | own | from a peer | neither | sends | oracle B | broadcast B "
@@ -316,7 +379,9 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--uplink", type=int, default=5000)
     r.add_argument("--join-after", type=int, default=None)
     r.add_argument("--match-cos", type=float, default=None)
-    r.add_argument("--arms", default="isolated,pooled,push,pull,broadcast")
+    r.add_argument("--arms", default="isolated,pooled,pull,broadcast,push")
+    r.add_argument("--executor", default="fake", help="fake (scripted), gguf, openai")
+    r.add_argument("--threads", type=int, default=None, help="gguf: CPU threads")
     r.add_argument("--out", required=True)
     p = sub.add_parser("report")
     p.add_argument("dir")
