@@ -110,11 +110,15 @@ def attacker_bytes(d: dict[str, Any]) -> float:
     """Bytes per agent and round of the compromised peer's pushed traffic (its attack entries
     and false records with forged outcomes, framed as the bench's outbox frames them): the
     same in every arm with outside traffic, and no part of any sharing scheme's cost."""
-    from memcurator.bench.peers import PeerConfig, _rings, draw_plan, encode
+    from memcurator.bench.peers import (
+        PeerConfig,
+        _rings,
+        attack_frame,
+        draw_plan,
+        encode,
+        forged_frame,
+    )
     from memcurator.bench.runner import load_families
-    from memcurator.policy.share import SharedEntry
-    from memcurator.trust.auth import Claim
-    from memcurator.trust.outcome import OutcomeClaim, sign_outcome, state_hash, text_sha
 
     wl = d["workload"]
     cfg = PeerConfig(workload=wl, n_tasks=d["tasks"], seed=d["seed"], n_families=30,
@@ -122,22 +126,18 @@ def attacker_bytes(d: dict[str, Any]) -> float:
     plan = draw_plan(load_families(), cfg)
     s = plan.bad_peer
     ring = _rings(plan.names, cfg.seed)[s]
-    total = 0
-    for r in plan.names[:-1]:
-        for ch, _, _, t in plan.attacks[r]:
-            if ch == "peer" and t is not None:
-                sig = ring.sign(Claim(r, "peer", s, "insight", t), principal=s)
-                e = SharedEntry(t, "insight", 0, 1.0, 50.0, 1.0, "atk", signature=sig)
-                total += 4 + len(encode(e, s))
-        for fam, t, action, _ in plan.false.get(r, []):
-            sig = ring.sign(Claim(r, "peer", s, "insight", t), principal=s)
-            c = OutcomeClaim(f"forged:{fam}", action, "pass", state_hash("forged", fam),
-                             text_sha(t))  # fmt: skip
-            so = sign_outcome(ring, c, to=r, sender=s)
-            e = SharedEntry(t, "insight", 0, 1.0, 1.0, 1.0, "false", signature=sig, outcome=so)
-            total += 4 + len(encode(e, s))
-    rounds = cfg.n_tasks // cfg.share_every
-    return total / rounds / cfg.peers
+    frames = [
+        attack_frame(ring, s, r, t)
+        for r in plan.names[:-1]
+        for ch, _, _, t in plan.attacks[r]
+        if ch == "peer" and t is not None
+    ] + [
+        forged_frame(ring, s, r, fam, t, action)
+        for r in plan.names[:-1]
+        for fam, t, action, _ in plan.false.get(r, [])
+    ]
+    total = sum(4 + len(encode(e, s)) for e in frames)
+    return total / (cfg.n_tasks // cfg.share_every) / cfg.peers
 
 
 def _trace_push(cfg: Any, fams: Any, ex: Any) -> tuple[float, dict[str, Any], dict[str, Any]]:
@@ -273,7 +273,8 @@ def report(args: argparse.Namespace) -> None:
     orc_rows, cold_rows, diag_rows, pull_rows = [], [], [], []
     for w, ds in sorted(by_w.items()):
         bcs = [d["arms"]["broadcast"]["bytes_per_round"] for d in ds if "broadcast" in d["arms"]]
-        bc = float(np.mean(bcs)) if bcs else float("nan")
+        known = dict(kv.split("=") for kv in args.broadcast.split(",") if kv)
+        bc = float(np.mean(bcs)) if bcs else float(known.get(w, "nan"))
         for label in ("push", "pull", "broadcast"):
             have = [d for d in ds if {"isolated", "pooled", label} <= set(d["arms"])]
             if not have:
@@ -311,9 +312,7 @@ def report(args: argparse.Namespace) -> None:
             a = d["arms"]
             if "oracle" in d:
                 o = d["oracle"]
-                rounds = a["pooled"]["rounds"] or (a.get("pull") or a.get("push") or {}).get(
-                    "rounds", 0
-                )
+                rounds = d["tasks"] // 10  # share_every
                 b = a["broadcast"]["bytes_per_round"] if "broadcast" in a else bc
                 total = b * rounds * 4
                 orc_rows.append(
@@ -385,6 +384,11 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--out", required=True)
     p = sub.add_parser("report")
     p.add_argument("dir")
+    p.add_argument(
+        "--broadcast",
+        default="",
+        help="workload=B/round of a broadcast run made elsewhere, for workloads without one",
+    )
     args = ap.parse_args(argv)
     run(args) if args.cmd == "run" else report(args)
 

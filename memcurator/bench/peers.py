@@ -565,6 +565,24 @@ def draw_plan(families: list[Any], cfg: PeerConfig, *, outside: bool = True) -> 
     return _Plan(pool, names, streams, attack_step, attacks, targets, feed, checks, false)
 
 
+def attack_frame(ring: KeyRing, sender: str, to: str, text: str) -> SharedEntry:
+    """The compromised peer's attack entry ``text`` as it sends it to namespace ``to``: signed
+    under its real key, advertising q = 1 and a = 50."""
+    sig = ring.sign(Claim(to, "peer", sender, "insight", text), principal=sender)
+    return SharedEntry(text, "insight", 0, 1.0, 50.0, 1.0, "atk", signature=sig)
+
+
+def forged_frame(
+    ring: KeyRing, sender: str, to: str, fam: str, text: str, action: str
+) -> SharedEntry:
+    """The compromised peer's false record ``text`` (a subtly wrong ``action`` for a task of
+    family ``fam``) with a forged passing outcome, signed under its real key for ``to``."""
+    sig = ring.sign(Claim(to, "peer", sender, "insight", text), principal=sender)
+    claim = OutcomeClaim(f"forged:{fam}", action, "pass", state_hash("forged", fam), text_sha(text))
+    so = sign_outcome(ring, claim, to=to, sender=sender)
+    return SharedEntry(text, "insight", 0, 1.0, 1.0, 1.0, "false", signature=sig, outcome=so)
+
+
 class _PeerAgent:
     """One agent of a group run: its memory, its stream, and its share of the tallies.
 
@@ -853,19 +871,11 @@ class _PeerAgent:
                     )
                 )
         if s == self.plan.bad_peer:
-            for t in self.pending_peer_attacks[r]:
-                sig = self.ring.sign(Claim(to, "peer", s, "insight", t), principal=s)
-                out.append(SharedEntry(t, "insight", 0, 1.0, 50.0, 1.0, "atk", signature=sig))
+            out += [attack_frame(self.ring, s, to, t) for t in self.pending_peer_attacks[r]]
             self.pending_peer_attacks[r] = []
-            for fam, t, action, _ in self.pending_false[r]:  # false records, forged outcomes
-                sig = self.ring.sign(Claim(to, "peer", s, "insight", t), principal=s)
-                claim = OutcomeClaim(
-                    f"forged:{fam}", action, "pass", state_hash("forged", fam), text_sha(t)
-                )
-                so = sign_outcome(self.ring, claim, to=to, sender=s)
-                out.append(
-                    SharedEntry(t, "insight", 0, 1.0, 1.0, 1.0, "false", signature=sig, outcome=so)
-                )
+            out += [
+                forged_frame(self.ring, s, to, fam, t, a) for fam, t, a, _ in self.pending_false[r]
+            ]
             self.pending_false[r] = []
         return out
 
@@ -894,16 +904,10 @@ class _PeerAgent:
             )
         to, s = self.ns_of[r], self.name
         for fam, t, action, _ in self.plan.false.get(r, []):
-            sig = self.ring.sign(Claim(to, "peer", s, "insight", t), principal=s)
-            claim = OutcomeClaim(
-                f"forged:{fam}", action, "pass", state_hash("forged", fam), text_sha(t)
-            )
-            so = sign_outcome(self.ring, claim, to=to, sender=s)
-            return SharedEntry(t, "insight", 0, 1.0, 1.0, 1.0, "false", signature=sig, outcome=so)
+            return forged_frame(self.ring, s, to, fam, t, action)
         for ch, _, _, x in self.plan.attacks[r]:
             if ch == "peer" and x is not None:
-                sig = self.ring.sign(Claim(to, "peer", s, "insight", x), principal=s)
-                return SharedEntry(x, "insight", 0, 1.0, 50.0, 1.0, "atk", signature=sig)
+                return attack_frame(self.ring, s, to, x)
         return None
 
     def take(self, sender: str, items: Sequence[Any]) -> list[bool]:
@@ -1419,6 +1423,8 @@ __all__ = [
     "PeerConfig",
     "WORKLOADS",
     "PeerRun",
+    "attack_frame",
+    "forged_frame",
     "decode",
     "encode",
     "format_table",
