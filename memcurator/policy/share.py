@@ -163,7 +163,7 @@ def task_key(task: str) -> bytes:
 
     Examples
     --------
-    >>> task_key("Count  rows.\n") == task_key("Count rows.")
+    >>> task_key("Count  rows.\\n") == task_key("Count rows.")
     True
     >>> len(task_key("Count rows."))
     16
@@ -180,7 +180,7 @@ def entry_task(text: str) -> str | None:
 
     Examples
     --------
-    >>> entry_task("Task: Count rows.\nAction: SELECT COUNT(*) FROM t")
+    >>> entry_task("Task: Count rows.\\nAction: SELECT COUNT(*) FROM t")
     'Count rows.'
     >>> entry_task("always check the schema first") is None
     True
@@ -279,7 +279,7 @@ def answers(demand: Demand, entry: SharedEntry) -> bool:
     Examples
     --------
     >>> d = Demand.of("Count rows.")
-    >>> e = SharedEntry("Task: Count rows.\nAction: SELECT 1", "insight", 9, 0.0, 1.0, 0.0, "e")
+    >>> e = SharedEntry("Task: Count rows.\\nAction: SELECT 1", "insight", 9, 0.0, 1.0, 0.0, "e")
     >>> answers(d, e), answers(Demand.of("Sum x."), e)
     (True, False)
     """
