@@ -110,21 +110,33 @@ def headers_and_cells(
 
 
 def small_n_notes(summary: list[dict[str, Any]]) -> list[str]:
-    """One warning per measure that rests on fewer than :data:`MIN_TASKS` tasks for some policy.
+    """One warning per measure that rests on fewer than :data:`MIN_TASKS` tasks for some policy;
+    the policies are named when the others' n is large enough (a newcomer read "MP rests on 0
+    tasks" as the whole column's, where only no-memory had none).
 
     Examples
     --------
     >>> small_n_notes([{"policy": "a", "seeds": 1, "n_victim": 2, "n_attacker": 30,
     ...                 "tasks": 50}])[0]
     'victim acc rests on 2 tasks (fewer than 20): read it as an anecdote, not a measurement'
+    >>> small_n_notes([{"policy": "a", "seeds": 1, "n_victim": 2, "n_attacker": 30,
+    ...                 "tasks": 50}, {"policy": "b", "seeds": 1, "n_victim": 40,
+    ...                 "n_attacker": 30, "tasks": 50}])[0]
+    'victim acc rests on 2 tasks for a (fewer than 20): read it as an anecdote, not a measurement'
     """
     notes = []
     for m in measures.MEASURES:
-        ns = sorted({n for r in summary if (n := n_of(r, m)) is not None and n < MIN_TASKS})
-        if ns:
+        small = [(str(r["policy"]), n) for r in summary
+                 if (n := n_of(r, m)) is not None and n < MIN_TASKS]  # fmt: skip
+        if small:
+            ns = sorted({n for _, n in small})
             what = f"{ns[0]}" if len(ns) == 1 else f"{ns[0]} to {ns[-1]}"
+            if len(small) < len(summary):
+                what += " tasks for " + ", ".join(dict.fromkeys(p for p, _ in small))
+            else:
+                what += " tasks"
             notes.append(
-                f"{m.header} rests on {what} tasks (fewer than {MIN_TASKS}): read it as an "
+                f"{m.header} rests on {what} (fewer than {MIN_TASKS}): read it as an "
                 "anecdote, not a measurement"
             )
     return notes
