@@ -59,7 +59,8 @@ def local_ray() -> Any:
     """The module's local Ray (started by the first test that needs it, shut down after the
     module)."""
     if not ray.is_initialized():
-        ray.init(include_dashboard=False, log_to_driver=False, _node_ip_address="127.0.0.1", **INIT)
+        ray.init(address="local", include_dashboard=False, log_to_driver=False,
+                 _node_ip_address="127.0.0.1", **INIT)  # fmt: skip
     # the test module's cell wrappers travel by value (the workers cannot import tests/)
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     return ray

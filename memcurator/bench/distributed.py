@@ -178,7 +178,9 @@ def run_bench_ray(
         kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
         if opts.address is None:
             kw["_node_ip_address"] = "127.0.0.1"  # a Ray started here listens on loopback only
-        ray.init(address=opts.address, **{**kw, **opts.init})
+        # "local": a new Ray of our own, never a cluster some other process left running here
+        # (ray.init() without an address joins one, and then refuses num_cpus)
+        ray.init(address=opts.address or "local", **{**kw, **opts.init})
         started = True
     try:
         task = ray.remote(max_retries=opts.max_retries, retry_exceptions=False)(_call)
