@@ -39,6 +39,15 @@ EXPECTED = (EntryNotFound, DuplicateEntry)
 Extra = Callable[[Memory, random.Random, list[str]], None]
 
 
+def _start_join(ts: list[threading.Thread], timeout_s: float) -> None:
+    """Start the threads, wait for each (``timeout_s`` seconds at most); none may hang."""
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=timeout_s)
+    assert not any(t.is_alive() for t in ts)
+
+
 def _mixed(
     mem: Memory, threads: int = 5, calls: int = 50, extra: Extra | None = None, check: bool = True
 ) -> None:
@@ -83,11 +92,7 @@ def _mixed(
                 errors.append(e)
 
     ts = [threading.Thread(target=body, args=(s,)) for s in range(threads)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(timeout=300)
-    assert not any(t.is_alive() for t in ts)
+    _start_join(ts, 300)
     assert errors == [], errors[:3]
     if check:
         _same_as_store(mem)
@@ -106,10 +111,7 @@ def _each_in_threads(
             failed.append(e)
 
     ts = [threading.Thread(target=run, args=(m,)) for m in mems]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(timeout=300)
+    _start_join(ts, 300)
     assert failed == [], failed[:2]
     for m in mems:
         _same_as_store(m)
@@ -271,10 +273,7 @@ def test_keyring_shared_while_keys_are_added() -> None:
 
     ts = [threading.Thread(target=adder, args=(t,)) for t in range(2)]
     ts += [threading.Thread(target=signer, args=(m,)) for m in mems]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(timeout=300)
+    _start_join(ts, 300)
     assert errors == [], errors[:3]
     assert len(set(added)) == len(added) == 2 * 2_000
     assert all(e.origin == "self" for m in mems for e in m.entries())
@@ -317,10 +316,7 @@ def test_langgraph_stores_and_direct_calls_share_one_memory(policy: str) -> None
                 errors.append(e)
 
     ts = [threading.Thread(target=body, args=(s,)) for s in range(6)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join(timeout=300)
+    _start_join(ts, 300)
     assert errors == [], errors[:3]
     keys = [(tuple(e.meta[NS]), e.meta[KEY]) for e in mem.entries() if KEY in e.meta]
     assert len(keys) == len(set(keys)) > 0
@@ -345,3 +341,49 @@ def test_postgres_one_store_object_under_handles_in_threads(pg_url: str) -> None
         _each_in_threads(mems, 2, 25)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres-url", "postgres-store"])
+def test_handles_opened_at_once_in_threads(
+    backend: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Four threads open handles at once on a new store, on new namespaces (two threads per
+    namespace), then write and recall. Before: on PostgreSQL two creators' partitions
+    deadlocked (``StoreError`` ... deadlock, on SHARE ROW EXCLUSIVE of ``namespaces``)."""
+    shared: Any = None
+    if backend == "sqlite":
+        target: dict[str, Any] = {"path": str(tmp_path / "fresh.sqlite")}
+    else:
+        from memcurator.store.postgres import PostgresStore
+
+        url = request.getfixturevalue("pg_url")
+        if backend == "postgres-url":
+            target = {"path": url}
+        else:
+            shared = PostgresStore(url, pool_size=4)
+            target = {"store": shared}
+    errors: list[BaseException] = []
+    opened: list[Memory] = []
+    start = threading.Barrier(4)
+
+    def open_and_use(i: int) -> None:
+        start.wait()
+        try:
+            m = Memory(**target, namespace=f"fresh{i % 2}", embedder=EMB, max_bytes=BUDGET)
+            opened.append(m)
+            m.write(_text(i))
+            m.recall("invoice", k=1)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=open_and_use, args=(i,)) for i in range(4)]
+    try:
+        _start_join(ts, 120)
+        assert errors == [], errors[:2]
+        for ns in ("fresh0", "fresh1"):
+            assert len(opened[0].store.entries(ns)) == 2
+    finally:
+        for m in opened if shared is None else []:  # a shared store: closed once, below
+            m.close()
+        if shared is not None:
+            shared.close()

@@ -71,6 +71,7 @@ from memcurator.store.compression import (
     train,
 )
 from memcurator.store.pgschema import (
+    LOCK_CREATE,
     LOCK_NAMESPACE,
     LOCK_STORE,
     RTSV_OF_PARAM,
@@ -743,6 +744,9 @@ class PostgresStore(CodecCache, DecisionLogReads):
             )
             if row is None:
                 self._write(name)
+                # one creator at a time (LOCK_CREATE): two inserts, then two partitions
+                # waiting for each other's insert, deadlocked (handles opened in threads)
+                self._x("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_CREATE,))
                 self._x(
                     "INSERT INTO namespaces(name, embedder, dim, max_bytes, created_at, "
                     "vector_dtype) VALUES (%s,%s,%s,%s,%s,%s)",
