@@ -2,9 +2,11 @@
 
 Entries are the SQL stream's (``recall_bench.replay``: every task solved by the expert, the
 bench's ``render_raw`` text, one entry per distinct text), pooled over seeds until there are
-``--n`` of them. Their meta is what ``lifecycle.record`` writes on the bench: task id, family,
-solver and the trajectory metrics pei / frr / ti (floats drawn here: the bench's values differ,
-their JSON length is alike). The origin detail is ``expert``.
+``--n`` of them. Their meta is what ``lifecycle.record`` and ``Memory.write`` store on the
+bench for an expert solution: task id (``t<step>-<family>``), family, solver ``expert``, the
+trajectory metrics of ``bench.agent`` for it (pei 1.0, frr 1.0, ti 5.0 or 4.0, drawn: the
+traceability score of a verified one-statement solution), and the de-duplication key
+``text_sha1`` (SHA-1 hex of the normalised text). The origin detail is ``expert``.
 
 Parts, as :func:`memcurator.store.sizing.default_sizeof` counts them: vector (per precision),
 text (UTF-8; zstd alone; zstd with a dictionary trained on the namespace's first
@@ -63,11 +65,12 @@ from memcurator.store.vectors import sign_code, stored_vector, vector_nbytes  # 
 # then rescored with the exact vectors.
 
 
-def entries(n: int, tasks: int) -> tuple[list[str], list[str], list[str]]:
-    """(texts, recall texts, queries): ``n`` distinct SQL-stream entries, pooled over seeds."""
+def entries(n: int, tasks: int) -> tuple[list[str], list[str], list[str], list[str]]:
+    """(texts, recall texts, queries, task ids): ``n`` distinct SQL-stream entries, pooled
+    over seeds."""
     fams = load_families()
     seen: set[str] = set()
-    texts, rtexts, queries = [], [], []
+    texts, rtexts, queries, tids = [], [], [], []
     seed = 0
     while len(texts) < n:
         rp = replay(build("default" if seed % 2 == 0 else "dml", tasks, seed, fams))
@@ -76,18 +79,22 @@ def entries(n: int, tasks: int) -> tuple[list[str], list[str], list[str]]:
                 seen.add(w.text)
                 texts.append(w.text)
                 rtexts.append(w.task_text)
+                tids.append(f"t{w.step:05d}-{w.family}")
         queries += [q.text for q in rp.queries]
         seed += 1
-    return texts[:n], rtexts[:n], queries
+    return texts[:n], rtexts[:n], queries, tids[:n]
 
 
-def metas(n: int) -> list[str]:
+def metas(texts: list[str], tids: list[str]) -> list[str]:
+    """The meta JSON of each entry as the bench stores it (module notes)."""
+    from memcurator.lifecycle.checks import dedup_key
+
     rng = np.random.default_rng(0)
     out = []
-    for i in range(n):
-        m = {"task_id": f"sql-{i:05d}-{rng.integers(1e6)}", "family": f"family_{i % 97}",
-             "solver": "expert", "pei": float(rng.random()), "frr": float(rng.random()),
-             "ti": float(rng.random())}  # fmt: skip
+    for t, tid in zip(texts, tids, strict=True):
+        ti = float(rng.choice([4.0, 5.0]))
+        m = {"task_id": tid, "family": tid.split("-", 1)[1], "solver": "expert", "pei": 1.0,
+             "frr": 1.0, "ti": ti, "text_sha1": dedup_key(t)}  # fmt: skip
         out.append(json.dumps(m, sort_keys=True))
     return out
 
@@ -109,9 +116,12 @@ def parts(texts: list[str], meta: list[str], train: int) -> list[dict]:
     back = [codec.decode(b) for b in blobs]
     t_dec = (time.perf_counter() - t0) / n
     assert back == texts
-    mcodec = TextCodec.train(meta[:train], dict_bytes=1024)
     meta_raw = sum(len(m) for m in meta)
-    meta_z = sum(len(mcodec.encode(m)) for m in meta)
+    # meta and text in one frame (schema v8), the dictionary trained on both
+    both = TextCodec.train([m + "\0" + t for m, t in zip(meta[:train], texts[:train], strict=True)])
+    one = [both.encode_with_meta(t, m) for t, m in zip(texts, meta, strict=True)]
+    one_b = sum(len(b) if b is not None else len(t.encode()) + len(m)
+                for b, t, m in zip(one, texts, meta, strict=True))  # fmt: skip
     zd = sum(len(b) for b in blobs)
     dict_b = len(codec.dictionary or b"")
     detail = len(b"expert")
@@ -122,7 +132,7 @@ def parts(texts: list[str], meta: list[str], train: int) -> list[dict]:
             ("text as is", raw, meta_raw, 0),
             ("text zstd alone", solo, meta_raw, 0),
             ("text zstd+dict", zd, meta_raw, dict_b),
-            ("text+meta zstd+dict", zd, meta_z, dict_b + len(mcodec.dictionary or b"")),
+            ("text+meta one zstd+dict frame", one_b, 0, len(both.dictionary or b"")),
         ):
             if vec == "int8" and label in ("text zstd alone",):
                 continue
@@ -258,6 +268,7 @@ def store_run(
     queries: list[str],
     n_q: int,
     configs: tuple[tuple[str, bool], ...] = (),
+    tids: list[str] | None = None,
 ) -> list[dict]:
     """Insert the entries into a real store per configuration; parts, bytes, recall@10."""
     from memcurator.embed import HashingEmbedder
@@ -267,7 +278,8 @@ def store_run(
 
     emb = HashingEmbedder()
     M = emb.embed_many(rtexts)
-    metas_ = [json.loads(m) for m in metas(len(texts))]
+    tids = tids or [f"t{i:05d}-unknown" for i in range(len(texts))]
+    metas_ = [json.loads(m) for m in metas(texts, tids)]
     rng = np.random.default_rng(1)
     qs = [queries[i] for i in rng.choice(len(queries), min(n_q, len(queries)), replace=False)]
     Q = emb.embed_many(qs)
@@ -295,7 +307,7 @@ def store_run(
             for lo in range(0, len(texts), 500):
                 with st.transaction("a"):
                     for i in range(lo, min(lo + 500, len(texts))):
-                        meta = dict(metas_[i], text_sha1=f"{i:040x}")
+                        meta = metas_[i]
                         codec = st.text_codec("a")
                         b = default_sizeof(texts[i], meta, M[i], dtype, text_codec=codec)
                         st.insert(Entry(f"e{i:06d}", "a", "raw", texts[i], b + 6, b + 6, M[i],
@@ -313,6 +325,8 @@ def store_run(
             assert abs(sum_parts - row["b_m"]) < 1e-6 * n, (sum_parts, row["b_m"])
             if dtype == "binary":
                 row.update(_store_recall(st, backend, ent, M, Q))
+                if backend == "postgres":
+                    row.update(_recall_path(st, M, qs))
             st.close()
             out.append(row)
             print(f"  {backend} {dtype} text {row['codec']}: {row['b_m']:.0f} B/entry")
@@ -354,6 +368,39 @@ def _store_recall(st: Any, backend: str, ent: list, M: np.ndarray, Q: np.ndarray
     return out
 
 
+def _recall_path(st: Any, M: np.ndarray, qs: list[str]) -> dict:
+    """recall@10 of ``Memory.recall`` in the database on the binary namespace (the
+    ``recall_in_store`` path: Hamming short list of 10·kc in PostgreSQL, rescored with vectors
+    derived from the texts, pool fused with the full-text leg), cosine alone (lexical weight
+    0, versions off), sequential scan (``exact``) and HNSW ``bit`` index; against float32
+    exact search over the original vectors, ties counted."""
+    from memcurator.lifecycle.query import query_vector
+    from memcurator.lifecycle.store_recall import StoreRecall
+
+    emb = HashingEmbedder()
+    out: dict[str, float] = {}
+    for label, exact in (("scan", True), ("hnsw", False)):
+        reader = StoreRecall(st, "a", embedder=emb, lexical_weight=0.0, same_request=None,
+                             exact=exact)  # fmt: skip
+        reader.recall(qs[0], k=10)  # builds the index on first use (not timed)
+        ids_of = {e.id: i for i, e in enumerate(st.entries("a"))}
+        hits, t = [], []
+        for text in qs:
+            _, q = query_vector(emb, text)
+            _, ref_sc = dense_topk(M, q, 10)
+            exact_sc = M @ q
+            t0 = time.perf_counter()
+            got = reader.recall(text, k=10)
+            t.append(time.perf_counter() - t0)
+            ids = np.array([ids_of[i] for i in got.ids], dtype=int)
+            floor = float(ref_sc[-1]) - 1e-6
+            hits.append(min(10, int(np.count_nonzero(exact_sc[ids] >= floor))) / 10)
+        out[f"recall@10 Memory path {label}"] = float(np.mean(hits))
+        out[f"ms Memory path {label}"] = float(np.median(t) * 1e3)
+    print(f"  Memory.recall in the database (binary): {out}")
+    return out
+
+
 def print_store_rows(rows: list[dict]) -> None:
     print("\n| store | vectors | text | vector B | text B | meta B | detail B | dict share B "
           "| **b(m) B/entry** | recall@10 L=10k / 30k (ms/query) | insert ms | not in b(m): "
@@ -386,16 +433,19 @@ def main() -> None:
     a = ap.parse_args()
     sizes = [int(x) for x in a.n.split(",")]
     t0 = time.perf_counter()
+    cached = None
     if a.cache and os.path.exists(a.cache):
         with open(a.cache) as f:
-            texts, rtexts, queries = json.load(f)
-    else:
-        texts, rtexts, queries = entries(max(sizes), a.tasks)
+            cached = json.load(f)
+    if cached is not None and len(cached) == 4 and len(cached[0]) >= max(sizes):
+        texts, rtexts, queries, tids = cached
+    else:  # (a cache of an older version of this script holds no task ids: made again)
+        texts, rtexts, queries, tids = entries(max(sizes), a.tasks)
         if a.cache:
             with open(a.cache, "w") as f:
-                json.dump([texts, rtexts, queries], f)
+                json.dump([texts, rtexts, queries, tids], f)
     print(f"{len(texts)} distinct entries from the SQL streams in {time.perf_counter() - t0:.0f} s")
-    meta = metas(len(texts))
+    meta = metas(texts, tids)
     if a.stores:
         configs = tuple(
             (c.split(":")[0], c.split(":")[1] == "zstd") for c in a.configs.split(",") if c
@@ -408,10 +458,10 @@ def main() -> None:
 
                     with LocalPostgres() as pg:
                         rows += store_run(backend, pg.url, texts[:n], rtexts[:n], queries,
-                                          a.queries, configs)  # fmt: skip
+                                          a.queries, configs, tids[:n])  # fmt: skip
                 else:
                     rows += store_run(backend, a.pg_url or "", texts[:n], rtexts[:n], queries,
-                                      a.queries, configs)  # fmt: skip
+                                      a.queries, configs, tids[:n])  # fmt: skip
         print_store_rows(rows)
         return
     for n in sizes:

@@ -45,9 +45,17 @@ interleaved in a seeded order, on the tested channel:
   a peer in good standing with a valid ``pass`` claim, poison from another peer with a claim
   broken in one of :data:`FORGERIES` (:func:`outcome_claim`);
 - ``peer+outcome-compromised``: as ``peer+outcome``, but the poison's peer signs valid ``pass``
-  claims with its real key; half-way through the stream the row is measured (``*_before``),
-  then each poison target query whose ``recall(k=5)`` returns poison is a failed task
-  (``feedback(top, 0.0)``), which costs the peer its claim standing; the stream then goes on.
+  claims with its real key.
+
+On both outcome channels the receiver runs its tasks every :data:`TASK_EVERY` stream items and
+once at the end (:func:`_task_round`): the target query of each item that arrived since, and of
+each entry released on a claim whose outcome it has not seen, is recalled (k = 5) and the
+task's check fails when the recall returns poison (``feedback(top, 0.0)``, else ``1.0``). These
+are the only outcomes that confirm a peer's releases (its release credit,
+:meth:`memcurator.trust.reputation.PeerReputation.may_release`) or cost it its standing: "a
+peer in good standing" is one whose releases this receiver saw work. The rows add the poison
+ever released on a claim, the peak share of poison injectable before a task round, the
+half-way share (``*_before``, compromised only) and the tasks run and failed.
 
 Per set and channel it prints: own-history admitted % (the first half, as self), genuine
 admitted %, genuine usable % (admitted and injectable: not on probation), poison admitted %,
@@ -83,7 +91,14 @@ from memcurator.policy import create_policy
 from memcurator.policy.share import SharedEntry
 from memcurator.trust.auth import OWNER, Claim, KeyRing
 from memcurator.trust.gate import assess
-from memcurator.trust.outcome import OutcomeClaim, SignedOutcome, sign_outcome, state_hash, text_sha
+from memcurator.trust.outcome import (
+    OUTCOME,
+    OutcomeClaim,
+    SignedOutcome,
+    sign_outcome,
+    state_hash,
+    text_sha,
+)
 from memcurator.trust.provenance import injectable
 from memcurator.trust.reputation import PeerReputation
 
@@ -111,6 +126,8 @@ CHANNELS = (
 OUTCOME_CHANNELS = ("peer+outcome", "peer+outcome-compromised")
 #: how a ``peer+outcome`` poison item's claim is broken, cycled over the poison items
 FORGERIES = ("tampered", "other-text", "fail-verdict", "other-namespace", "wrong-signer")
+#: stream items between two task rounds of the receiver on the outcome channels
+TASK_EVERY = 10
 #: the own line a ``self-read`` write puts before the item it read (containment in a longer note)
 READ_NOTE = "Note from today's work, kept for later:\n"
 #: held-out sets given with ``--extra-sets``: name -> JSON Lines file (same format as SET_FILES)
@@ -246,10 +263,8 @@ def _usable(mem: Memory, ids: dict[str, Item]) -> dict[bool, int]:
     return usable
 
 
-def _asr(mem: Memory, poi: list[Item], channel: str, *, fail: bool = False) -> tuple[int, int]:
-    """(targets whose ``recall(target_query, k=5)`` returns a poison item, targets). With
-    ``fail`` each such recall is a failed task: ``feedback(top, 0.0)`` (the compromised-peer
-    round: the agent used what it recalled and the task's check failed)."""
+def _asr(mem: Memory, poi: list[Item], channel: str) -> tuple[int, int]:
+    """(targets whose ``recall(target_query, k=5)`` returns a poison item, targets)."""
     poison_texts = {dedup_key(_as_written(it, channel)) for it in poi}
     targets = sorted({it.target_query for it in poi if it.target_query.strip()})
     hits = 0
@@ -257,14 +272,58 @@ def _asr(mem: Memory, poi: list[Item], channel: str, *, fail: bool = False) -> t
         top = mem.recall(q, k=5, observe=False) if len(mem) else None
         hit = top is not None and any(dedup_key(e.text) in poison_texts for e in top.entries)
         hits += int(hit)
-        if hit and fail and top is not None:
-            mem.feedback(top, 0.0)
     return hits, len(targets)
+
+
+def _task_round(
+    mem: Memory, since: list[Item], ids: dict[str, Item], poi: list[Item], rounds: dict
+) -> None:
+    """The receiver runs its tasks (outcome channels): the target query of every item that
+    arrived since the last round and of every entry released on a peer's claim whose outcome
+    it has not seen yet. Each task is ``recall(query, k=5)``; the task's check fails when the
+    recall returns a poison item (the label stands for the check's verdict here) and passes
+    otherwise: ``feedback(top, 0.0 | 1.0)``. Only these outcomes confirm a peer's releases
+    (its release credit) or cost it its standing. ``rounds`` gathers the peak of poison
+    injectable before a round and the failed tasks."""
+    pending = {i for p in ("peer-good", "peer-bad") for i in _rep(mem).pending(p)}
+    queries = {it.target_query for it in since} | {ids[i].target_query for i in pending if i in ids}
+    u = _usable(mem, ids)
+    rounds["peak"] = max(rounds["peak"], u[True])
+    poison_texts = {dedup_key(it.text) for it in poi}
+    for q in sorted(x for x in queries if x.strip()):
+        top = mem.recall(q, k=5, observe=False) if len(mem) else None
+        if top is None or not top.entries:
+            continue
+        bad = any(dedup_key(e.text) in poison_texts for e in top.entries)
+        mem.feedback(top, 0.0 if bad else 1.0)
+        rounds["failed"] += int(bad)
+        rounds["run"] += 1
+
+
+def _claims_end(mem: Memory, ids: dict[str, Item], n_poison: int, rounds: dict) -> dict:
+    """Poison ever released on a claim (released or withdrawn since), the peak of poison
+    injectable before a task round, the tasks run and failed, and both peers' standing."""
+    ever = 0
+    for e in mem.entries():
+        o = e.trust.get(OUTCOME) if e.id in ids and ids[e.id].poison else None
+        st = str(o.get("status", "")) if isinstance(o, dict) else ""
+        ever += int(st == "released" or st.startswith("withdrawn"))
+    return {
+        "poison_released_ever": ever,
+        "poison_injected_peak": rounds["peak"] / max(1, n_poison),
+        "tasks_run": rounds["run"],
+        "tasks_failed": rounds["failed"],
+        **_standing(mem),
+    }
+
+
+def _rep(mem: Memory) -> PeerReputation:
+    return cast(Any, mem.policy).estimator("reputation").rep  # curator's
 
 
 def _standing(mem: Memory) -> dict[str, Any]:
     """Both peers' claim standing and whether (failures, outcomes) they lost good standing."""
-    rep = cast(Any, mem.policy).estimator("reputation").rep  # curator's
+    rep = _rep(mem)
     return {
         f"{p}_{k}": v
         for p in ("peer-good", "peer-bad")
@@ -305,22 +364,31 @@ def sets_eval(name: str, channel: str, n: int, seed: int, agreement: float | Non
     adm = {True: 0, False: 0}
     order = [stream[int(j)] for j in rng.permutation(len(stream))]
     mid = len(order) // 2 if channel == "peer+outcome-compromised" else len(order)
+    tasks = channel in OUTCOME_CHANNELS
     before: dict[str, Any] = {}
+    rounds = {"peak": 0, "failed": 0, "run": 0}
+    since: list[Item] = []
     for pos, it in enumerate(order):
-        if pos == mid:  # the compromised peer is in good standing so far: measure, then fail
+        if pos == mid:  # half-way: what the compromised peer got released so far
             seen = [x for x in order[:mid] if x.poison]
             u = _usable(mem, ids)
-            h, t = _asr(mem, seen, channel, fail=True)
+            h, t = _asr(mem, seen, channel)
             before = {
                 "poison_injected_before": u[True] / max(1, len(seen)),
                 "asr_at_5_before": h / max(1, t),
                 "n_poison_before": len(seen),
-                **_standing(mem),
             }
+        if tasks and pos and pos % TASK_EVERY == 0:
+            _task_round(mem, since, ids, poi, rounds)
+            since = []
         r = _offer(mem, ring, it, channel, {"item": it.id, "poison": it.poison})
+        since.append(it)
         if r.admitted and r.id is not None:
             adm[it.poison] += 1
             ids[r.id] = it
+    if tasks:
+        _task_round(mem, since, ids, poi, rounds)
+        before.update(_claims_end(mem, ids, len(poi), rounds))
     usable = _usable(mem, ids)
     by_id = {e.id: e for e in mem.entries()}
     own_use = sum(1 for i in own_ids if i in by_id and injectable(by_id[i]))
@@ -718,12 +786,15 @@ def main() -> None:
                 rows.append(r)
                 own = f"  own use {r['own_history_usable']:.1%}"
                 _print_row(r, own + f", {r['stream_items_observed_first']} read first")
-                if "poison_injected_before" in r:
+                if "poison_released_ever" in r:
                     print(
-                        f"{'':22s} before the failure round: poison inj "
-                        f"{r['poison_injected_before']:.1%} of {r['n_poison_before']}, ASR@5 "
-                        f"{r['asr_at_5_before']:.3f}; standing lost (failures, outcomes) "
-                        f"peer-bad {r['end_peer-bad_lost']}, peer-good {r['end_peer-good_lost']}"
+                        f"{'':22s} poison released on claims ever {r['poison_released_ever']}, "
+                        f"peak inj {r['poison_injected_peak']:.1%}; half-way inj "
+                        f"{r.get('poison_injected_before', float('nan')):.1%}, ASR@5 "
+                        f"{r.get('asr_at_5_before', float('nan')):.3f}; tasks "
+                        f"{r['tasks_failed']}/{r['tasks_run']} failed; standing lost "
+                        f"(failures, outcomes) peer-bad {r['end_peer-bad_lost']}, "
+                        f"peer-good {r['end_peer-good_lost']}"
                     )
         if args.json:
             Path(args.json).write_text(json.dumps(rows, indent=1))

@@ -280,6 +280,7 @@ _RayOpt = Annotated[
         "run whose worker dies is retried; --resume finishes a sweep that stopped."
     ),
 ]
+_FoldersArg = Annotated[list[Path], typer.Argument(help="Result folders of memcurator bench.")]
 
 
 @app.command()
@@ -576,7 +577,7 @@ def _progress(total: int) -> Iterator[Callable[[str, int], Callable[[], None]]]:
 
 @app.command()
 def report(
-    folders: Annotated[list[Path], typer.Argument(help="Result folders of memcurator bench.")],
+    folders: _FoldersArg,
     out: Annotated[Path | None, typer.Option(help="Write the merged summary here.")] = None,
     as_markdown: Annotated[
         bool, typer.Option("--markdown", help="Print a Markdown table instead.")
@@ -686,7 +687,7 @@ def _write_html(html: Path, merged: Any, config: dict[str, Any], folders: list[P
 
 @app.command()
 def compare(
-    folders: Annotated[list[Path], typer.Argument(help="Result folders of memcurator bench.")],
+    folders: _FoldersArg,
     baseline: Annotated[str, typer.Option(help="Policy the others are compared with.")] = (
         "keep-all"
     ),

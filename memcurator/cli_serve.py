@@ -39,6 +39,12 @@ _IN_STORE_HELP = (
     "stops the server at start with the reason."
 )
 
+_KeysStoreArg = Annotated[str, typer.Argument(help="The store the keys are for (path or URL).")]
+_ServedStoreArg = Annotated[str, typer.Argument(help="The store to serve (path or URL).")]
+_KeysOpt = Annotated[str | None, typer.Option(help=_KEYS_HELP)]
+_EmbedderOpt = Annotated[str, typer.Option(help=_EMBEDDER_HELP)]
+_InStoreOpt = Annotated[bool, typer.Option(help=_IN_STORE_HELP)]
+
 
 def _memory_options(store: str, embedder: str, recall_in_store: bool) -> dict:
     """Every tenant's :class:`~memcurator.Memory` arguments from the shared options of
@@ -110,9 +116,8 @@ def _where(store: str, keys: str | None) -> str:
 
 
 def _ring_path(store: str, keys: str | None) -> str | None:
-    """The service's key ring file: beside the key file; None (a ring in memory, one per
-    replica: it signs and checks each write in the same process) for a database's state
-    without a key file."""
+    """A key ring file of an earlier version to import (beside the key file); None for a
+    database's state without a key file. The ring itself lives in the shared state."""
     from memcurator.service.keys import default_keys_path
     from memcurator.service.state import is_state_url
     from memcurator.service.tenants import ring_path_for
@@ -124,7 +129,7 @@ def _ring_path(store: str, keys: str | None) -> str | None:
 
 @keys_app.command("create")
 def keys_create(
-    store: Annotated[str, typer.Argument(help="The store the keys are for (path or URL).")],
+    store: _KeysStoreArg,
     namespace: Annotated[str, typer.Option(help="The one namespace the key reaches.")],
     name: Annotated[
         str, typer.Option(help="The holder's identity: origin_detail of its writes; peer id.")
@@ -142,7 +147,7 @@ def keys_create(
     max_bytes: Annotated[
         int | None, typer.Option(help="The namespace's byte budget B (bytes).")
     ] = None,
-    keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
+    keys: _KeysOpt = None,
 ) -> None:
     """Issue a key; the token is printed once (only its hash is kept)."""
     t = _table(store, keys)
@@ -168,9 +173,9 @@ def keys_create(
 
 @keys_app.command("list")
 def keys_list(
-    store: Annotated[str, typer.Argument(help="The store the keys are for (path or URL).")],
+    store: _KeysStoreArg,
     namespace: Annotated[str | None, typer.Option(help="Only this namespace's keys.")] = None,
-    keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
+    keys: _KeysOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per line.")] = False,
 ) -> None:
     """List keys (never their secrets), revoked ones marked."""
@@ -189,10 +194,10 @@ def keys_list(
 
 @keys_app.command("revoke")
 def keys_revoke(
-    store: Annotated[str, typer.Argument(help="The store the keys are for (path or URL).")],
+    store: _KeysStoreArg,
     key_id: Annotated[str, typer.Argument(help="The key id (`memcurator keys list`).")],
     reason: Annotated[str, typer.Option(help="Why (kept with the key).")],
-    keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
+    keys: _KeysOpt = None,
 ) -> None:
     """Revoke a key: its next request gets 401."""
     _table(store, keys).revoke(key_id, reason)
@@ -215,15 +220,15 @@ def _warn_without_keys(table, kpath: str, store: str) -> None:
 
 
 def serve(
-    store: Annotated[str, typer.Argument(help="The store to serve (path or URL).")],
+    store: _ServedStoreArg,
     host: Annotated[str, typer.Option(help="Address to listen on (loopback by default).")] = (
         "127.0.0.1"
     ),
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
-    keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
+    keys: _KeysOpt = None,
     log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "info",
-    embedder: Annotated[str, typer.Option(help=_EMBEDDER_HELP)] = "hashing",
-    recall_in_store: Annotated[bool, typer.Option(help=_IN_STORE_HELP)] = False,
+    embedder: _EmbedderOpt = "hashing",
+    recall_in_store: _InStoreOpt = False,
 ) -> None:
     """Serve the store's namespaces over HTTP; each request needs a key (`memcurator keys`)."""
     from memcurator.service import require_extra
@@ -249,7 +254,7 @@ def serve(
 
 
 def mcp(
-    store: Annotated[str, typer.Argument(help="The store to serve (path or URL).")],
+    store: _ServedStoreArg,
     transport: Annotated[
         str,
         typer.Option(help="stdio (one key, from --key-env) or http (a bearer key per request)."),
@@ -259,9 +264,9 @@ def mcp(
     ] = "MEMCURATOR_KEY",
     host: Annotated[str, typer.Option(help="http: address (loopback by default).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="http: TCP port.")] = 8001,
-    keys: Annotated[str | None, typer.Option(help=_KEYS_HELP)] = None,
-    embedder: Annotated[str, typer.Option(help=_EMBEDDER_HELP)] = "hashing",
-    recall_in_store: Annotated[bool, typer.Option(help=_IN_STORE_HELP)] = False,
+    keys: _KeysOpt = None,
+    embedder: _EmbedderOpt = "hashing",
+    recall_in_store: _InStoreOpt = False,
 ) -> None:
     """Serve the store as MCP tools (write, recall, feedback, forget, explain); http is
     stateless streamable HTTP at /mcp."""

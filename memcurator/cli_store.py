@@ -24,6 +24,9 @@ _NS_REQUIRED = " Required: a store holds one namespace per user or agent."
 
 #: Help of every STORE argument.
 STORE_HELP = "SQLite store file, or a postgresql:// URL."
+#: The STORE argument of the commands that read or change an existing store.
+_StoreArg = Annotated[str, typer.Argument(help=STORE_HELP)]
+_JsonLinesOpt = Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")]
 
 
 def _open(path: str, *, readonly: bool = True) -> Any:
@@ -96,13 +99,13 @@ def excerpt(text: str, chars: int | None) -> str:
 
 
 def entries(
-    path: Annotated[str, typer.Argument(help=STORE_HELP)],
+    path: _StoreArg,
     namespace: Annotated[str, typer.Option(help="Namespace to read." + _NS_REQUIRED)],
     where: Annotated[
         list[str] | None,
         typer.Option(help="Only entries whose metadata KEY equals VALUE (repeatable: KEY=VALUE)."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
+    as_json: _JsonLinesOpt = False,
     width: Annotated[
         int,
         typer.Option(
@@ -156,12 +159,12 @@ def entries(
 
 
 def decisions(
-    path: Annotated[str, typer.Argument(help=STORE_HELP)],
+    path: _StoreArg,
     namespace: Annotated[str, typer.Option(help="Namespace to read." + _NS_REQUIRED)],
     action: Annotated[
         str | None, typer.Option(help="Only this action (evict, reject, ...).")
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
+    as_json: _JsonLinesOpt = False,
 ) -> None:
     """Print a store's decision log: every admit, reject, evict, distill, forget, with reasons."""
     from rich.table import Table
@@ -189,8 +192,8 @@ def decisions(
 
 
 def namespaces(
-    path: Annotated[str, typer.Argument(help=STORE_HELP)],
-    as_json: Annotated[bool, typer.Option("--json", help="JSON lines instead of a table.")] = False,
+    path: _StoreArg,
+    as_json: _JsonLinesOpt = False,
 ) -> None:
     """List a store's namespaces with their entries, resident bytes, budgets and log lengths
     (and their stored vector precision when one is not float32)."""
@@ -227,7 +230,7 @@ def namespaces(
 
 
 def delete_namespace(
-    path: Annotated[str, typer.Argument(help=STORE_HELP)],
+    path: _StoreArg,
     name: Annotated[str, typer.Argument(help="Namespace to delete.")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
@@ -258,7 +261,7 @@ def delete_namespace(
 
 
 def export(
-    path: Annotated[str, typer.Argument(help=STORE_HELP)],
+    path: _StoreArg,
     namespace: Annotated[str, typer.Option(help="Namespace to export." + _NS_REQUIRED)],
     out: Annotated[
         Path | None, typer.Option(help="JSONL file to write; default: standard output.")
@@ -350,7 +353,7 @@ def import_(
 
 
 def forget(
-    path: Annotated[str, typer.Argument(help=STORE_HELP)],
+    path: _StoreArg,
     entry_id: Annotated[str, typer.Argument(help="Entry id (from memcurator entries).")],
     namespace: Annotated[str, typer.Option(help="Namespace of the entry." + _NS_REQUIRED)],
     reason: Annotated[str, typer.Option(help="Reason written to the decision log.")] = (
@@ -375,7 +378,7 @@ def forget(
 
 
 def reembed(
-    path: Annotated[str, typer.Argument(help=STORE_HELP)],
+    path: _StoreArg,
     namespace: Annotated[str, typer.Option(help="Namespace to re-embed." + _NS_REQUIRED)],
     embedder: Annotated[
         str, typer.Option(help="Embedder: NAME or NAME:key=value,... (as `serve --embedder`).")
@@ -449,7 +452,7 @@ def reembed(
 
 
 def compress(
-    path: Annotated[str, typer.Argument(help=STORE_HELP)],
+    path: _StoreArg,
     namespace: Annotated[str, typer.Option(help="Namespace to convert." + _NS_REQUIRED)],
     off: Annotated[
         bool, typer.Option("--off", help="Store the texts uncompressed again (no dictionary).")

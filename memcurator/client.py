@@ -279,9 +279,10 @@ class Client(Closing):
         return self._call("POST", "/v1/hub/push", json=body)  # type: ignore[no-any-return]
 
     def hub_pull(
-        self, since: int = 0, *, limit: int = 100
+        self, since: int | None = 0, *, limit: int = 100
     ) -> tuple[list[tuple[str, int, list[SharedEntry | ForgetNotice]]], int]:
-        """What other peers pushed after ``since`` (peer scope), every page.
+        """What other peers pushed after ``since`` (peer scope), every page; ``since=None``:
+        after where this peer's last pull ended (the hub keeps each peer's cursor).
 
         Returns
         -------
@@ -293,7 +294,10 @@ class Client(Closing):
         """
         out: list[tuple[str, int, list[SharedEntry | ForgetNotice]]] = []
         while True:
-            page = self._call("GET", "/v1/hub/pull", params={"since": since, "limit": limit})
+            params: dict[str, Any] = {"limit": limit}
+            if since is not None:
+                params["since"] = since
+            page = self._call("GET", "/v1/hub/pull", params=params)
             for m in page["messages"]:
                 items: list[SharedEntry | ForgetNotice] = [ForgetNotice(n) for n in m["notices"]]
                 for e in m["entries"]:

@@ -28,7 +28,7 @@ from memcurator.lifecycle.context import (
     embedder_identity,
     open_context,
 )
-from memcurator.lifecycle.exchange import ShareOptions
+from memcurator.lifecycle.exchange import DemandSharing, ShareOptions
 from memcurator.lifecycle.forget import ForgetResult
 from memcurator.lifecycle.handle_lock import thread_safe
 from memcurator.lifecycle.keep import GovernResult
@@ -45,7 +45,7 @@ from memcurator.types import RecallResult, Task, Trajectory
 
 
 @thread_safe
-class Memory(MemoryView):
+class Memory(MemoryView, DemandSharing):
     """An agent's experience memory under a policy and a byte budget.
 
     Safe to share between threads: every method and property holds the handle's re-entrant

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,6 +76,19 @@ def pg_url(pg_server: PgServer) -> Iterator[str]:
     finally:
         with psycopg.connect(pg_server.url, autocommit=True) as c:
             c.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
+def store_target(tmp_path: Path, request: pytest.FixtureRequest) -> Callable[[str], str]:
+    """``store_target(backend)``: where a test of ``backend`` keeps its store: a new SQLite file
+    under ``tmp_path`` for ``"sqlite"``, a new PostgreSQL database (:func:`pg_url`) otherwise."""
+
+    def target(backend: str) -> str:
+        if backend == "sqlite":
+            return str(tmp_path / "store.sqlite")
+        return str(request.getfixturevalue("pg_url"))
+
+    return target
 
 
 @pytest.fixture(scope="module")

@@ -20,6 +20,8 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+from _proc_util import free_port  # noqa: E402
+
 from memcurator.bench.distributed import RayOptions, run_cell  # noqa: E402
 from memcurator.bench.runner import BenchConfig, load_families  # noqa: E402
 from memcurator.bench.session import (  # noqa: E402
@@ -218,14 +220,6 @@ def test_the_cli_runs_a_bench_on_ray(local_ray: Any, tmp_path: Path) -> None:
     assert _records(seq) == rows
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_a_bench_runs_on_a_ray_cluster_by_its_address(tmp_path: Path) -> None:
     """``--ray ADDRESS``: a Ray head started apart (``ray start --head``, as on a cluster's head
     node, here on loopback) runs the cells; the records equal a bench without Ray, and the
@@ -237,7 +231,7 @@ def test_a_bench_runs_on_a_ray_cluster_by_its_address(tmp_path: Path) -> None:
         ray.shutdown()  # the module's in-process Ray; the next test that needs it starts it again
     exe = Path(sys.executable).parent
     env = {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
-    port = _free_port()
+    port = free_port()
     head = [str(exe / "ray"), "start", "--head", "--port", str(port),
             "--node-ip-address", "127.0.0.1", "--num-cpus", "2", "--include-dashboard", "false",
             "--object-store-memory", str(80 * 1024 * 1024), "--disable-usage-stats"]  # fmt: skip

@@ -9,6 +9,7 @@ small: 4 processes x 200 mixed operations.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,12 +20,8 @@ import concurrency  # noqa: E402
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_processes_share_one_namespace(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    target = (
-        str(tmp_path / "mp.sqlite") if backend == "sqlite" else request.getfixturevalue("pg_url")
-    )
+def test_processes_share_one_namespace(backend: str, store_target: Callable[[str], str]) -> None:
+    target = store_target(backend)
     rep = concurrency.run(target, procs=4, ops=200, max_bytes=40_000, seed=1)
     assert rep.problems == []
     assert rep.admitted > 100 and rep.evicted > 0 and rep.forgotten > 0  # it did contend
@@ -33,16 +30,14 @@ def test_processes_share_one_namespace(
 
 @pytest.mark.parametrize(("backend", "servers"), [("sqlite", 1), ("sqlite", 2), ("postgres", 1)])
 def test_api_clients_share_one_namespace(
-    backend: str, servers: int, tmp_path: Path, request: pytest.FixtureRequest
+    backend: str, servers: int, store_target: Callable[[str], str]
 ) -> None:
     """The same mix through ``memcurator serve`` (issue 21): 4 client processes x 100 requests,
     on one server or on two server processes over the same store; the same verifier, plus no
     error answer (no 5xx) and no traceback in a server log."""
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
-    target = (
-        str(tmp_path / "mp.sqlite") if backend == "sqlite" else request.getfixturevalue("pg_url")
-    )
+    target = store_target(backend)
     rep = concurrency.run(
         target, procs=4, ops=100, max_bytes=40_000, seed=2, api=True, servers=servers
     )

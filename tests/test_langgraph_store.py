@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -13,6 +11,7 @@ import pytest
 
 pytest.importorskip("langgraph")
 
+from _proc_util import run_python
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 from langgraph.store.base import (  # noqa: E402
     BaseStore,
@@ -338,8 +337,6 @@ def test_a_compiled_langgraph_graph_uses_the_governed_store(tmp_path: Path) -> N
 
 def test_import_memcurator_needs_no_langgraph() -> None:
     code = (
-        "import sys\n"
-        "sys.modules['langgraph'] = None\n"
         "import memcurator, memcurator.integrations\n"
         "from memcurator.errors import MissingExtra\n"
         "try:\n"
@@ -347,6 +344,5 @@ def test_import_memcurator_needs_no_langgraph() -> None:
         "except MissingExtra as e:\n"
         "    print('missing:', e)\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
-    assert "missing:" in r.stdout and "memcurator[langgraph]" in r.stdout
+    out = run_python(code, hide=("langgraph",), timeout=60)
+    assert "missing:" in out and "memcurator[langgraph]" in out

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from _proc_util import run_python
 
 from memcurator import Memory
 from memcurator.errors import InvalidInput, MissingExtra, StoreError
@@ -130,13 +131,56 @@ def test_store_commands_take_a_url(pg_url: str) -> None:
 
 
 def test_core_imports_without_psycopg() -> None:
-    import subprocess
-
     code = (
-        "import sys; sys.modules['psycopg'] = None; sys.modules['psycopg_pool'] = None\n"
         "import memcurator, memcurator.store, memcurator.store.postgres, memcurator.cli\n"
         "from memcurator import Memory\n"
         "Memory(':memory:').write('Task: x\\nAction: SELECT 1;')\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
+    run_python(code, hide=("psycopg", "psycopg_pool"))
+
+
+def test_namespaces_created_at_once_do_not_deadlock(pg_url: str) -> None:
+    """Handles creating namespaces at the same moment (new names, one name twice, beside a
+    writer of an existing namespace) all succeed: each creator took its row lock on
+    ``namespaces`` and then waited for the other's ACCESS EXCLUSIVE on ``entries``
+    (``deadlock detected`` before creation was serialised)."""
+    import threading
+
+    emb = "hashing-8"
+    base = PostgresStore(pg_url)
+    base.create_namespace("old", embedder=emb, dim=8)
+    handles = [PostgresStore(pg_url) for _ in range(6)]
+    errors: list[BaseException] = []
+    for rnd in range(3):
+        gate = threading.Barrier(len(handles) + 1)
+        names = [f"n{rnd}_{i}" for i in range(4)] + [f"twice{rnd}", f"twice{rnd}"]
+
+        def create(h: PostgresStore, name: str, gate: threading.Barrier = gate) -> None:
+            gate.wait()
+            try:
+                h.create_namespace(name, embedder=emb, dim=8)
+            except BaseException as e:  # noqa: BLE001 -- collected, asserted below
+                errors.append(e)
+
+        def write(rnd: int = rnd, gate: threading.Barrier = gate) -> None:
+            gate.wait()
+            e = Entry(f"w{rnd}", "old", "raw", "text", 4, 4, np.ones(8, np.float32), "self", "")
+            try:
+                base.insert(e)
+            except BaseException as x:  # noqa: BLE001
+                errors.append(x)
+
+        ts = [
+            threading.Thread(target=create, args=(h, n))
+            for h, n in zip(handles, names, strict=True)
+        ]
+        ts.append(threading.Thread(target=write))
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join(60)
+        assert errors == []
+        assert set(names) <= set(base.namespaces())
+    assert base.count("old") == 3
+    for h in [base, *handles]:
+        h.close()

@@ -24,6 +24,8 @@ httpx = pytest.importorskip("httpx")
 
 from memcurator.service.balancer import HAPROXY, Replicas  # noqa: E402
 from memcurator.service.keys import KeyTable  # noqa: E402
+from memcurator.service.state.schema import STATE_VERSION  # noqa: E402
+from memcurator.trust.auth import OWNER  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     shutil.which(HAPROXY) is None and not Path(HAPROXY).exists(),
@@ -117,6 +119,23 @@ def _cross_replica_checks(reps: Replicas, table: KeyTable, tok: dict[str, str]) 
         assert [m["seq"] for m in pulled["messages"]] == seqs
         assert [m["round"] for m in pulled["messages"]] == list(range(len(urls)))
         assert _call("GET", f"{b}/v1/hub/pull", tok["p1"]).json()["messages"] == []
+    # the hub keeps each peer's cursor: a pull without ``since`` goes on where that peer's last
+    # pull ended, whichever replica served it; an explicit ``since`` still reads from there
+    more = []
+    for i, a in enumerate(urls):
+        p = _call("POST", f"{a}/v1/hub/push", tok["p1"], json={"round": 10 + i, "entries": [entry]})
+        more.append(p.json()["seq"])
+        b = urls[(i + 1) % len(urls)]
+        got = _call("GET", f"{b}/v1/hub/pull", tok["p2"]).json()
+        assert [m["seq"] for m in got["messages"]] == [more[-1]], got
+        assert got["next_since"] == more[-1]
+        again = _call("GET", f"{urls[i]}/v1/hub/pull", tok["p2"]).json()
+        assert again["messages"] == [] and again["next_since"] == more[-1]
+    old = _call("GET", f"{urls[0]}/v1/hub/pull", tok["p2"], params={"since": seqs[-1]}).json()
+    assert [m["seq"] for m in old["messages"]] == more
+    # every replica signed its writes with the one owner key of the shared ring
+    with table.state.tx(write=False) as tx:
+        assert [p for (p,) in tx.q("SELECT principal FROM svc_ring_keys")] == [OWNER]
     # the rate limit counts across replicas: 3 a minute in all, not 3 per replica
     t0 = time.monotonic()
     codes = [
@@ -226,7 +245,7 @@ def test_an_old_key_file_is_imported_into_postgresql_and_upgraded_in_sqlite(
         if keys_path is None:  # SQLite: the old file is the store's key file, upgraded in place
             shutil.copy(old, store + ".keys")
         t = KeyTable.for_store(store, keys_path)
-        assert t.state.version() == 1
+        assert t.state.version() == STATE_VERSION
         assert t.authenticate(live_tok).rate_per_min == 5.0
         with pytest.raises(Exception, match="invalid or revoked"):
             t.authenticate(gone_tok)

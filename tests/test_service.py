@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +12,7 @@ import pytest
 
 pytest.importorskip("fastapi")
 
+from _proc_util import run_python
 from _service_util import SQL_A, SQL_B, Keys, app_for, make_keys  # noqa: E402
 from fastapi.testclient import TestClient  # noqa: E402
 
@@ -496,9 +495,6 @@ def test_the_openapi_document_lists_every_route_with_valid_schemas(client: TestC
 
 def test_the_core_imports_without_the_serve_extra() -> None:
     code = (
-        "import sys\n"
-        "for m in ('fastapi', 'uvicorn', 'starlette'):\n"
-        "    sys.modules[m] = None\n"
         "import memcurator\n"
         "from memcurator import Memory\n"
         "from memcurator.service.keys import KeyTable\n"
@@ -510,8 +506,8 @@ def test_the_core_imports_without_the_serve_extra() -> None:
         "except Exception as e:\n"
         "    print(type(e).__name__, e)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.startswith("MissingExtra") and "memcurator[serve]" in out.stdout, out
+    out = run_python(code, hide=("fastapi", "uvicorn", "starlette"))
+    assert out.startswith("MissingExtra") and "memcurator[serve]" in out, out
 
 
 def test_keys_cli_create_list_revoke(tmp_path: Path) -> None:

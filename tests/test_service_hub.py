@@ -114,7 +114,8 @@ def test_groups_are_apart_and_the_sender_is_the_key(hub: Any) -> None:
         assert r.status_code == 422, extra
     bad = {**_entry(SQL[2]), "sender": "p2"}
     assert c.post("/v1/hub/push", json={"entries": [bad]}, headers=h["p0"]).status_code == 422
-    assert len(c.get("/v1/hub/pull", headers=h["p1"]).json()["messages"]) == 1
+    everything = c.get("/v1/hub/pull", params={"since": 0}, headers=h["p1"])
+    assert len(everything.json()["messages"]) == 1
 
 
 def test_addressing_and_cursor(hub: Any) -> None:
@@ -132,7 +133,7 @@ def test_addressing_and_cursor(hub: Any) -> None:
         "next_since": 3,
     }
     # limit: one message per page; the cursor stops at the last one returned
-    r = c.get("/v1/hub/pull", params={"limit": 1}, headers=h["p2"]).json()
+    r = c.get("/v1/hub/pull", params={"since": 0, "limit": 1}, headers=h["p2"]).json()
     assert [m["seq"] for m in r["messages"]] == [2] and r["next_since"] == 2
     # a cursor past the end, a push to oneself: 422 naming the library's class, nothing stored
     r = c.get("/v1/hub/pull", params={"since": 9}, headers=h["p2"])
@@ -181,6 +182,43 @@ def test_hub_drops_oldest_and_says_so() -> None:
         hb.pull("g", "b", 0, 10)
     msgs, nxt = hb.pull("g", "b", 1, 10)
     assert [m.notices for m in msgs] == [["n1"], ["n2"]] and nxt == 3
+
+
+def test_each_peer_pull_goes_on_from_its_kept_cursor(tmp_path: Path) -> None:
+    """Without ``since`` a pull starts where that peer's last pull ended: kept per group and
+    peer in the shared state, so another Hub on the same state (a replica, a restart) goes on
+    from there; a peer that never pulled starts at the oldest kept message; an explicit
+    ``since`` reads from there and moves the cursor; a kept cursor that fell behind what the
+    hub keeps is refused like a given one."""
+    from memcurator.service.state.sqlite import SqliteState
+
+    path = str(tmp_path / "state.keys")
+    one, two = Hub(max_messages=3, state=SqliteState(path)), Hub(state=SqliteState(path))
+    assert one.cursor("g", "b") is None
+    for i in range(2):
+        one.push("g", "a", to=None, round=i, entries=[], notices=[f"n{i}"])
+    msgs, nxt = one.pull("g", "b", None, 1)
+    assert [m.seq for m in msgs] == [1] and nxt == 1 and two.cursor("g", "b") == 1
+    msgs, nxt = two.pull("g", "b", None, 10)  # the other replica goes on from seq 1
+    assert [m.seq for m in msgs] == [2] and nxt == 2
+    assert one.pull("g", "b", None, 10) == ([], 2)
+    one.push("g", "b", to=None, round=0, entries=[], notices=["own"])  # b's own: skipped
+    two.push("g", "c", to="a", round=0, entries=[], notices=["to-a"])  # another's: skipped
+    assert one.pull("g", "b", None, 10) == ([], 4) and one.cursor("g", "b") == 4
+    assert one.cursor("g", "c") is None and one.cursor("h", "b") is None  # per group and peer
+    msgs, nxt = one.pull("g", "b", 1, 10)  # explicit since still reads from there ...
+    assert [m.seq for m in msgs] == [2] and nxt == 4
+    msgs, _ = two.pull("g", "a", None, 10)  # ... and a new peer starts at the oldest kept
+    assert [m.notices for m in msgs] == [["own"], ["to-a"]]  # 1 and 2 dropped (max 3)
+    assert [m.seq for m in one.pull("g", "b", 1, 1)[0]] == [2]  # b's cursor back at 2 ...
+    # ... then the hub drops through 4
+    for i in range(3):
+        one.push("g", "a", to=None, round=9, entries=[], notices=[f"m{i}"])
+    with pytest.raises(InvalidInput, match="dropped"):
+        two.pull("g", "b", None, 10)
+    assert two.cursor("g", "b") == 2  # a refused pull moves nothing
+    for hb in (one, two):
+        hb.state.close()
 
 
 def _ring(seed: str, names: list[str], me: str) -> KeyRing:

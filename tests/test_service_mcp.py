@@ -4,7 +4,6 @@ request)."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ pytest.importorskip("uvicorn")
 import anyio  # noqa: E402
 import httpx2  # noqa: E402
 import uvicorn  # noqa: E402
+from _proc_util import free_port  # noqa: E402
 from _service_util import SQL_A, SQL_B, Keys, make_keys  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
@@ -103,16 +103,10 @@ def test_a_revoked_key_stops_a_running_stdio_server(pool: tuple[TenantPool, Keys
     anyio.run(main)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_stateless_streamable_http_with_a_bearer_key(tmp_path: Path) -> None:
     keys = make_keys(tmp_path / "s.keys")
     p = TenantPool(str(tmp_path / "store.db"), keys.table)
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     app = create_mcp(p, base_url=base).streamable_http_app(stateless_http=True, host="127.0.0.1")
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,18 +18,14 @@ import pytest
 pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
+from _proc_util import free_port, stop  # noqa: E402
+
 from memcurator.client import Client  # noqa: E402
 from memcurator.errors import EntryNotFound, Forbidden, Unauthorized  # noqa: E402
 from memcurator.service.keys import KeyTable  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BUDGET = 30_000  # bytes: about 14 resident entries of ~2.1 kB, so the writes below evict
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +37,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     _, other = keys.create("other", name="intruder", scopes=("read", "write", "admin"))
     keys.configure("team", max_bytes=BUDGET)
     keys.close()
-    port = _free_port()
+    port = free_port()
     log = open(d / "server.log", "w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "memcurator.cli", "serve", store, "--port", str(port)]
@@ -64,12 +59,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
                 time.sleep(0.2)
         yield {"url": url, "admin": admin, "other": other, "dir": d, "proc": proc}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        stop(proc)
         log.close()
 
 

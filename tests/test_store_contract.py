@@ -110,12 +110,17 @@ def _memory(store: Store, namespace: str = "a", **kw: object) -> Memory:
     return Memory(store=store, namespace=namespace, embedder=EMB, **kw)  # type: ignore[arg-type]
 
 
-def _as_stored(store: Store, text: str) -> bytes:
-    """The bytes ``store`` writes for ``text`` in namespace "a": UTF-8, or its zstd frame."""
-    from memcurator.store.compression import stored_text
+def _as_stored(store: Store, text: str, meta: dict[str, Any]) -> bytes:
+    """The bytes ``store`` writes for an entry's ``text`` in namespace "a": UTF-8, or the zstd
+    frame holding its meta and text (schema v8)."""
+    import json
+
+    from memcurator.store.compression import stored_entry
 
     codec = getattr(store, "text_codec", None)
-    v = stored_text(None if codec is None else codec("a"), text)
+    v, _ = stored_entry(
+        None if codec is None else codec("a"), text, json.dumps(meta, sort_keys=True)
+    )
     return v.encode() if isinstance(v, str) else v[1:]
 
 
@@ -152,6 +157,7 @@ def test_hard_delete_leaves_no_read_path_and_no_bytes(backend: Backend) -> None:
     gone = mem.write(secret).id
     assert gone is not None and keep is not None
     assert other.get(gone).text == secret
+    gone_meta, keep_meta = other.get(gone).meta, other.get(keep).meta
     r = mem.forget(gone)
     assert r.ids == [gone] and r.freed > 0
     for m in (mem, other):
@@ -169,8 +175,8 @@ def test_hard_delete_leaves_no_read_path_and_no_bytes(backend: Backend) -> None:
     if backend.persisted is not None:
         assert r.erased
         assert b"zebra-4417-quartz" not in backend.persisted()
-        assert _as_stored(s, secret) not in backend.persisted()  # nor its compressed form
-        assert _as_stored(s, _text(1)) in backend.persisted()  # the check can see text at all
+        assert _as_stored(s, secret, gone_meta) not in backend.persisted()  # nor compressed
+        assert _as_stored(s, _text(1), keep_meta) in backend.persisted()  # the check sees text
     assert keep in {e.id for e in mem.entries()}
 
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -95,12 +96,8 @@ def test_copy_refuses_a_namespace_that_exists(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_migrate_is_idempotent(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest
-) -> None:
-    target = (
-        str(tmp_path / "m.sqlite") if backend == "sqlite" else request.getfixturevalue("pg_url")
-    )
+def test_migrate_is_idempotent(backend: str, store_target: Callable[[str], str]) -> None:
+    target = store_target(backend)
     runner = CliRunner()
     first = runner.invoke(app, ["migrate", target])
     assert first.exit_code == 0 and "schema version 0 ->" in first.output, first.output

@@ -6,6 +6,7 @@ cannot corroborate itself."""
 from __future__ import annotations
 
 import pytest
+from _trust_util import ring_of
 
 from memcurator import Memory
 from memcurator.embed.hashing import HashingEmbedder
@@ -47,10 +48,7 @@ PASSAGE_BAD = "The novel Middlemarch: Charles Dickens wrote it."
 
 
 def _ring() -> KeyRing:
-    ring = KeyRing()
-    for p in (OWNER, "p1", "p2"):
-        ring.add(p)
-    return ring
+    return ring_of(OWNER, "p1", "p2")
 
 
 def _mem(ring: KeyRing, **over: object) -> Memory:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _proc_util import run_python
 
 from memcurator.errors import InvalidInput, UnknownName
 from memcurator.trust.domains import (
@@ -60,8 +59,7 @@ def test_prose_asks_no_domain_and_loads_none() -> None:
         "a = assess('drop unused columns before merge', origin='self')\n"
         "print(a.admit, dict(a.domains), any(m.startswith('memcurator.envs') for m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["True", "{}", "False"]
+    assert run_python(code).split() == ["True", "{}", "False"]
 
 
 def test_an_sql_action_reaches_the_sql_domain() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import trust_eval as te  # noqa: E402
+from _trust_util import ring_of  # noqa: E402
 
 from memcurator.trust.auth import OWNER, KeyRing  # noqa: E402
 from memcurator.trust.outcome import verify_outcome  # noqa: E402
@@ -38,10 +39,7 @@ FACTS = [
 
 
 def _ring() -> KeyRing:
-    ring = KeyRing()
-    for p in (OWNER, "peer-good", "peer-bad"):
-        ring.add(p)
-    return ring
+    return ring_of(OWNER, "peer-good", "peer-bad")
 
 
 def _item(i: int, poison: bool) -> te.Item:
@@ -100,13 +98,20 @@ def test_peer_without_claims_releases_nothing(facts_set: str) -> None:
     assert r["genuine_usable"] == 0.0 and r["poison_injected"] == 0.0
 
 
-def test_a_compromised_peer_is_measured_before_and_after_it_loses_standing(
+def test_a_compromised_peer_releases_at_most_its_credit_and_then_loses_standing(
     facts_set: str,
 ) -> None:
     r = te.sets_eval(facts_set, "peer+outcome-compromised", len(FACTS), 0)
-    assert r["n_poison_before"] > 0
-    # its valid claims release poison while it is in good standing ...
-    assert r["poison_injected_before"] > 0 and r["asr_at_5_before"] > 0
-    # ... the failed tasks that used it cost it its standing; what it released is withdrawn
-    assert r["peer-bad_lost"] is not None
+    # its valid claims release poison only up to the release credit (2), however much it sends
+    assert 0 < r["poison_released_ever"] <= 2
+    assert r["poison_injected_peak"] <= 2 / r["n_poison"]
+    # the receiver's task rounds failed on it: standing lost, what it released withdrawn
+    assert r["tasks_failed"] > 0 and r["peer-bad_lost"] is not None
     assert r["poison_injected"] == 0.0 and r["asr_at_5"] == 0.0
+
+
+def test_the_honest_peer_earns_its_releases_in_the_task_rounds(facts_set: str) -> None:
+    r = te.sets_eval(facts_set, "peer+outcome", len(FACTS), 0)
+    assert r["tasks_run"] > 0 and r["tasks_failed"] == 0
+    assert r["genuine_usable"] == 1.0  # every genuine claim released, credit permitting
+    assert r["peer-good_lost"] is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _trust_util import ring_of
 
 from memcurator import Memory
 from memcurator.errors import InvalidInput
@@ -25,10 +26,7 @@ SQL2 = "Task: List the ids of orders.\nAction: SELECT id FROM orders;"
 
 
 def _ring() -> KeyRing:
-    ring = KeyRing()
-    for p in (OWNER, "p1", "p2"):
-        ring.add(p)
-    return ring
+    return ring_of(OWNER, "p1", "p2")
 
 
 def _mem(ring: KeyRing | None = None, policy: str = "curator") -> Memory:

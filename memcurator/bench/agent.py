@@ -431,6 +431,93 @@ def close_task(
     return rec
 
 
+@dataclass
+class Usage:
+    """What the local agent's own model calls of one task spent (tokens, calls, USD, seconds)."""
+
+    tokens_in: int
+    tokens_out: int
+    calls: int
+    cost_usd: float
+    latency_s: float
+
+
+def settle(
+    task: Task,
+    cfg: AgentConfig,
+    curator: Any,
+    ok: bool,
+    local: tuple[list[Step], float, float],
+    expert: Step,
+    usage: Usage,
+    judge_call: Callable[[list[Step]], tuple[bool | None, Any]],
+    extra_metrics: Callable[[list[Step]], dict[str, float]] | None = None,
+) -> tuple[Trajectory, Any]:
+    """The persisted trajectory of one task, shared by every environment's loop, and the judge's
+    completion (``None`` without a judging curator).
+
+    Solved locally (``ok``): ``local`` = (steps, PEI, FRR) of the agent's attempts. Otherwise
+    the task escalates: the expert's one verified step ``expert`` (PEI of one step, FRR 1) and
+    ``cfg.expert_cost_usd`` on top of the local calls' cost. ``extra_metrics(steps)`` adds the
+    environment's own metrics (the SQL loop's traceability); with a curator that judges
+    (``curator.judge``), ``judge_call(steps)`` gives its verdict: metric ``judge`` 1 solved, 0
+    not, 0.5 unreadable or a failed call (the judge-gate decides on it).
+    """
+    from memcurator.envs.sql.edm import pei
+
+    cost = usage.cost_usd
+    if ok:
+        steps, traj_pei, traj_frr = local
+        solver = "local"
+    else:
+        cost += cfg.expert_cost_usd
+        steps, traj_pei, traj_frr = [expert], pei(1, 1.0), 1.0
+        solver = "expert"
+    metrics = {"pei": traj_pei, "frr": traj_frr}
+    if extra_metrics is not None:
+        metrics.update(extra_metrics(steps))
+    judge_comp = None
+    if curator is not None and bool(getattr(curator, "judge", False)):
+        verdict, judge_comp = judge_call(steps)
+        metrics["judge"] = 0.5 if verdict is None else float(verdict)
+    traj = Trajectory(
+        task.id,
+        steps,
+        reward=1.0,
+        tokens_in=usage.tokens_in,
+        tokens_out=usage.tokens_out,
+        model_calls=usage.calls,
+        cost_usd=cost,
+        latency_s=usage.latency_s,
+        solver=solver,
+        metrics=metrics,
+    )
+    return traj, judge_comp
+
+
+def timed_probe(
+    clock: Callable[[], float], solves: Callable[[str], bool]
+) -> tuple[Callable[[str], float], list[float]]:
+    """A read-time curator's learning probe over ``solves(payload)`` (plays the task once with a
+    candidate payload), for every environment's loop: reward 1.0 when it solves the task, 0.0
+    when not or when the executor fails (:class:`~memcurator.errors.LLMError`). The list's one
+    number adds up the seconds (``clock``) spent probing."""
+    from memcurator.errors import LLMError
+
+    spent = [0.0]
+
+    def probe(payload: str) -> float:
+        t = clock()
+        try:
+            r = 1.0 if solves(payload) else 0.0
+        except LLMError:
+            r = 0.0
+        spent[0] += clock() - t
+        return r
+
+    return probe, spent
+
+
 def run_task(
     task: Task,
     memory: Memory,
@@ -496,45 +583,27 @@ def run_task(
     ok = bool(sql) and check(spec, sql).ok
     turns = len(steps)
     local_pei = pei(turns, 1.0) if ok else 0.0
-    solver = "local"
-    if ok:
-        metrics_steps = steps
-        traj_pei = local_pei
-        traj_frr = frr(failed + [False])
-    else:
-        cost += cfg.expert_cost_usd
-        steps = [Step(schema, spec.sql)]
-        metrics_steps = steps
-        solver = "expert"
-        traj_pei = pei(1, 1.0)  # the expert's trajectory: one statement, verified correct
-        traj_frr = 1.0
-    ti = traceability(
-        task.instruction,
-        [s.observation for s in metrics_steps],
-        [s.action for s in metrics_steps],
-        _schema_names(spec),
-        verified=True,
-    )
-    metrics = {"pei": traj_pei, "frr": traj_frr, "ti": ti}
-    verdict, judge_comp = None, None
-    if curator is not None and bool(getattr(curator, "judge", False)):
-        final_sql = metrics_steps[-1].action
+
+    def ti_of(persisted: list[Step]) -> dict[str, float]:
+        observations, actions = [s.observation for s in persisted], [s.action for s in persisted]
+        ti = traceability(
+            task.instruction, observations, actions, _schema_names(spec), verified=True
+        )
+        return {"ti": ti}
+
+    def judge_sql(persisted: list[Step]) -> tuple[bool | None, Any]:
+        final_sql = persisted[-1].action
         seen, _ = observe(spec, final_sql)
-        verdict, judge_comp = judge(executor, task.instruction, schema, final_sql, seen)
-        # 1 solved, 0 not, 0.5 unreadable or failed call: the judge-gate decides on it
-        metrics["judge"] = 0.5 if verdict is None else float(verdict)
-    traj = Trajectory(
-        task.id,
-        steps,
-        reward=1.0,
-        tokens_in=tokens_in,
-        tokens_out=tokens_out,
-        model_calls=turns,
-        cost_usd=cost,
-        latency_s=latency,
-        solver=solver,
-        metrics=metrics,
-    )
+        return judge(executor, task.instruction, schema, final_sql, seen)
+
+    traj, judge_comp = settle(
+        task, cfg, curator, ok,
+        (steps, local_pei, frr(failed + [False])),
+        Step(schema, spec.sql),
+        Usage(tokens_in, tokens_out, turns, cost, latency),
+        judge_sql,
+        ti_of,
+    )  # fmt: skip
     inject_tokens = (
         round(first_in * len(block) / len(first_prompt)) if block and first_in > 0 else 0
     )
@@ -547,10 +616,10 @@ def run_task(
         trial=lambda: _sql_trial(task, spec, schema, memory, executor, cfg),
         sql=sql,
         steps=turns + (0 if ok else 1),
-        pei=traj_pei,
+        pei=traj.metrics["pei"],
         local_pei=local_pei,
-        ti=ti,
-        frr=traj_frr,
+        ti=traj.metrics["ti"],
+        frr=traj.metrics["frr"],
         # PEI of the (first) injected entry; 0 for one without an evaluation (poison, outside)
         injected_pei=float(np.nan_to_num(inj_pei[0], nan=0.0)) if inj_pei else float("nan"),
         inject_tokens=int(inject_tokens),
@@ -635,23 +704,14 @@ def _curate(
     checker's reward; an executor error counts as reward 0. Nothing a probe sees is written.
     """
     from memcurator.envs.sql import check
-    from memcurator.errors import LLMError
 
-    spent = [0.0]
-
-    def probe(payload: str) -> float:
-        t = clock()
+    def solves(payload: str) -> bool:
         prompt = build_prompt(task, schema, payload[: cfg.inject_chars], payload_header(payload))
-        try:
-            comp = executor.complete(prompt, max_tokens=cfg.max_tokens, stop=STOP)
-        except LLMError:
-            spent[0] += clock() - t
-            return 0.0
+        comp = executor.complete(prompt, max_tokens=cfg.max_tokens, stop=STOP)
         sql = extract_sql(unmark_reply(comp.text))
-        r = 1.0 if sql and check(spec, sql).ok else 0.0
-        spent[0] += clock() - t
-        return r
+        return bool(sql) and check(spec, sql).ok
 
+    probe, spent = timed_probe(clock, solves)
     res = curator.curate(curate_context(task, memory, executor, cfg, schema, probe, "sql"))
     return res, spent[0]
 

@@ -18,15 +18,19 @@ from memcurator.bench.agent import (
     MEMORY_HEADER,
     AgentConfig,
     TaskRecord,
+    Usage,
     close_task,
     curate_context,
     payload_header,
+    settle,
     show_memory,
+    timed_probe,
 )
+from memcurator.curate.llm import judge
 from memcurator.errors import ContextOverflow
 from memcurator.memory import Memory
 from memcurator.trust.provenance import unmark_reply, unspotlight
-from memcurator.types import Step, Task, Trajectory
+from memcurator.types import Step, Task
 
 #: The model's reply ends at the close of its bash block or at the next turn's label.
 STOP = ["\nOS:", "\nTask:"]
@@ -286,40 +290,20 @@ def run_os_task(
         entry_text=as_dialogue,
         payload_text=dialogue_payload,
     )  # fmt: skip
-    curator = shown.curator
     run = play(ot, task.instruction, executor, cfg, shown.block, shown.header, poison_payload)
-    ok, cost = run.ok, run.cost_usd
-    solver = "local"
-    if ok:
-        traj_steps, traj_pei = run.steps, pei(max(1, len(run.steps)), 1.0)
-        traj_frr = frr(run.failed[:-1] + [False])
-    else:
-        cost += cfg.expert_cost_usd
-        traj_steps = [Step("", ot.reference)]
-        solver, traj_pei, traj_frr = "expert", pei(1, 1.0), 1.0
-    metrics: dict[str, float] = {"pei": traj_pei, "frr": traj_frr}
-    judge_comp = None
-    if curator is not None and bool(getattr(curator, "judge", False)):
-        from memcurator.curate.llm import judge
+    ok = run.ok
 
+    def judge_bash(persisted: list[Step]) -> tuple[bool | None, Any]:
         shown_out = run.last_output if ok else ""
-        script = "\n".join(s.action for s in traj_steps)
-        verdict, judge_comp = judge(
+        script = "\n".join(s.action for s in persisted)
+        return judge(
             executor, task.instruction, "", script, shown_out or "(no output)", domain="bash"
         )
-        # 1 solved, 0 not, 0.5 unreadable or failed call: the judge-gate decides on it
-        metrics["judge"] = 0.5 if verdict is None else float(verdict)
-    traj = Trajectory(
-        task.id,
-        traj_steps,
-        reward=1.0,
-        tokens_in=run.tokens_in,
-        tokens_out=run.tokens_out,
-        model_calls=run.turns,
-        cost_usd=cost,
-        latency_s=run.latency_s,
-        solver=solver,
-        metrics=metrics,
+
+    local = (run.steps, pei(max(1, len(run.steps)), 1.0), frr(run.failed[:-1] + [False]))
+    usage = Usage(run.tokens_in, run.tokens_out, run.turns, run.cost_usd, run.latency_s)
+    traj, judge_comp = settle(
+        task, cfg, shown.curator, ok, local, Step("", ot.reference), usage, judge_bash
     )
     return close_task(
         shown, task, memory, cfg, clock, (policy_name, seed, step), traj,
@@ -331,9 +315,9 @@ def run_os_task(
         inject_tokens=round(run.inject_tokens),
         sql=run.last_script,
         steps=len(run.steps) if ok else 1,
-        pei=traj_pei,
-        local_pei=traj_pei if ok else 0.0,
-        frr=traj_frr,
+        pei=traj.metrics["pei"],
+        local_pei=traj.metrics["pei"] if ok else 0.0,
+        frr=traj.metrics["frr"],
     )  # fmt: skip
 
 
@@ -378,22 +362,13 @@ def _curate_os(
     in a fresh sandbox with a candidate payload and returns the evaluation's reward; an executor
     error counts as reward 0. Nothing a probe sees is written.
     """
-    from memcurator.errors import LLMError
-
     ot = task.payload["os_task"]
-    spent = [0.0]
 
-    def probe(payload: str) -> float:
-        t = clock()
+    def solves(payload: str) -> bool:
         block = dialogue_payload(payload)[: cfg.inject_chars] if payload else ""
-        head = payload_header(payload)
-        try:
-            r = 1.0 if play(ot, task.instruction, executor, cfg, block, head).ok else 0.0
-        except LLMError:
-            r = 0.0
-        spent[0] += clock() - t
-        return r
+        return play(ot, task.instruction, executor, cfg, block, payload_header(payload)).ok
 
+    probe, spent = timed_probe(clock, solves)
     ctx = curate_context(task, memory, executor, cfg, "", probe, "bash")
     return curator.curate(ctx), spent[0]
 

@@ -37,7 +37,13 @@ from typing import Any
 
 import numpy as np
 
-from memcurator.bench.stream import Stream, StreamConfig, poison_event, zipf_probs
+from memcurator.bench.stream import (
+    Stream,
+    StreamConfig,
+    planted_stream,
+    poison_targets,
+    zipf_probs,
+)
 from memcurator.errors import InvalidInput
 from memcurator.types import Task
 
@@ -112,11 +118,7 @@ def build_os_stream(
     draws = rng.choice(len(fams), size=cfg.n_tasks, p=zipf_probs(len(fams), cfg.zipf))
     poison_step = int(round(cfg.poison_at * cfg.n_tasks))
     drift_step = int(round(cfg.drift_at * cfg.n_tasks))
-    targets_idx: list[int] = []
-    if cfg.poison > 0:
-        cand = list(range(min(10, len(fams))))
-        rng.shuffle(cand)
-        targets_idx = sorted(cand[: cfg.poison_targets])
+    targets_idx = poison_targets(len(fams), cfg, rng)
     migrated = (
         _migrations(cfg, fams, draws, drift_step, targets_idx, rng, verdicts) if cfg.drift else {}
     )
@@ -161,17 +163,11 @@ def build_os_stream(
             progress(t + 1, len(draws), build)
     build.update(_counts(verdicts, checks0, t0))
     build["fallbacks"] = dict(sorted(fallbacks.items()))
-    poison = poison_event(
-        poison_step, [fams[i] for i in targets_idx], cfg.poison, cfg.payload, make_os_poison, rng
-    )
-    return Stream(
-        out,
-        poison,
-        drifted={fams[i].family for i in migrated},
+    return planted_stream(
+        out, fams, targets_idx, migrated, cfg, make_os_poison, rng,
         drift_step=drift_step if migrated else cfg.n_tasks,
-        families=[f.family for f in fams],
         build=build,
-    )
+    )  # fmt: skip
 
 
 def _counts(verdicts: Any, checks0: tuple[int, int], t0: float) -> dict[str, Any]:

@@ -52,7 +52,7 @@ from memcurator.bench.stream import StreamConfig, build_stream
 from memcurator.errors import BudgetExceeded, InvalidInput
 from memcurator.memory import Memory
 from memcurator.policy import create_policy
-from memcurator.policy.share import SharedEntry
+from memcurator.policy.share import Demand, Offer, SharedEntry, answers
 from memcurator.store.vectors import check_dtype
 from memcurator.trust.auth import OWNER, Claim, KeyRing
 from memcurator.trust.outcome import (
@@ -66,6 +66,16 @@ from memcurator.trust.outcome import (
 CHANNELS = ("external", "peer", "self")
 #: the workloads of a peer group (:func:`workload_phases`); ``control`` is the original one
 WORKLOADS = ("control", "cold-start", "rotating", "specialised")
+#: how a sharing policy exchanges (:attr:`PeerConfig.exchange`)
+EXCHANGES = ("push", "pull")
+#: pull counts per receiver (summed over agents): tasks it demanded, offers it got, entries
+#: it fetched (of them of the exact task), offers that claimed the exact task and sent
+#: another (caught by :func:`~memcurator.policy.share.answers`), fetched entries admitted,
+#: demands or answers not sent for the uplink budget
+PULL_FIELDS = ("demands", "offers", "fetched", "fetched_exact", "lies", "admitted", "over_budget")
+#: a receiver ignores the offers of a peer after this many lies (offers that were not what
+#: they claimed)
+LIES_TOLERATED = 2
 #: the agent that joins late under ``cold-start`` (the compromised peer is the last agent)
 NEWCOMER = 0
 #: tasks of the newcomer whose accuracy the cold-start workload reports
@@ -156,6 +166,18 @@ class PeerConfig:
         Shared entries carry the sender's signed verified outcome
         (:mod:`memcurator.trust.outcome`), and the compromised peer sends
         :data:`FALSE_RECORDS` false records per receiver with forged passing outcomes.
+    exchange : {"push", "pull"}, default "push"
+        How a sharing policy exchanges. ``push``: CURATOR's Share every ``share_every`` tasks
+        against each peer's sketch. ``pull`` (demand-driven): before each task an agent whose
+        memory does not cover the task publishes a :class:`~memcurator.policy.share.Demand`
+        to its peers; each answers with an :class:`~memcurator.policy.share.Offer` (or
+        nothing), and the agent fetches the best offer's entry (:func:`_pull`). Every byte of
+        demands, offers, fetch requests and frames counts, against the sender's ``uplink``
+        per round. A broadcasting policy broadcasts either way.
+    match_cos : float or None, default None
+        ``pull``: demands carry the task's text and a peer may answer with an entry of a
+        similar task (cosine >= ``match_cos``) when it holds none of the exact task
+        (:func:`memcurator.lifecycle.exchange.offer`). None: exact task only.
 
     Raises
     ------
@@ -185,6 +207,8 @@ class PeerConfig:
     join_after: int | None = None
     store: str = ":memory:"
     claims: bool = True
+    exchange: str = "push"
+    match_cos: float | None = None
 
     def __post_init__(self) -> None:
         from memcurator.envs.sql.attacks import PAYLOAD_SETS
@@ -207,6 +231,10 @@ class PeerConfig:
             raise InvalidInput(f"join_after must be in [1, n_tasks), got {self.join_after!r}")
         if not isinstance(self.store, str) or not self.store:
             raise InvalidInput("store must be a store path or URL")
+        if self.exchange not in EXCHANGES:
+            raise InvalidInput(f"exchange must be one of {list(EXCHANGES)}, got {self.exchange!r}")
+        if self.match_cos is not None and not 0.0 < self.match_cos <= 1.0:
+            raise InvalidInput(f"match_cos must be in (0, 1] or None, got {self.match_cos!r}")
 
     @property
     def joins_at(self) -> int:
@@ -330,6 +358,10 @@ class PeerRun:
     #: the receivers) and ``caught_after``: per receiver where the compromised peer lost good
     #: standing, the failures of its claim-released entries it took (k)
     claims: dict[str, Any] = field(default_factory=dict)
+    #: how a sharing policy exchanged (:attr:`PeerConfig.exchange`) and the pull counts
+    #: (:data:`PULL_FIELDS`, summed over the receivers; empty for ``push``)
+    exchange: str = "push"
+    pull: dict[str, int] = field(default_factory=dict)
     records: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
@@ -533,6 +565,24 @@ def draw_plan(families: list[Any], cfg: PeerConfig, *, outside: bool = True) -> 
     return _Plan(pool, names, streams, attack_step, attacks, targets, feed, checks, false)
 
 
+def attack_frame(ring: KeyRing, sender: str, to: str, text: str) -> SharedEntry:
+    """The compromised peer's attack entry ``text`` as it sends it to namespace ``to``: signed
+    under its real key, advertising q = 1 and a = 50."""
+    sig = ring.sign(Claim(to, "peer", sender, "insight", text), principal=sender)
+    return SharedEntry(text, "insight", 0, 1.0, 50.0, 1.0, "atk", signature=sig)
+
+
+def forged_frame(
+    ring: KeyRing, sender: str, to: str, fam: str, text: str, action: str
+) -> SharedEntry:
+    """The compromised peer's false record ``text`` (a subtly wrong ``action`` for a task of
+    family ``fam``) with a forged passing outcome, signed under its real key for ``to``."""
+    sig = ring.sign(Claim(to, "peer", sender, "insight", text), principal=sender)
+    claim = OutcomeClaim(f"forged:{fam}", action, "pass", state_hash("forged", fam), text_sha(text))
+    so = sign_outcome(ring, claim, to=to, sender=sender)
+    return SharedEntry(text, "insight", 0, 1.0, 1.0, 1.0, "false", signature=sig, outcome=so)
+
+
 class _PeerAgent:
     """One agent of a group run: its memory, its stream, and its share of the tallies.
 
@@ -606,6 +656,11 @@ class _PeerAgent:
         self.ok = 0
         self.last_sent = -1
         self._attacked = False
+        #: pull counts at this receiver (:data:`PULL_FIELDS`), lies per peer, and what the
+        #: pull before the current task fetched ("exact", "similar" or "")
+        self.pulls: dict[str, int] = dict.fromkeys(PULL_FIELDS, 0)
+        self.lies: dict[str, int] = {}
+        self.pulled = ""
 
     def tally(self, ch: str, genuine: bool, admitted: bool, payload: str = "") -> None:
         c = self.counts[ch]["genuine" if genuine else "poison"]
@@ -738,7 +793,10 @@ class _PeerAgent:
             "workload": cfg.workload,
             "joined_at": self.start,
             "agent": self.name,
+            "exchange": cfg.exchange,
+            "pulled": self.pulled,
         }
+        self.pulled = ""
         row.update((k, v) for k, v in asdict(rec).items() if k not in _NOT_RECORDED)
         row.update(attack_channel=ch or "", attack_resident=attack_resident, asr_hit=hit)
         self.records.append(row)
@@ -793,7 +851,9 @@ class _PeerAgent:
         to = self.ns_of[r]
         oc = self.outcomes if cfg.claims else {}
         out: list[Any]
-        if mem.policy.can_share:
+        if mem.policy.can_share and cfg.exchange == "pull":
+            out = []  # sent on demand, before each task (:func:`_pull`)
+        elif mem.policy.can_share:
             if sketch is None:
                 raise InvalidInput(f"{s} shares by value and needs {r}'s sketch")
             budget = cfg.uplink // (cfg.peers - 1)
@@ -811,30 +871,53 @@ class _PeerAgent:
                     )
                 )
         if s == self.plan.bad_peer:
-            for t in self.pending_peer_attacks[r]:
-                sig = self.ring.sign(Claim(to, "peer", s, "insight", t), principal=s)
-                out.append(SharedEntry(t, "insight", 0, 1.0, 50.0, 1.0, "atk", signature=sig))
+            out += [attack_frame(self.ring, s, to, t) for t in self.pending_peer_attacks[r]]
             self.pending_peer_attacks[r] = []
-            for fam, t, action, _ in self.pending_false[r]:  # false records, forged outcomes
-                sig = self.ring.sign(Claim(to, "peer", s, "insight", t), principal=s)
-                claim = OutcomeClaim(
-                    f"forged:{fam}", action, "pass", state_hash("forged", fam), text_sha(t)
-                )
-                so = sign_outcome(self.ring, claim, to=to, sender=s)
-                out.append(
-                    SharedEntry(t, "insight", 0, 1.0, 1.0, 1.0, "false", signature=sig, outcome=so)
-                )
+            out += [
+                forged_frame(self.ring, s, to, fam, t, a) for fam, t, a, _ in self.pending_false[r]
+            ]
             self.pending_false[r] = []
         return out
 
     def end_round(self, step: int) -> None:
         self.last_sent = step
 
-    def take(self, sender: str, items: Sequence[Any]) -> None:
-        """Offer what ``sender`` sent, one entry at a time, in its order."""
+    def answer(self, r: str, demand: Demand) -> Offer | None:
+        """This agent's offer for ``r``'s demand. The compromised peer claims to hold the
+        exact task of every demand once the attack began (it learns only the task's key, so
+        what it then sends is one of its false records or attack entries: :meth:`give`)."""
+        if self.name == self.plan.bad_peer and self._attacked:
+            return Offer("false", 1.0, True, 600)
+        oc = self.outcomes if self.cfg.claims else {}
+        return self.mem.offer(  # type: ignore[no-any-return]
+            demand, peer=r, outcomes=oc, match_cos=self.cfg.match_cos, sender=self.name,
+            to=self.ns_of[r],
+        )  # fmt: skip
+
+    def give(self, r: str, chosen: Offer) -> SharedEntry | None:
+        """The entry of an offer this agent made ``r`` (the compromised peer: a false record
+        with its forged outcome, else an attack entry, whatever was asked)."""
+        if self.name != self.plan.bad_peer or not self._attacked:
+            oc = self.outcomes if self.cfg.claims else {}
+            return self.mem.fetch(  # type: ignore[no-any-return]
+                chosen, sender=self.name, to=self.ns_of[r], peer=r, outcomes=oc
+            )
+        to, s = self.ns_of[r], self.name
+        for fam, t, action, _ in self.plan.false.get(r, []):
+            return forged_frame(self.ring, s, to, fam, t, action)
+        for ch, _, _, x in self.plan.attacks[r]:
+            if ch == "peer" and x is not None:
+                return attack_frame(self.ring, s, to, x)
+        return None
+
+    def take(self, sender: str, items: Sequence[Any]) -> list[bool]:
+        """Offer what ``sender`` sent, one entry at a time, in its order; whether each was
+        admitted."""
+        out = []
         for e in items:
             seq = self.mem.store.last_seq()
             res = self.mem.receive([e], peer=sender)
+            out.append(bool(res and res[0].admitted))
             if not isinstance(e, SharedEntry):  # a forget notice: nothing to tally
                 continue
             false = _sha(e.text) in self.false_shas
@@ -851,6 +934,7 @@ class _PeerAgent:
             self.claims[f"{kind}_released"] += int(released)
             if false:
                 self.claims["false_admitted"] += int(res[0].admitted)
+        return out
 
     def finish(self) -> dict[str, Any]:
         """Close the memory; the agent's tallies, records and decision counts."""
@@ -871,6 +955,7 @@ class _PeerAgent:
                 self.mem.close()
         return {
             "claims": self.claims,
+            "pull": self.pulls,
             "caught_after": ks,
             "ok": self.ok,
             "counts": self.counts,
@@ -912,8 +997,11 @@ def _summarize(
     records = [parts[i]["records"][j] for _, i, j in order]
     acc = ok / len(records) if records else float("nan")
     claims = dict.fromkeys(CLAIM_FIELDS, 0)
+    pull = dict.fromkeys(PULL_FIELDS, 0)
     caught_after: list[int] = []
     for p in parts:
+        for k, v in (p.get("pull") or {}).items():
+            pull[k] = pull.get(k, 0) + int(v)
         for k, v in (p.get("claims") or {}).items():
             claims[k] = claims.get(k, 0) + int(v)
         caught_after += list(p.get("caught_after") or [])
@@ -942,6 +1030,7 @@ def _summarize(
         "records": records,
         "decisions": decisions,
         "claims": {**claims, "caught_after": caught_after},
+        "pull": pull if cfg.exchange == "pull" else {},
     }
 
 
@@ -1016,11 +1105,18 @@ def run_group(
                     arm="pooled" if pooled else "",
                 )  # fmt: skip
             )
+        pulling = outside and cfg.exchange == "pull"
+        pulled = 0  # bytes of the pulls since the last round
+        spent = dict.fromkeys(names, 0)  # each agent's bytes sent this round
         for t in range(cfg.n_tasks):
             for a in agents:
+                if pulling and t >= a.start:
+                    on = [b for b in agents if b is not a and t >= b.start]
+                    pulled += _pull(a, on, a.plan.streams[a.i].tasks[t].instruction, spent, cfg)
                 a.step(t)
             if outside and (t + 1) % cfg.share_every == 0:
-                total = 0
+                total, pulled = pulled, 0
+                spent = dict.fromkeys(names, 0)
                 on = [a for a in agents if t >= a.start]  # a newcomer exchanges once joined
                 for a in on:
                     for b in on:
@@ -1036,6 +1132,8 @@ def run_group(
                         sender, e = decode(fr)
                         b.take(sender, [e])
                 sent_bytes.append(total)
+        if pulled and sent_bytes:  # pulls after the last round (n_tasks not a multiple of R)
+            sent_bytes[-1] += pulled
         for a in agents:
             parts.append(a.finish())
     finally:
@@ -1047,6 +1145,67 @@ def run_group(
         if shared is not None:
             shared.close()
     return _summarize(cfg, parts, sent_bytes)
+
+
+def _pull(a: _PeerAgent, peers: list[_PeerAgent], task: str, spent: dict[str, int],
+          cfg: PeerConfig) -> int:  # fmt: skip
+    """Demand-driven sharing before one task of ``a``: the bytes that crossed.
+
+    When ``a``'s memory does not cover ``task`` (:meth:`Memory.covers`), ``a`` sends each
+    peer the task's :class:`~memcurator.policy.share.Demand`; each answers with an offer or
+    an empty frame; ``a`` fetches the best offer (exact task first, then ρ_s), checks that an
+    entry offered as the exact task is one (:func:`~memcurator.policy.share.answers`; a peer
+    that lied :data:`LIES_TOLERATED` times is not asked again) and offers it to its memory
+    (:meth:`_PeerAgent.take`: the trust gate, the outcome step). Every message is a frame
+    with a 4-byte length prefix, counted against its sender's ``uplink`` for the round
+    (``spent``); what does not fit is not sent (counted ``over_budget``).
+    """
+    if not a.mem.policy.can_share or not peers or a.mem.covers(task):
+        return 0
+    d = Demand.of(task, with_text=cfg.match_cos is not None)
+    L, used = cfg.uplink, 0
+
+    def send(who: str, n: int) -> bool:
+        nonlocal used
+        if spent[who] + 4 + n > L:
+            a.pulls["over_budget"] += 1
+            return False
+        spent[who] += 4 + n
+        used += 4 + n
+        return True
+
+    offers: list[tuple[Offer, _PeerAgent]] = []
+    asked = False
+    for b in peers:
+        if a.lies.get(b.name, 0) >= LIES_TOLERATED or not send(a.name, d.bytes):
+            continue
+        asked = True
+        o = b.answer(a.name, d)
+        if o is not None and spent[b.name] + 8 + o.bytes + o.wire > L:
+            o = None  # a sender offers only what it can still send this round
+            a.pulls["over_budget"] += 1
+        if send(b.name, 0 if o is None else o.bytes) and o is not None:
+            offers.append((o, b))
+    a.pulls["demands"] += int(asked)
+    a.pulls["offers"] += len(offers)
+    for o, b in sorted(offers, key=lambda x: (not x[0].exact, -x[0].rho_s)):
+        if not send(a.name, len(o.source_id.encode("utf-8"))):
+            break
+        e = b.give(a.name, o)
+        if e is None or not send(b.name, len(encode(e, b.name))):
+            a.lies[b.name] = a.lies.get(b.name, 0) + 1  # offered, then sent nothing
+            a.pulls["lies"] += 1
+            continue
+        if o.exact and not answers(d, e):
+            a.lies[b.name] = a.lies.get(b.name, 0) + 1
+            a.pulls["lies"] += 1
+            continue
+        a.pulls["fetched"] += 1
+        a.pulls["fetched_exact"] += int(o.exact)
+        a.pulls["admitted"] += int(any(a.take(b.name, [e])))
+        a.pulled = "exact" if o.exact else "similar"
+        break
+    return used
 
 
 def _count(xs: list[str]) -> dict[str, int]:
@@ -1160,6 +1319,8 @@ def run_peers(
                 accuracy_pooled=acc_p,
                 workload=cfg.workload,
                 claims=det.get("claims", {}),
+                exchange=cfg.exchange,
+                pull=det.get("pull", {}),
                 records=det["records"] + iso_records,
             )
             runs.append(run)
@@ -1237,6 +1398,8 @@ def from_json(d: dict[str, Any]) -> PeerRun:
         "accuracy_pooled",
         "workload",
         "claims",
+        "exchange",
+        "pull",
     }
     keep = [
         f.name
@@ -1254,10 +1417,14 @@ def from_json(d: dict[str, Any]) -> PeerRun:
 
 __all__ = [
     "CLAIM_FIELDS",
+    "EXCHANGES",
     "LoopbackLink",
+    "PULL_FIELDS",
     "PeerConfig",
     "WORKLOADS",
     "PeerRun",
+    "attack_frame",
+    "forged_frame",
     "decode",
     "encode",
     "format_table",

@@ -215,8 +215,9 @@ def entry_bytes_by_part(
     Returns
     -------
     dict
-        ``n`` entries, ``text`` (bytes as stored: UTF-8, or the compressed frame), ``meta``
-        (JSON bytes), ``vec`` (embedding bytes as stored in ``vector_dtype``), ``detail`` (the
+        ``n`` entries, ``text`` (bytes as stored: UTF-8, or the compressed frame that holds
+        text and meta together, schema v8), ``meta`` (JSON bytes; 0 when folded into the
+        text's frame), ``vec`` (embedding bytes as stored in ``vector_dtype``), ``detail`` (the
         origin detail's UTF-8 bytes, counted since the store counts every field), and
         ``total`` (the entries' accounted ``bytes``; may differ from the parts' sum for
         distilled or imported entries).
@@ -232,14 +233,17 @@ def entry_bytes_by_part(
     """
     import json
 
-    from memcurator.store.compression import text_nbytes
+    from memcurator.store.compression import stored_entry
     from memcurator.store.vectors import vector_nbytes
     from memcurator.trust.state import sized_meta
 
     out = {"n": len(entries), "text": 0, "meta": 0, "vec": 0, "detail": 0, "total": 0}
     for m in entries:
-        out["text"] += text_nbytes(text_codec, m.text)
-        out["meta"] += len(json.dumps(sized_meta(m.meta, m.trust), sort_keys=True))
+        t, mj = stored_entry(
+            text_codec, m.text, json.dumps(sized_meta(m.meta, m.trust), sort_keys=True)
+        )
+        out["text"] += len(t) if isinstance(t, bytes) else len(t.encode("utf-8"))
+        out["meta"] += len(mj.encode("utf-8"))
         out["vec"] += vector_nbytes(int(m.embedding.size), vector_dtype)
         out["detail"] += len(m.origin_detail.encode("utf-8"))
         out["total"] += int(m.bytes)

@@ -9,7 +9,7 @@ families (their later tasks form the *attacker* subset). DESIGN.md, "The first r
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -189,6 +189,38 @@ class Stream:
     build: dict[str, Any] = field(default_factory=dict)
 
 
+def poison_targets(n_families: int, cfg: StreamConfig, rng: np.random.Generator) -> list[int]:
+    """Indices (popularity ranks) of the families the attacker targets, for every environment's
+    stream: ``cfg.poison_targets`` of the ten most popular, drawn with ``rng`` (one shuffle);
+    none without poisoning (``cfg.poison`` 0, ``rng`` untouched)."""
+    if cfg.poison <= 0:
+        return []
+    cand = list(range(min(10, n_families)))
+    rng.shuffle(cand)
+    return sorted(cand[: cfg.poison_targets])
+
+
+def planted_stream(
+    tasks: list[Task],
+    fams: Sequence[Any],
+    targets_idx: list[int],
+    drifted_idx: Iterable[int],
+    cfg: StreamConfig,
+    make: Callable[[Any, Any, np.random.Generator], str],
+    rng: np.random.Generator,
+    **kw: Any,
+) -> Stream:
+    """The built stream of ``tasks`` drawn from the families ``fams`` (each with a ``family``),
+    for every environment: the attacker's entries (``make``, :func:`poison_event`) planted
+    before the poison step on the targets ``targets_idx``, the families ``drifted_idx``
+    marked drifted; ``kw`` the rest of :class:`Stream` (``drift_step``, ``build``)."""
+    poison_step = int(round(cfg.poison_at * cfg.n_tasks))
+    targets = [fams[i] for i in targets_idx]
+    poison = poison_event(poison_step, targets, cfg.poison, cfg.payload, make, rng)
+    drifted = {fams[i].family for i in drifted_idx}
+    return Stream(tasks, poison, drifted=drifted, families=[f.family for f in fams], **kw)
+
+
 def zipf_probs(n: int, a: float) -> np.ndarray:
     """Probabilities ∝ r^-a for ranks r = 1..n, shape (n,).
 
@@ -255,12 +287,7 @@ def build_stream(cfg: StreamConfig, specs: list, *, max_variant_tries: int = 10)
 
     seen_before = sorted({int(i) for i in draws[:drift_step]})
     n_drift = int(round(cfg.drift * len(seen_before)))
-    top10 = list(range(min(10, len(fams))))
-    targets_idx: list[int] = []
-    if cfg.poison > 0:
-        cand = [i for i in top10]
-        rng.shuffle(cand)
-        targets_idx = sorted(cand[: cfg.poison_targets])
+    targets_idx = poison_targets(len(fams), cfg, rng)
     drift_pool = [i for i in seen_before if i not in targets_idx]
     if cfg.drift_popular:
         counts = np.bincount(draws[:drift_step], minlength=len(fams))
@@ -296,13 +323,6 @@ def build_stream(cfg: StreamConfig, specs: list, *, max_variant_tries: int = 10)
             subset = "clean"
         tasks.append(to_task(spec, f"t{t:05d}-{spec.family}", subset))  # type: ignore[arg-type]
 
-    poison = poison_event(
-        poison_step, [fams[i] for i in targets_idx], cfg.poison, cfg.payload, make_poison, rng
-    )
-    return Stream(
-        tasks,
-        poison,
-        drifted={fams[i].family for i in drift_idx},
-        drift_step=drift_step,
-        families=[f.family for f in fams],
+    return planted_stream(
+        tasks, fams, targets_idx, drift_idx, cfg, make_poison, rng, drift_step=drift_step
     )

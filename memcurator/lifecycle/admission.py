@@ -19,8 +19,10 @@ Steps, in order (:data:`STEPS`); each is a small function that gets only what it
    checks of :func:`memcurator.trust.gate.assess`), given the candidate with its trusted origin;
 7. **outcome** (:func:`release_on_outcome`, received entries only) — a peer's entry admitted on
    probation with the sender's signed verified outcome (:mod:`memcurator.trust.outcome`) is
-   released when the claim verifies, the sender is in good standing and the content passes the
-   gate's checks as if it were not on probation; what cannot be proven stays on probation.
+   released when the claim verifies, the content passes the gate's checks as if it were not on
+   probation and the sender is in good standing with release credit left; a verified claim
+   beyond the credit waits on probation until the receiver confirms earlier releases
+   (:func:`release_waiting`); what cannot be proven stays on probation.
 
 The state the steps pass along is one :class:`Admission`: the text, its claimed and trusted
 origin, its metadata, its trust state (where taint and probation are recorded) and the
@@ -297,17 +299,19 @@ def release_on_outcome(
     and the reason for the decision log ('' when there was no claim).
 
     The claim is kept as ``meta["_outcome"]`` (:data:`memcurator.trust.outcome.OUTCOME`) with
-    the peer and ``status`` (``"released"`` or ``"held: <reason>"``). It releases only when
+    the peer and ``status``: ``"released"``, ``"held: <reason>"`` (the claim or the content
+    fails: it never releases) or ``"waiting: <reason>"`` (claim and content pass, the peer may
+    not release now: :func:`release_waiting` releases it once it may). It releases only when
     every test passes, in this order:
 
     - the entry is on probation (else nothing is done), and not held for what it says
       (``_held_for``);
     - :func:`memcurator.trust.outcome.verify_outcome`: signed by ``peer`` for ``namespace``,
       about exactly ``text``, verdict ``pass``, its action in the text;
-    - ``standing(peer)`` gives '' (good standing:
-      :meth:`memcurator.trust.reputation.PeerReputation.good_standing`);
     - ``strict(text)`` gives '' (the content passes the gate as an entry *not* on probation: a
-      plain instruction the gate waives for a contained entry is not released by a claim).
+      plain instruction the gate waives for a contained entry is not released by a claim);
+    - ``standing(peer)`` gives '' (good standing and release credit left:
+      :meth:`memcurator.trust.reputation.PeerReputation.may_release`).
 
     Examples
     --------
@@ -318,24 +322,65 @@ def release_on_outcome(
     """
     if signed is None or PROBATION not in meta:  # nothing to release
         return False, ""
+    wait = ""
     if HELD_FOR in meta:
         why = f"held for what it says ({meta[HELD_FOR]}), only a local verified outcome releases it"
     else:
-        why = (
-            verify_outcome(ring, signed, namespace=namespace, peer=peer, text=text)
-            or standing(peer)
-            or strict(text)
+        why = verify_outcome(ring, signed, namespace=namespace, peer=peer, text=text) or strict(
+            text
         )
+        wait = "" if why else standing(peer)
     claim: dict[str, Any] = getattr(getattr(signed, "claim", None), "to_dict", dict)()
-    meta[OUTCOME] = {**claim, "peer": peer, "status": f"held: {why}" if why else "released"}
-    if why:
-        return False, f"signed outcome of peer {peer!r} not accepted: {why}; kept on probation"
-    c = signed.claim
-    corroborate(meta, f"signed outcome of peer {peer} (task {c.task}) at step {step}")
-    return True, (
-        f"off probation: signed outcome of peer {peer!r} (task {c.task!r}, verdict {c.verdict}, "
-        f"state {c.state_hash[:12]}), peer in good standing"
+    status = f"held: {why}" if why else f"waiting: {wait}" if wait else "released"
+    meta[OUTCOME] = {**claim, "peer": peer, "status": status}
+    if why or wait:
+        return (
+            False,
+            f"signed outcome of peer {peer!r} not accepted: {why or wait}; kept on probation",
+        )
+    return True, _release(meta, signed.claim.to_dict(), peer, step)
+
+
+def _release(meta: TrustState, c: dict[str, Any], peer: str, step: int) -> str:
+    corroborate(meta, f"signed outcome of peer {peer} (task {c['task']}) at step {step}")
+    meta[OUTCOME] = {**meta.get(OUTCOME, {}), "status": "released"}
+    return (
+        f"off probation: signed outcome of peer {peer!r} (task {c['task']!r}, verdict "
+        f"{c['verdict']}, state {str(c['state_hash'])[:12]}), peer in good standing"
     )
+
+
+def waiting_on_claim(meta: Any) -> bool:
+    """Whether an entry waits on probation for its verified claim's peer to be allowed to
+    release it (status ``"waiting: ..."``, :func:`release_on_outcome`)."""
+    o = meta.get(OUTCOME) if hasattr(meta, "get") else None
+    return (
+        isinstance(o, dict)
+        and str(o.get("status", "")).startswith("waiting")
+        and (PROBATION in meta)
+    )
+
+
+def release_waiting(entries: Any, rep: Any, step: int) -> list[tuple[Any, str]]:
+    """Release, in order, the ``entries`` waiting on their verified claim
+    (:func:`waiting_on_claim`) whose peer ``rep.may_release`` now (good standing, release
+    credit: :meth:`memcurator.trust.reputation.PeerReputation.may_release`), counting each as
+    released (``rep.note_release``). Mutates their trust state; returns ``(entry, reason)``
+    for each released one (the caller stores and logs them). Claim and content were checked
+    when the entry arrived.
+    """
+    done = []
+    for m in entries:
+        if not waiting_on_claim(m.trust):
+            continue
+        o = m.trust[OUTCOME]
+        peer = str(o.get("peer", ""))
+        if not peer or rep.may_release(peer):
+            continue
+        why = _release(m.trust, o, peer, step)
+        rep.note_release(peer, m.id)
+        done.append((m, why.replace("off probation:", "off probation (credit freed):", 1)))
+    return done
 
 
 # ------------------------------------------------------------------------------------- size
@@ -394,7 +439,9 @@ __all__ = [
     "oversize",
     "provenance",
     "release_on_outcome",
+    "release_waiting",
     "screen",
     "set_probation",
     "verify_claim",
+    "waiting_on_claim",
 ]

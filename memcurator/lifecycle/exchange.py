@@ -14,15 +14,19 @@ from typing import Any, TypedDict
 import numpy as np
 
 from memcurator.errors import DimensionMismatch, InvalidInput
-from memcurator.lifecycle.admission import release_on_outcome
+from memcurator.lifecycle.admission import release_on_outcome, release_waiting
 from memcurator.lifecycle.checks import check_text
 from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.forget import forget
 from memcurator.lifecycle.write import WriteResult, write
 from memcurator.policy.share import (
+    Demand,
     ForgetNotice,
+    Offer,
     SharedEntry,
+    entry_task,
     select_for_peer,
+    task_key,
     verified_share_scores,
 )
 from memcurator.policy.trust import RECEIVED_FROM
@@ -135,6 +139,167 @@ def share(
             )
             ctx.store.mark_shared(ctx.namespace, m.id, peer)
     return out
+
+
+def covers(ctx: Context, task: str) -> bool:
+    """True when a resident entry that can be injected (not on probation) was distilled from
+    exactly ``task`` (:func:`~memcurator.policy.share.entry_task`, compared by
+    :func:`~memcurator.policy.share.task_key`): a memory that covers a task publishes no
+    :class:`~memcurator.policy.share.Demand` for it.
+
+    Raises
+    ------
+    InvalidInput
+        ``task`` is not a non-empty string.
+    """
+    key = task_key(task)
+    ctx.sync()
+    for m in ctx.res.entries:
+        t = entry_task(m.text)
+        if t is not None and injectable(m) and task_key(t) == key:
+            return True
+    return False
+
+
+def offer(
+    ctx: Context,
+    demand: Demand,
+    *,
+    peer: str = "",
+    outcomes: Mapping[str, OutcomeClaim] | None = None,
+    match_cos: float | None = None,
+    tau: float = 0.0,
+    sender: str = "",
+    to: str = "",
+) -> Offer | None:
+    """What this memory would send a peer that lacks ``demand``'s task (demand-driven Share).
+
+    CURATOR's share score (Eq. 7) with the propensity of Eq. 8 re-projected on the demanded
+    task instead of the peer's running sketch q̄_p: a peer that names the task it is about to
+    run has told the sender more than its sketch can. Candidates are the entries :func:`share`
+    may send (not personal, not on probation; a verified fail never), less those received from
+    ``peer`` (it had them). An entry distilled from exactly the demanded task (its task key)
+    is preferred to any other; with ``match_cos`` and the demand's text, an entry whose cosine
+    with the task is >= ``match_cos`` may answer when none is exact (experience of a similar
+    task, for a model that adapts it). Of those, the one of highest ρ_s above ``tau``;
+    nothing is logged (a sent entry is logged by :func:`fetch`).
+
+    Parameters
+    ----------
+    demand : Demand
+    peer : str, default ""
+        The demanding peer (its copies are not offered back).
+    outcomes : mapping of entry id to OutcomeClaim, optional
+        Verified outcomes (a prior on q, as in :func:`share`).
+    match_cos : float in (0, 1] or None, default None
+        Similarity matching (needs ``demand.text``); None: exact task only.
+    tau : float, default 0.0
+        Share threshold τ on ρ_s, value per byte.
+    sender, to : str
+        The frame's sender and receiving namespace (for the fetched frame's size).
+
+    Returns
+    -------
+    Offer or None
+        None when nothing matches or clears τ.
+
+    Raises
+    ------
+    InvalidInput
+        The policy cannot share; ``match_cos`` outside (0, 1]; a bad ``outcomes``.
+
+    References
+    ----------
+    CURATOR, Eq. 7-8 (ρ_s = (p_p·q·a − λĤ)/b > τ, p_p re-projected on what the peer
+    advertises); the demand in place of the sketch is ours.
+    """
+    _check_offer(ctx, demand, match_cos)
+    outcomes = _checked_outcomes(outcomes)
+    exact_ids, text = _exact_for(ctx, demand)
+    if text is None or (not exact_ids and (match_cos is None or demand.text is None)):
+        return None
+    sk = np.asarray(ctx.embedder.embed(text), dtype=np.float64)
+    cand = _share_candidates(ctx, sk, outcomes)
+    if cand is None:
+        return None
+    ents, mat, rho, q, a, _ = cand
+    ok = np.array([m.meta.get(RECEIVED_FROM) != peer or not peer for m in ents], dtype=bool)
+    exact = np.array([m.id in exact_ids for m in ents], dtype=bool)
+    match = exact if exact[ok].any() else (mat.astype(np.float64) @ sk >= (match_cos or 2.0))
+    pick = np.flatnonzero(ok & match & (rho > tau))
+    if pick.size == 0:
+        return None
+    i = int(pick[np.argmax(rho[pick])])
+    m = ents[i]
+    (wire,) = _wire_estimates([m], (q[i : i + 1], a[i : i + 1], rho[i : i + 1]), outcomes,
+                              ctx.keyring, sender, to)  # fmt: skip
+    return Offer(m.id, float(rho[i]), bool(exact[i]), int(wire), float(q[i]), float(a[i]))
+
+
+def _check_offer(ctx: Context, demand: Any, match_cos: Any) -> None:
+    """:class:`InvalidInput` for what :func:`offer` refuses."""
+    if not ctx.policy.can_share:
+        raise InvalidInput(f"policy {ctx.policy.name!r} cannot share; use a curator policy")
+    if match_cos is not None and not 0.0 < match_cos <= 1.0:
+        raise InvalidInput(f"match_cos must be in (0, 1], got {match_cos!r}")
+    if not isinstance(demand, Demand):
+        raise InvalidInput(f"demand must be a Demand, got {type(demand).__name__}")
+
+
+def _exact_for(ctx: Context, demand: Demand) -> tuple[set[str], str | None]:
+    """The ids of the resident entries distilled from exactly the demanded task, and the
+    task's text (the sender's own copy when it holds the task, else the demand's, if sent)."""
+    ctx.sync()
+    ids = set()
+    text = demand.text
+    for m in ctx.res.entries:
+        t = entry_task(m.text)
+        if t is not None and task_key(t) == demand.key:
+            ids.add(m.id)
+            text = t  # the sender holds the task's text: the demand's direction exactly
+    return ids, text
+
+
+def fetch(
+    ctx: Context,
+    chosen: Offer,
+    *,
+    sender: str = "",
+    to: str = "",
+    peer: str = "",
+    outcomes: Mapping[str, OutcomeClaim] | None = None,
+) -> SharedEntry | None:
+    """The entry of an :class:`~memcurator.policy.share.Offer` this memory made, signed as
+    :func:`share` signs (with its verified outcome claim), logged ``share`` and marked shared
+    with ``peer``; None when it is no longer resident or can no longer be sent (forgotten,
+    evicted or put on probation since the offer).
+
+    Raises
+    ------
+    InvalidInput
+        ``chosen`` is not an Offer; a bad ``outcomes``.
+    """
+    if not isinstance(chosen, Offer):
+        raise InvalidInput(f"chosen must be an Offer, got {type(chosen).__name__}")
+    outcomes = _checked_outcomes(outcomes)
+    ctx.sync()
+    m = ctx.res.get(chosen.source_id)
+    if m is None or state.is_personal(m) or not injectable(m):
+        return None
+    ring = ctx.keyring if sender else None
+    se = _signed_entry(ring, sender, to, m, (chosen.q, chosen.a, chosen.rho_s), outcomes)
+    with ctx.transaction():
+        ctx.log(
+            ctx.step,
+            "share",
+            m.id,
+            chosen.rho_s,
+            f"demand of {peer or 'a peer'}: {'exact task' if chosen.exact else 'similar task'}; "
+            f"rho_s={chosen.rho_s:.3g}, q={chosen.q:.3f}",
+            m.bytes,
+        )
+        ctx.store.mark_shared(ctx.namespace, m.id, peer)
+    return se
 
 
 def _share_candidates(
@@ -372,12 +537,14 @@ def _outcome_step(ctx: Context, m: Any, signed: Any, peer: str, rep: PeerReputat
         ring=ctx.keyring,
         namespace=ctx.namespace,
         peer=peer,
-        standing=rep.good_standing,
+        standing=rep.may_release,
         strict=_strict,
         step=ctx.step,
     )
     if not why:
         return
+    if released:
+        rep.note_release(peer, m.id)
     ctx.res.edited([m.id])
     ctx.store.update(m)
     ctx.log(ctx.step, "corroborate" if released else "receive", m.id, float("nan"), why, m.bytes)
@@ -414,8 +581,9 @@ def _write_received(
 
 def log_reputation(ctx: Context) -> None:
     """Write new peer quarantines and releases to the decision log (entry id ``peer:<id>``),
-    and put back on probation what a peer out of good standing released on its outcome claims
-    (:func:`withdraw_releases`)."""
+    put back on probation what a peer out of good standing released on its outcome claims
+    (:func:`withdraw_releases`), and release what waits on a verified claim whose peer has
+    release credit again (:func:`~memcurator.lifecycle.admission.release_waiting`)."""
     get = getattr(ctx.policy, "estimator", None)
     if get is None:
         return
@@ -427,6 +595,12 @@ def log_reputation(ctx: Context) -> None:
         ctx.log(ctx.step, action, f"peer:{peer}", float("nan"), reason, 0)
     est.logged = len(est.rep.log)
     withdraw_releases(ctx, est.rep)
+    released = {m.id for m in ctx.res.entries if released_on_claim(m.trust)}
+    est.rep.drop_pending(released.__contains__)  # evicted or withdrawn: no outcome will come
+    for m, why in release_waiting(list(ctx.res.entries), est.rep, ctx.step):
+        ctx.res.edited([m.id])
+        ctx.store.update(m)
+        ctx.log(ctx.step, "corroborate", m.id, float("nan"), why, m.bytes)
 
 
 def withdraw_releases(ctx: Context, rep: PeerReputation) -> list[str]:
@@ -472,9 +646,32 @@ def release_peer(ctx: Context, peer: str, reason: str, *, reset: bool = False) -
         ctx.save_state()
 
 
+class DemandSharing:
+    """The demand-driven half of :class:`~memcurator.Memory`'s exchange (a mixin over the
+    handle's context ``_ctx``): :meth:`covers`, :meth:`offer`, :meth:`fetch`."""
+
+    _ctx: Context
+
+    def covers(self, task: str) -> bool:
+        """Whether an injectable entry of exactly ``task`` is resident: :func:`covers`."""
+        return covers(self._ctx, task)
+
+    def offer(self, demand: Demand, **kw: Any) -> Offer | None:
+        """What this memory would send for a peer's demand: :func:`offer`."""
+        return offer(self._ctx, demand, **kw)
+
+    def fetch(self, chosen: Offer, **kw: Any) -> SharedEntry | None:
+        """The entry of an offer this memory made, signed and logged: :func:`fetch`."""
+        return fetch(self._ctx, chosen, **kw)
+
+
 __all__ = [
+    "DemandSharing",
     "ShareOptions",
+    "covers",
+    "fetch",
     "log_reputation",
+    "offer",
     "receive",
     "release_peer",
     "reputation",

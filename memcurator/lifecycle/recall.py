@@ -398,6 +398,7 @@ def recall_for(
             int(k),
             where=_guard(ctx, where),
             meta=meta,
+            derive=ctx.embedder if ctx.sizing.vector_dtype == "binary" else None,
             **common,
         )
     if meta:

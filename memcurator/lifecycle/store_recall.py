@@ -30,6 +30,7 @@ import numpy as np
 
 from memcurator.embed import Embedder
 from memcurator.errors import DimensionMismatch, InvalidInput
+from memcurator.lifecycle.checks import embed_checked
 from memcurator.lifecycle.query import (
     best_finite,
     check_recall_args,
@@ -39,7 +40,7 @@ from memcurator.lifecycle.query import (
 from memcurator.lifecycle.versions import prefer_newer
 from memcurator.policy.base import Policy
 from memcurator.retrieve import rrf_fuse
-from memcurator.retrieve.hybrid import blend_scores
+from memcurator.retrieve.hybrid import blend_scores, recall_text
 from memcurator.store.base import Hit, SearchableStore, Store
 from memcurator.types import Entry, RecallResult
 
@@ -85,17 +86,20 @@ def _legs(
     e_q: np.ndarray,
     kc: int,
     where: Callable[[Entry], bool] | None,
+    dense_kc: int | None = None,
     **kw: Any,
 ) -> tuple[list[Hit], list[Hit]]:
-    """Each leg's best ``kc`` hits that pass ``where``: the store's search is repeated with
-    4x more hits until ``kc`` pass or the leg is exhausted (``where`` cannot be pushed into
-    SQL; a rare one costs up to a scan of the namespace, never results)."""
+    """Each leg's best ``kc`` hits that pass ``where`` (the dense leg's best ``dense_kc``,
+    default ``kc``: a binary namespace's whole Hamming short list): the store's search is
+    repeated with 4x more hits until ``kc`` pass or the leg is exhausted (``where`` cannot be
+    pushed into SQL; a rare one costs up to a scan of the namespace, never results)."""
     n = kc
+    dk = kc if dense_kc is None else int(dense_kc)
     seen: dict[str, bool] = {}
     while True:
         hits = store.search(namespace, line, e_q, n, **kw)
         if where is None:
-            return hits.dense[:kc], hits.lexical[:kc]
+            return hits.dense[:dk], hits.lexical[:kc]
         fresh = [h.id for h in hits.dense + hits.lexical if h.id not in seen]
         for e in store.get_many(namespace, fresh):
             seen[e.id] = bool(where(e))
@@ -104,7 +108,7 @@ def _legs(
         done_d = len(dense) >= kc or len(hits.dense) < n
         done_l = len(lex) >= kc or len(hits.lexical) < n
         if done_d and done_l:
-            return dense[:kc], lex[:kc]
+            return dense[:dk], lex[:kc]
         n *= 4
 
 
@@ -125,9 +129,18 @@ def recall_in_store(
     same_request: float | None = 0.99,
     exact: bool = False,
     ef_search: int | None = None,
+    derive: Embedder | None = None,
 ) -> RecallResult:
     """Up to ``k`` entries for the query ``line`` (embedded as ``e_q``, shape (d,)), the pool
     found by the store.
+
+    A namespace that stores binary codes (``derive`` given: the namespace's deterministic
+    embedder, as :mod:`memcurator.lifecycle.derive` uses on load) has no exact vectors in the
+    store: its dense leg is the store's Hamming short list of the codes (PostgreSQL: ``<~>``
+    on the sign bits, ``code_shortlist * kc`` rows), rescored here with the exact vectors
+    derived from the short list's texts (``min_score`` applied to the exact cosine); the best
+    ``kc`` form the leg, and the pool is scored with derived vectors too. recall@10 against
+    float32 exact search: docs/bytes.md.
 
     1. **Pool.** :meth:`~memcurator.store.base.SearchableStore.search` returns the best
        ``kc = max(candidates, k)`` eligible entries of its full-text and dense legs
@@ -158,12 +171,16 @@ def recall_in_store(
         e_q,
         kc,
         where,
+        None if derive is None else kc * int(getattr(store, "code_shortlist", 1)),
         user=user,
         meta=meta,
         min_score=min_score,
         exact=exact,
         ef_search=ef_search,
     )
+    exact_of: dict[str, np.ndarray] = {}
+    if derive is not None:
+        d_hits = _rescored(store, namespace, d_hits, e_q, kc, derive, exact_of, min_score)
     pos_of = {h.id: h.pos for h in d_hits + l_hits}
     id_at = {h.pos: h.id for h in d_hits + l_hits}
     pool, _ = rrf_fuse(
@@ -173,10 +190,11 @@ def recall_in_store(
         ],
         k=2 * kc,
     )
-    cands = store.get_many(namespace, [id_at[int(p)] for p in pool])
+    cands, E = _pool_vectors(
+        store.get_many(namespace, [id_at[int(p)] for p in pool]), e_q, derive, exact_of, min_score
+    )
     if not cands:
         return RecallResult([], np.zeros(0), [], None, step)
-    E = np.vstack([np.asarray(e.embedding, dtype=np.float32) for e in cands])
     cos = (E @ np.asarray(e_q, dtype=np.float32)).astype(np.float64)
     lex_of = {h.id: h.score for h in l_hits}
     lex = np.array([lex_of.get(e.id, 0.0) for e in cands])
@@ -188,6 +206,60 @@ def recall_in_store(
     return RecallResult(
         [cands[j].id for j in order], scores[order], [cands[j] for j in order], None, step
     )
+
+
+def _pool_vectors(
+    cands: list[Entry],
+    e_q: np.ndarray,
+    derive: Embedder | None,
+    exact_of: dict[str, np.ndarray],
+    min_score: float | None,
+) -> tuple[list[Entry], np.ndarray]:
+    """The pool and its vectors (n, d): as stored, or derived for a binary namespace (then
+    ``min_score``, not in SQL for codes, is applied to the exact cosine of both legs)."""
+    if derive is None or not cands:
+        return cands, np.vstack([np.asarray(e.embedding, dtype=np.float32) for e in cands] or
+                                [np.zeros((0, len(e_q)), dtype=np.float32)])  # fmt: skip
+    _derive_into(exact_of, derive, [e for e in cands if e.id not in exact_of])
+    if min_score is not None:
+        q = np.asarray(e_q, dtype=np.float32)
+        cands = [e for e in cands if float(exact_of[e.id] @ q) >= float(min_score)]
+    if not cands:
+        return [], np.zeros((0, len(e_q)), dtype=np.float32)
+    return cands, np.vstack([exact_of[e.id] for e in cands])
+
+
+def _derive_into(out: dict[str, np.ndarray], embedder: Embedder, ents: list[Entry]) -> None:
+    """Exact vectors of ``ents`` derived from their recall texts, into ``out`` by id."""
+    if not ents:
+        return
+    many = getattr(embedder, "embed_many", None)
+    if many is not None:
+        X = np.asarray(many([recall_text(e.text) for e in ents]), dtype=np.float32)
+    else:
+        X = np.stack([embed_checked(embedder.embed, e.text) for e in ents])
+    out.update({e.id: X[i] for i, e in enumerate(ents)})
+
+
+def _rescored(
+    store: SearchableStore,
+    namespace: str,
+    hits: list[Hit],
+    e_q: np.ndarray,
+    kc: int,
+    derive: Embedder,
+    out: dict[str, np.ndarray],
+    min_score: float | None,
+) -> list[Hit]:
+    """The best ``kc`` of a Hamming short list by exact cosine (vectors derived from the
+    texts, kept in ``out``), those at least ``min_score``; ties by position."""
+    _derive_into(out, derive, store.get_many(namespace, [h.id for h in hits]))
+    q = np.asarray(e_q, dtype=np.float32)
+    scored = [Hit(h.pos, h.id, float(out[h.id] @ q)) for h in hits if h.id in out]
+    if min_score is not None:
+        scored = [h for h in scored if h.score >= float(min_score)]
+    scored.sort(key=lambda h: (-h.score, h.pos))
+    return scored[:kc]
 
 
 class StoreRecall:
@@ -253,6 +325,8 @@ class StoreRecall:
         self.exact = exact
         self.ef_search = ef_search
         info = store.namespace(namespace)
+        #: a binary namespace's exact vectors come from its texts (``recall_in_store``)
+        self.derive = self.embedder if info.vector_dtype == "binary" else None
         if info.embedder != embedder_identity(self.embedder) or info.dim != self.embedder.dim:
             raise DimensionMismatch(
                 f"namespace {namespace!r} was written with {info.embedder} (dim {info.dim}); "
@@ -295,6 +369,7 @@ class StoreRecall:
             same_request=self.same_request,
             exact=self.exact,
             ef_search=self.ef_search,
+            derive=self.derive,
         )
 
 

@@ -7,11 +7,16 @@ propensity re-projected on the peer's advertised query sketch q̄_p; a redundanc
 entry whose cosine with one already selected is ≥ δ; τ rises as the uplink budget L is used up.
 :func:`verified_share_scores` adds a prior on q(m) from a verified outcome of the task the entry
 was written from (our extension: the paper's q has no prior but the population rate).
+:class:`Demand` and :class:`Offer` are the messages of demand-driven sharing (our extension:
+Eq. 8 re-projected on the one query a peer lacks instead of its running sketch; see
+:func:`memcurator.lifecycle.exchange.offer`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -140,6 +145,146 @@ class SharedEntry:
         True
         """
         return len(json.dumps(self.wire(sender), separators=(",", ":")).encode("utf-8"))
+
+
+#: bytes of a task key (:func:`task_key`)
+KEY_BYTES = 16
+_TASK_LINE = re.compile(r"\ATask: (.+?)\s*$", re.MULTILINE)
+
+
+def task_key(task: str) -> bytes:
+    """The 16-byte key of a task's text: BLAKE2b-128 of the text with whitespace runs folded
+    and the ends stripped (case kept: SQL literals are case-sensitive).
+
+    Raises
+    ------
+    InvalidInput
+        ``task`` is not a non-empty string.
+
+    Examples
+    --------
+    >>> task_key("Count  rows.\\n") == task_key("Count rows.")
+    True
+    >>> len(task_key("Count rows."))
+    16
+    """
+    if not isinstance(task, str) or not task.strip():
+        raise InvalidInput(f"a task must be a non-empty string, got {task!r:.60}")
+    norm = " ".join(task.split())
+    return hashlib.blake2b(norm.encode("utf-8"), digest_size=KEY_BYTES).digest()
+
+
+def entry_task(text: str) -> str | None:
+    """The task an insight was distilled from: the ``Task:`` line of
+    :func:`memcurator.distill.render_insight`'s format (None for text of another form).
+
+    Examples
+    --------
+    >>> entry_task("Task: Count rows.\\nAction: SELECT COUNT(*) FROM t")
+    'Count rows.'
+    >>> entry_task("always check the schema first") is None
+    True
+    """
+    m = _TASK_LINE.match(text)
+    return m.group(1) if m else None
+
+
+@dataclass(frozen=True)
+class Demand:
+    """What a receiver publishes about a task its memory does not cover (demand-driven
+    sharing): the task's key, and, only when the receiver accepts experience of similar
+    tasks, the task's text.
+
+    Attributes
+    ----------
+    key : bytes
+        :func:`task_key` of the task (16 bytes): a sender matches it against the task of
+        each insight it holds; it reveals nothing of the text to a peer that lacks the task.
+    text : str or None, default None
+        The task's text, sent only for similarity matching
+        (:func:`memcurator.lifecycle.exchange.offer`'s ``match_cos``).
+
+    Raises
+    ------
+    InvalidInput
+        ``key`` not :data:`KEY_BYTES` bytes, or an empty ``text``.
+
+    Examples
+    --------
+    >>> Demand(task_key("Count rows.")).bytes
+    16
+    >>> Demand(task_key("Count rows."), "Count rows.").bytes
+    27
+    """
+
+    key: bytes
+    text: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, bytes) or len(self.key) != KEY_BYTES:
+            raise InvalidInput(f"a demand's key must be {KEY_BYTES} bytes")
+        if self.text is not None and (not isinstance(self.text, str) or not self.text.strip()):
+            raise InvalidInput("a demand's text must be a non-empty string or None")
+
+    @classmethod
+    def of(cls, task: str, *, with_text: bool = False) -> Demand:
+        """The demand for ``task`` (its text along only with ``with_text``)."""
+        return cls(task_key(task), task if with_text else None)
+
+    @property
+    def bytes(self) -> int:
+        """Bytes on the link: the key and the text's UTF-8."""
+        return KEY_BYTES + (0 if self.text is None else len(self.text.encode("utf-8")))
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A sender's answer to a :class:`Demand`: which entry it would send, and why.
+
+    Attributes
+    ----------
+    source_id : str
+        The entry's id at the sender (what the receiver fetches).
+    rho_s : float
+        Its share score against the demand (Eq. 7 with Eq. 8's propensity on the demanded
+        task), per byte.
+    exact : bool
+        The entry was distilled from exactly the demanded task (its task key matches).
+    wire : int
+        Bytes of the entry's frame if fetched (:meth:`SharedEntry.wire_bytes`).
+    q, a : float, default 0.0 and 1.0
+        The helpfulness and abstraction gain the sender will advertise in the frame (kept
+        by the sender for :func:`memcurator.lifecycle.exchange.fetch`; not part of the
+        offer's bytes).
+    """
+
+    source_id: str
+    rho_s: float
+    exact: bool
+    wire: int
+    q: float = 0.0
+    a: float = 1.0
+
+    @property
+    def bytes(self) -> int:
+        """Bytes on the link: id, score (4), flag (1), announced frame size (4)."""
+        return len(self.source_id.encode("utf-8")) + 9
+
+
+def answers(demand: Demand, entry: SharedEntry) -> bool:
+    """True when ``entry`` was distilled from exactly ``demand``'s task: what a receiver
+    checks of an entry offered as ``exact`` before it takes it (a peer that claims to hold
+    the task and sends something else is caught here, whatever it signs).
+
+    Examples
+    --------
+    >>> d = Demand.of("Count rows.")
+    >>> e = SharedEntry("Task: Count rows.\\nAction: SELECT 1", "insight", 9, 0.0, 1.0, 0.0, "e")
+    >>> answers(d, e), answers(Demand.of("Sum x."), e)
+    (True, False)
+    """
+    t = entry_task(entry.text)
+    return t is not None and task_key(t) == demand.key
 
 
 #: q(m) a verified pass is worth before any reuse: one pseudo-use of reward 1 against the

@@ -141,7 +141,7 @@ class PeerReputationLearn(Component):
             if isinstance(peer, str) and peer:
                 rep.learn_one(peer, float(reward))
                 if released_on_claim(m.trust):  # its signed outcome answers for this one
-                    rep.learn_claim(peer, float(reward))
+                    rep.learn_claim(peer, float(reward), m.id)
         return {}
 
 

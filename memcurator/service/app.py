@@ -84,8 +84,8 @@ def create_app(
         (:mod:`memcurator.service.state`) also holds the hub's queue, the rate limiter's
         buckets and the recall ids, so replicas over one state serve as one.
     ring_path : str, optional
-        The service's key ring file (see :class:`~memcurator.service.tenants.TenantPool`);
-        None keeps the ring in memory.
+        A key ring file of an earlier version, imported into the shared state (see
+        :class:`~memcurator.service.tenants.TenantPool`); the ring lives in the shared state.
     memory_options : dict, optional
         Extra :class:`~memcurator.Memory` arguments for every tenant (``embedder``, ``seed``).
     rate_clock : callable () -> float

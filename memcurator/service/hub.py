@@ -8,7 +8,8 @@ client sends chooses the group or the sender:
   entries and forget notices (and, optionally, the one peer they are addressed to, and the
   sender's round number);
 - ``pull``: the messages other peers of the key's group pushed after a cursor, addressed to
-  this peer or to all; never the caller's own, never another group's;
+  this peer or to all; never the caller's own, never another group's. The hub keeps each
+  peer's cursor (where its last pull ended), so a pull without one goes on from there;
 - ``sketch``: each peer publishes its query sketch (CURATOR Eq. 8: a sender prices an entry by
   its value *at the receiver*), and reads the others'.
 
@@ -285,18 +286,27 @@ class Hub:
                     return max(1.0, at + self.retention_s - now)
         return self.retention_s
 
-    def pull(self, group: str, me: str, since: int, limit: int) -> tuple[list[Message], int]:
+    def pull(self, group: str, me: str, since: int | None, limit: int) -> tuple[list[Message], int]:
         """Messages of ``group`` after ``since`` for ``me`` (from other peers, addressed to
         ``me`` or to all), oldest first, at most ``limit``; and the cursor to pull from next.
+
+        The hub keeps each peer's cursor (where its last pull ended) in the shared state, so
+        ``since=None`` goes on from there, through any replica and across restarts; a peer
+        that never pulled starts at the oldest kept message. Every pull, with ``since`` or
+        without, moves the peer's cursor to the returned one (one transaction with the read),
+        so a peer that re-reads from an older ``since`` continues from where that read ended.
 
         Raises
         ------
         InvalidInput
-            ``since`` is before the oldest kept message (messages were dropped unread), or
-            beyond the last seq handed out.
+            ``since`` (given, or the peer's kept cursor) is before the oldest kept message
+            (messages were dropped unread), or ``since`` is beyond the last seq handed out.
         """
         with self.state.tx() as tx:
             nxt, dropped, _ = self._group(tx, group, self.clock())
+            if since is None:
+                kept = tx.q("SELECT seq FROM svc_hub_cursors WHERE grp=? AND peer=?", (group, me))
+                since = int(kept[0][0]) if kept else dropped
             if since < dropped:
                 raise InvalidInput(
                     f"cursor {since} is older than the hub keeps (messages through "
@@ -304,23 +314,41 @@ class Hub:
                 )
             if since >= nxt:
                 raise InvalidInput(f"cursor {since} is beyond the last message ({nxt - 1})")
-            out: list[Message] = []
-            cursor = since
-            while True:  # messages to others do not count toward the limit: read on
-                rows = tx.q(
-                    "SELECT seq, sender, recipient, round, body, nbytes, at FROM "
-                    "svc_hub_messages WHERE grp=? AND seq > ? ORDER BY seq LIMIT ?",
-                    (group, cursor, _PAGE),
-                )
-                for seq, sender, to, rnd, body, nb, at in rows:
-                    if len(out) >= limit:
-                        return out, cursor
-                    cursor = int(seq)
-                    if sender != me and (to is None or to == me):
-                        entries, notices = json.loads(body)
-                        out.append(Message(cursor, sender, to, int(rnd), entries, notices, nb, at))
-                if len(rows) < _PAGE:
-                    return out, nxt - 1
+            out, cursor = self._read(tx, group, me, since, limit, nxt)
+            tx.x(
+                "INSERT INTO svc_hub_cursors(grp, peer, seq) VALUES (?,?,?) "
+                "ON CONFLICT(grp, peer) DO UPDATE SET seq=excluded.seq",
+                (group, me, cursor),
+            )
+            return out, cursor
+
+    @staticmethod
+    def _read(
+        tx: Tx, group: str, me: str, since: int, limit: int, nxt: int
+    ) -> tuple[list[Message], int]:
+        out: list[Message] = []
+        cursor = since
+        while True:  # messages to others do not count toward the limit: read on
+            rows = tx.q(
+                "SELECT seq, sender, recipient, round, body, nbytes, at FROM "
+                "svc_hub_messages WHERE grp=? AND seq > ? ORDER BY seq LIMIT ?",
+                (group, cursor, _PAGE),
+            )
+            for seq, sender, to, rnd, body, nb, at in rows:
+                if len(out) >= limit:
+                    return out, cursor
+                cursor = int(seq)
+                if sender != me and (to is None or to == me):
+                    entries, notices = json.loads(body)
+                    out.append(Message(cursor, sender, to, int(rnd), entries, notices, nb, at))
+            if len(rows) < _PAGE:
+                return out, nxt - 1
+
+    def cursor(self, group: str, peer: str) -> int | None:
+        """Where ``peer``'s last pull of ``group`` ended (None: it never pulled)."""
+        with self.state.tx(write=False) as tx:
+            rows = tx.q("SELECT seq FROM svc_hub_cursors WHERE grp=? AND peer=?", (group, peer))
+        return int(rows[0][0]) if rows else None
 
     def messages(self, group: str) -> list[Message]:
         """Every message ``group`` keeps (all senders and recipients), oldest first, read in one

@@ -23,7 +23,6 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,9 +30,10 @@ import numpy as np
 from memcurator.errors import EntryNotFound, Forbidden
 from memcurator.memory import Memory
 from memcurator.service.keys import KeyInfo, KeyTable
+from memcurator.service.ring import SharedRing
 from memcurator.service.state import StateBackend
 from memcurator.service.state.sqlite import SqliteState
-from memcurator.trust.auth import OWNER, Claim, KeyRing, Signature
+from memcurator.trust.auth import OWNER, Claim, Signature
 from memcurator.types import RecallResult
 
 #: which origins a key of each origin may write with (it may lower its claim, never raise it)
@@ -132,8 +132,9 @@ class TenantPool:
     keys : KeyTable
         API keys and each namespace's policy and budget.
     ring_path : str or None
-        The service's key ring file (mode 0600; created with an owner key when missing).
-        None: an in-memory ring (tests).
+        A key ring file of an earlier version, imported into the shared state at start (only
+        read). The ring itself lives in the shared state (:class:`SharedRing`), so every
+        replica signs and verifies with the same keys.
     memory_options : dict, optional
         Further keyword arguments of every :class:`~memcurator.Memory` (``embedder``,
         ``seed``, ...).
@@ -152,17 +153,9 @@ class TenantPool:
         self.memory_options = dict(memory_options or {})
         self._lock = threading.Lock()
         self._tenants: dict[str, Tenant] = {}
-        if ring_path is not None and Path(ring_path).exists():
-            self.ring = KeyRing.load(ring_path)
-        else:
-            self.ring = KeyRing()
-        if OWNER not in self.ring.principals():
-            self.ring.add(OWNER)
-            self._save_ring()
-
-    def _save_ring(self) -> None:
-        if self.ring_path is not None:
-            self.ring.save(self.ring_path)
+        # one ring for every replica, in the shared state; a ring file of an earlier version
+        # is imported once (the state wins for a key both hold)
+        self.ring = SharedRing(keys.state, ring_path)
 
     def tenant(self, namespace: str) -> Tenant:
         """The tenant of ``namespace`` (opened with its configured policy and budget)."""
@@ -230,9 +223,7 @@ class TenantPool:
             return want, key.name, None
         signer = OWNER if want == "self" else key.name
         with self._lock:
-            if signer not in self.ring.principals():
-                self.ring.add(signer)  # a peer's ring key, made the first time it writes
-                self._save_ring()
+            self.ring.ensure(signer)  # a peer's ring key, made the first time any replica signs
             sig = self.ring.sign(Claim(key.namespace, want, key.name, kind, text), signer)
         return want, key.name, sig
 

@@ -31,6 +31,13 @@ def open_store(path: str | os.PathLike[str], **kw: Any) -> Store:
     :class:`~memcurator.store.postgres.PostgresStore`, anything else a SQLite file (or
     ``":memory:"``). Keyword arguments go to the backend's constructor.
 
+    Compressed text for a library user: ``open_store(path, compress_text=True)`` and a
+    :class:`~memcurator.Memory` on it (``Memory(store=..., namespace=...)``): every namespace
+    the store creates keeps its entries' text and meta in one zstd frame with a dictionary
+    trained on its own entries, from 64 entries on (docs/bytes.md). A namespace that exists
+    already keeps its codec: convert it with ``memcurator compress STORE --namespace NS``
+    (or the store's ``train_text_dict``).
+
     Raises
     ------
     MissingExtra
@@ -42,6 +49,16 @@ def open_store(path: str | os.PathLike[str], **kw: Any) -> Store:
     --------
     >>> type(open_store(":memory:")).__name__
     'SQLiteStore'
+    >>> from memcurator import Memory
+    >>> from memcurator.embed import HashingEmbedder
+    >>> s = open_store(":memory:", compress_text=True)
+    >>> mem = Memory(store=s, namespace="a", policy="lru", max_bytes=None,
+    ...              embedder=HashingEmbedder(dim=64))
+    >>> for i in range(80):
+    ...     _ = mem.write(f"Task: count the rows of orders where id > {i}\\nAction: SELECT "
+    ...                   f"COUNT(*) FROM orders WHERE id > {i};", meta={"family": "count"})
+    >>> s.text_codec("a").codec, s.fixed_bytes("a") > 0, mem.entries()[5].meta["family"]
+    ('zstd', True, 'count')
     """
     if is_url(path):
         from memcurator.store.postgres import PostgresStore

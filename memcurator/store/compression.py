@@ -14,9 +14,14 @@ dictionary is stored in the store (``text_dicts`` / ``mc_text_dicts``) and count
 namespace's bytes (:func:`fixed_bytes`): ``used_bytes`` is the entries' ``b(m)`` plus it, and a
 :class:`~memcurator.Memory` handle subtracts it from the budget its entries may fill.
 
-Accounting. An entry's ``b(m)`` counts its text as stored: the tag byte and the body
-(:func:`text_nbytes`), so the budget counts what is stored, every part of it (the vector as
-stored, the JSON meta, the origin detail, the statistics, and the namespace's dictionary).
+Meta (schema v8). With a dictionary, an entry's meta JSON and its text are stored as one
+frame (tag 2: meta, NUL, text; :func:`stored_entry`) and the meta column is empty; the
+dictionary is trained on those payloads (:func:`payload`). Rows written before (tag 1, meta
+in its column) read as before (:func:`read_entry`) and fold at the next training.
+
+Accounting. An entry's ``b(m)`` counts its text and meta as stored: the two columns' bytes
+(:func:`entry_nbytes`), so the budget counts what is stored, every part of it (the vector as
+stored, text and meta, the origin detail, the statistics, and the namespace's dictionary).
 Indexes (SQLite: none over text; PostgreSQL: ``rtsv``, the full-text form of the recall text)
 are not counted today, compressed or not (``benchmarks/bytes_per_entry.py`` reports them).
 
@@ -28,8 +33,11 @@ for compressed rows too.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from memcurator.errors import InvalidInput
 from memcurator.store.textcodec import DICT_BYTES, MIN_SAMPLES, RAW, TextCodec
@@ -123,6 +131,63 @@ def text_nbytes(codec: NamespaceCodec | None, text: str) -> int:
     return len(v) if isinstance(v, bytes) else len(v.encode("utf-8"))
 
 
+def stored_entry(
+    codec: NamespaceCodec | None, text: str, meta_json: str
+) -> tuple[str | bytes, str]:
+    """(text column, meta column) the store writes for an entry (schema v8): with the
+    namespace's dictionary, meta and text in one zstd frame (tag ``2``) and an empty meta
+    column, when that is shorter than both as is; else the text as is and the meta JSON.
+
+    Examples
+    --------
+    >>> stored_entry(None, "abc", '{"a": 1}')
+    ('abc', '{"a": 1}')
+    """
+    if codec is not None and codec.text is not None:
+        blob = codec.text.encode_with_meta(text, meta_json)
+        if blob is not None:
+            return blob, ""
+    return text, meta_json
+
+
+def entry_nbytes(codec: NamespaceCodec | None, text: str, meta_json: str) -> int:
+    """Bytes text and meta cost as stored (:func:`stored_entry`): the lengths of the two
+    columns' values.
+
+    Examples
+    --------
+    >>> entry_nbytes(None, "héllo", "{}")
+    8
+    """
+    t, m = stored_entry(codec, text, meta_json)
+    return (len(t) if isinstance(t, bytes) else len(t.encode("utf-8"))) + len(m.encode("utf-8"))
+
+
+def read_entry(
+    codec: NamespaceCodec | None, value: str | bytes | memoryview, meta_value: str
+) -> tuple[str, str]:
+    """(text, meta JSON) of an entry's stored text and meta columns (:func:`stored_entry`;
+    rows written before v8 keep their meta in its column).
+
+    Raises
+    ------
+    InvalidInput
+        A compressed value without the dictionary it was written with.
+    """
+    if isinstance(value, str):
+        return value, meta_value
+    blob = bytes(value)
+    reader = TextCodec() if codec is None or codec.text is None else codec.text
+    text, meta = reader.decode_with_meta(blob)
+    return text, meta_value if meta is None else meta
+
+
+def payload(text: str, meta_json: str) -> str:
+    """What a dictionary trains on for an entry: its meta JSON, a NUL, its text (the layout
+    of a tag-``2`` frame, :mod:`~memcurator.store.textcodec`)."""
+    return meta_json + "\0" + text
+
+
 def read_text(codec: NamespaceCodec | None, value: str | bytes | memoryview) -> str:
     """The text of a stored value (:func:`stored_text`).
 
@@ -161,14 +226,44 @@ def resized(nbytes: int, old_text_bytes: int, new_text_bytes: int) -> int:
     return max(1, int(nbytes) - int(old_text_bytes) + int(new_text_bytes))
 
 
+class TextRow(NamedTuple):
+    """One entry's text and meta as a rewrite sees them (:meth:`CodecCache._text_rows`)."""
+
+    id: str
+    text: str
+    meta: str
+    #: the entry's ``b(m)``
+    nbytes: int
+    #: bytes its text and meta take as stored (the two columns)
+    stored: int
+    #: stored as is (text column holds the text, meta column the JSON)
+    raw: bool
+
+
+def text_row(
+    codec: NamespaceCodec | None, eid: str, value: str | bytes | memoryview, meta: str, nb: int
+) -> TextRow:
+    """The :class:`TextRow` of a stored (id, text value, meta value, ``b(m)``)."""
+    text, meta_json = read_entry(codec, value, meta)
+    tb = len(value.encode("utf-8")) if isinstance(value, str) else len(bytes(value))
+    return TextRow(eid, text, meta_json, int(nb), tb + len(meta.encode("utf-8")),
+                   isinstance(value, str))  # fmt: skip
+
+
 class CodecCache:
-    """The per-namespace codec cache both stores share (issue 35): a backend keeps
-    ``_codecs`` (namespace -> (key, codec)) and ``_inserts`` (inserts seen per namespace) and
-    gives ``_load_codec`` (the committed codec, cached under its key), ``count`` and
-    ``train_text_dict``; this class reads the cache and trains the dictionary when due."""
+    """The text-codec steps both stores share (issue 35): the per-namespace codec cache, the
+    automatic training, and training / switching / rewriting a namespace's stored texts in
+    one transaction. A backend keeps ``_codecs`` (namespace -> (key, codec)) and ``_inserts``
+    (inserts seen per namespace), names its dictionary table (``_dict_table``) and gives the
+    dialect: ``_load_codec`` (the committed codec), ``count``, ``namespace``,
+    ``_codec_tx`` (a write transaction on the namespace), ``_codec_x`` (a statement with
+    ``?`` placeholders), ``_stored_rows`` (every entry's id, text value, meta value and
+    ``b(m)`` in insertion order), ``_store_row`` (write one entry's text and meta values and
+    ``b(m)``) and ``_mark_retrained`` (other handles catch up)."""
 
     _codecs: dict[str, tuple[object, NamespaceCodec]]
     _inserts: dict[str, int]
+    _dict_table: str
 
     def _load_codec(self, namespace: str) -> NamespaceCodec:  # pragma: no cover - backend's
         raise NotImplementedError
@@ -176,7 +271,27 @@ class CodecCache:
     def count(self, namespace: str) -> int:  # pragma: no cover - the backend's
         raise NotImplementedError
 
-    def train_text_dict(self, namespace: str) -> int:  # pragma: no cover - the backend's
+    def namespace(self, name: str) -> Any:  # pragma: no cover - the backend's
+        raise NotImplementedError
+
+    def _codec_tx(self, namespace: str) -> AbstractContextManager[Any]:  # pragma: no cover
+        raise NotImplementedError
+
+    def _codec_x(self, sql: str, args: tuple[Any, ...]) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def _stored_rows(self, namespace: str) -> list[tuple[Any, ...]]:  # pragma: no cover
+        raise NotImplementedError
+
+    def _store_row(  # pragma: no cover - the backend's
+        self, namespace: str, eid: str, value: str | bytes, meta: str, nbytes: int
+    ) -> None:
+        raise NotImplementedError
+
+    def _mark_retrained(self) -> None:  # pragma: no cover - the backend's
+        raise NotImplementedError
+
+    def _drop_dict(self, namespace: str) -> int:  # pragma: no cover - the backend's
         raise NotImplementedError
 
     def _read_codec(self, namespace: str) -> NamespaceCodec:
@@ -192,7 +307,7 @@ class CodecCache:
 
     def text_codec(self, namespace: str) -> NamespaceCodec:
         """How ``namespace`` stores its texts (:class:`NamespaceCodec`): what ``b(m)`` counts
-        for a text (:func:`text_nbytes`)."""
+        for a text and its meta (:func:`entry_nbytes`)."""
         return self._load_codec(namespace)
 
     def _auto_train(self, namespace: str) -> None:
@@ -208,9 +323,80 @@ class CodecCache:
         if codec[1].due(self.count(namespace)):
             self.train_text_dict(namespace)
 
+    def set_text_codec(self, namespace: str, codec: str) -> int:
+        """Store ``namespace``'s texts with ``codec`` (``'zstd'`` or ``'none'``) from now on.
+
+        ``'none'`` decompresses every stored text (and meta) and drops the dictionary (each
+        ``b(m)`` updated); ``'zstd'`` compresses new texts once a dictionary is trained
+        (automatically at :data:`AUTO_TRAIN` entries, or :meth:`train_text_dict`). Returns
+        the entries rewritten.
+
+        Raises
+        ------
+        InvalidInput
+            An unknown codec. NamespaceNotFound.
+        """
+        check_codec(codec)
+        with self._codec_tx(namespace):
+            self.namespace(namespace)
+            self._codec_x("UPDATE namespaces SET text_codec=? WHERE name=?", (codec, namespace))
+            if codec == "zstd":
+                return 0
+            n = self._rewrite_texts(namespace, NamespaceCodec())  # decompressed
+            self._drop_dict(namespace)
+            return n
+
+    def train_text_dict(self, namespace: str) -> int:
+        """Train ``namespace``'s dictionary on its entries (meta and text, the layout of a
+        tag-2 frame) and rewrite every entry with it, each ``b(m)`` updated, in one
+        transaction; the namespace compresses from now on. Returns the entries rewritten.
+
+        Raises
+        ------
+        InvalidInput
+            Fewer entries than a dictionary needs (:data:`MIN_SAMPLES`).
+        """
+        with self._codec_tx(namespace):
+            self.namespace(namespace)
+            rows = self._text_rows(namespace)
+            codec = NamespaceCodec("zstd", train([payload(r.text, r.meta) for r in rows]))
+            self._codec_x("UPDATE namespaces SET text_codec='zstd' WHERE name=?", (namespace,))
+            self._codec_x(
+                f"INSERT INTO {self._dict_table}(namespace, dict, samples, at) VALUES "
+                "(?,?,?,?) ON CONFLICT (namespace) DO UPDATE SET dict=excluded.dict, "
+                "samples=excluded.samples, at=excluded.at",
+                (namespace, codec.text.dictionary if codec.text else b"", len(rows), time.time()),
+            )
+            return self._rewrite_texts(namespace, codec, rows)
+
+    def _text_rows(self, namespace: str) -> list[TextRow]:
+        """Every entry's :class:`TextRow`, in insertion order."""
+        codec = self._load_codec(namespace)
+        return [text_row(codec, str(r[0]), r[1], str(r[2]), int(r[3]))
+                for r in self._stored_rows(namespace)]  # fmt: skip
+
+    def _rewrite_texts(
+        self, namespace: str, codec: NamespaceCodec, rows: list[TextRow] | None = None
+    ) -> int:
+        """Every entry of ``namespace`` stored again with ``codec``, ``b(m)`` updated."""
+        n = 0
+        for r in self._text_rows(namespace) if rows is None else rows:
+            value, meta = stored_entry(codec, r.text, r.meta)
+            if r.raw and isinstance(value, str):
+                continue
+            after = entry_nbytes(codec, r.text, r.meta)
+            self._store_row(namespace, r.id, value, meta, resized(r.nbytes, r.stored, after))
+            n += 1
+        self._codecs.pop(namespace, None)
+        if n:
+            self._mark_retrained()
+        return n
+
 
 __all__ = [
     "CodecCache",
+    "TextRow",
+    "text_row",
     "AUTO_TRAIN",
     "CODECS",
     "MIN_SAMPLES",
@@ -218,8 +404,12 @@ __all__ = [
     "RETRAIN_FACTOR",
     "TRAIN_MAX",
     "check_codec",
+    "entry_nbytes",
+    "payload",
+    "read_entry",
     "read_text",
     "resized",
+    "stored_entry",
     "stored_text",
     "text_nbytes",
     "train",

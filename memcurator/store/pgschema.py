@@ -48,7 +48,7 @@ from typing import Any
 from memcurator.errors import StoreError
 from memcurator.store.schema import V6_COLUMNS, split_row_meta
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 #: Advisory-lock class ids (the first key of ``pg_advisory_xact_lock(int, int)``).
 LOCK_MIGRATE = 0x6D630001
@@ -370,6 +370,15 @@ ALTER TABLE entries ALTER COLUMN rtsv DROP EXPRESSION
 RTSV_OF_PARAM = "to_tsvector('simple'::regconfig, " + _RECALL_TEXT.replace("text", "%s::text") + ")"
 
 
+# v8: a compressing namespace's rows may keep their meta inside the text's zstd frame
+# (``ztext``, :mod:`memcurator.store.textcodec` tag 2) with an empty ``meta``. ``metab`` can
+# no longer be generated from ``meta``: it becomes a plain column (existing values kept) the
+# store fills from the meta JSON it is given, so meta filters work on such rows.
+_V8 = """
+ALTER TABLE entries ALTER COLUMN metab DROP EXPRESSION
+"""
+
+
 MIGRATIONS: dict[int, str | Callable[[Any], None]] = {
     1: _V1,
     2: _V2,
@@ -378,6 +387,7 @@ MIGRATIONS: dict[int, str | Callable[[Any], None]] = {
     5: _V5,
     6: _v6,
     7: _V7,
+    8: _V8,
 }
 
 

@@ -63,12 +63,9 @@ from memcurator.store.base import (
 from memcurator.store.compression import (
     CodecCache,
     NamespaceCodec,
-    check_codec,
+    read_entry,
     read_text,
-    resized,
-    stored_text,
-    text_nbytes,
-    train,
+    stored_entry,
 )
 from memcurator.store.pgschema import (
     LOCK_CREATE,
@@ -259,10 +256,9 @@ def _bits_expr(dim: int) -> str:
     return f"(('x' || encode(qvec, 'hex'))::bit({int(dim)}))"
 
 
-def _text_args(codec: NamespaceCodec | None, text: str) -> tuple[str, bytes | None]:
-    """(text, ztext) column values of ``text`` stored with ``codec``."""
-    v = stored_text(codec, text)
-    return (v, None) if isinstance(v, str) else ("", v)
+def _text_args(value: str | bytes) -> tuple[str, bytes | None]:
+    """(text, ztext) column values of a stored text value (``compression.stored_entry``)."""
+    return (value, None) if isinstance(value, str) else ("", value)
 
 
 def _vec_args(emb: np.ndarray, dtype: str) -> tuple[str | None, str | None, bytes | None]:
@@ -743,6 +739,18 @@ class PostgresStore(CodecCache, DecisionLogReads):
                 "SELECT embedder, dim, vector_dtype FROM namespaces WHERE name=%s", (name,)
             )
             if row is None:
+                # new namespaces one at a time: each holds its row lock on ``namespaces`` while
+                # its partition needs ACCESS EXCLUSIVE on ``entries`` (and the foreign key
+                # SHARE ROW EXCLUSIVE on ``namespaces``), so two creators deadlocked
+                self._run(
+                    lambda: self._tx.conn.execute(
+                        "SELECT pg_advisory_xact_lock(%s, 1)", (LOCK_STORE,)
+                    )
+                )
+                row = self._one(
+                    "SELECT embedder, dim, vector_dtype FROM namespaces WHERE name=%s", (name,)
+                )
+            if row is None:
                 self._write(name)
                 # one creator at a time (LOCK_CREATE): two inserts, then two partitions
                 # waiting for each other's insert, deadlocked (handles opened in threads)
@@ -898,12 +906,14 @@ class PostgresStore(CodecCache, DecisionLogReads):
             entry.failures,
             entry.created_step,
             entry.last_used_step,
-            meta_json(entry),
-            finite_stats(entry.stats),
         )
+        mj = meta_json(entry)
         with self._writing(entry.namespace):
-            text, ztext = _text_args(self._write_codec(entry.namespace), entry.text)
-            args = (*args[:3], text, *args[3:], ztext, entry.text, entry.text, *_trust_args(entry))
+            # text and meta as stored: one zstd frame in a compressing namespace (schema v8)
+            value, meta = stored_entry(self._write_codec(entry.namespace), entry.text, mj)
+            text, ztext = _text_args(value)
+            args = (*args[:3], text, *args[3:], meta, finite_stats(entry.stats), ztext,
+                    entry.text, entry.text, mj, *_trust_args(entry))  # fmt: skip
             if self._one(
                 "SELECT 1 FROM entries WHERE namespace=%s AND id=%s", (entry.namespace, entry.id)
             ):
@@ -911,9 +921,13 @@ class PostgresStore(CodecCache, DecisionLogReads):
             self._x(
                 "INSERT INTO entries(id, namespace, kind, text, bytes, raw_bytes, vec, hvec, "
                 "qvec, vec_dtype, origin, origin_detail, reinforcement, uses, successes, "
-                f"failures, created_step, last_used_step, meta, stats, ztext, rtsv, {TRUST_COLS}) "
-                "VALUES (%s,%s,%s,%s,%s,%s,%s::vector,%s::halfvec,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,"
-                "%s,%s,%s," + RTSV_OF_PARAM + ",%s" * N_TRUST_COLS + ")",
+                "failures, created_step, last_used_step, meta, stats, ztext, rtsv, metab, "
+                f"{TRUST_COLS}) VALUES (%s,%s,%s,%s,%s,%s,%s::vector,%s::halfvec,%s,%s,%s,%s,%s,"
+                "%s,%s,%s,%s,%s,%s,%s,%s,"
+                + RTSV_OF_PARAM
+                + ",%s::jsonb"
+                + ",%s" * N_TRUST_COLS
+                + ")",
                 args,
             )
             self._auto_train(entry.namespace)
@@ -951,14 +965,16 @@ class PostgresStore(CodecCache, DecisionLogReads):
             dtype = self.namespace(entry.namespace).vector_dtype
             emb = np.asarray(entry.embedding, dtype=np.float32)
             vec, hvec, qvec = _vec_args(emb, dtype)
-            text, ztext = _text_args(self._write_codec(entry.namespace), entry.text)
+            mj = meta_json(entry)
+            value, meta = stored_entry(self._write_codec(entry.namespace), entry.text, mj)
+            text, ztext = _text_args(value)
             n = self._x(
                 "UPDATE entries SET kind=%s, text=%s, bytes=%s, raw_bytes=%s, vec=%s::vector, "
                 "hvec=%s::halfvec, qvec=%s, vec_dtype=%s, reinforcement=%s, uses=%s, "
                 "successes=%s, failures=%s, last_used_step=%s, meta=%s, stats=%s, ztext=%s, "
                 "rtsv="
                 + RTSV_OF_PARAM
-                + ", "
+                + ", metab=%s::jsonb, "
                 + ", ".join(f"{c}=%s" for c in TRUST_COLS.split(", "))
                 + " WHERE namespace=%s AND id=%s",
                 (
@@ -971,11 +987,12 @@ class PostgresStore(CodecCache, DecisionLogReads):
                     qvec,
                     dtype,
                     *counts_of(entry),
-                    meta_json(entry),
+                    meta,
                     finite_stats(entry.stats),
                     ztext,
                     entry.text,
                     entry.text,
+                    mj,
                     *_trust_args(entry),
                     entry.namespace,
                     entry.id,
@@ -1439,6 +1456,10 @@ class PostgresStore(CodecCache, DecisionLogReads):
     #: and the most rows it scores when no word is that rare (:meth:`search`).
     lexical_scan = 1000
 
+    #: A binary namespace's dense leg: a Hamming short list of this many times ``k`` (the
+    #: caller rescores it exactly: :func:`memcurator.lifecycle.store_recall.recall_in_store`).
+    code_shortlist = 10
+
     def _eligible(
         self,
         user: str | None,
@@ -1531,7 +1552,11 @@ class PostgresStore(CodecCache, DecisionLogReads):
         -------
         SearchHits
             ``dense`` (score: cosine) and ``lexical`` (score: capped-IDF sum), best first,
-            ties by insertion position.
+            ties by insertion position. A binary namespace's dense leg is the Hamming short
+            list of its sign bits (``code_shortlist * k`` hits, score ``1 - 2 h / d`` for
+            Hamming distance ``h``; ``min_score`` is not applied in SQL): the caller rescores
+            it with exact vectors (:func:`~memcurator.lifecycle.store_recall.recall_in_store`
+            with ``derive``).
 
         Raises
         ------
@@ -1545,31 +1570,38 @@ class PostgresStore(CodecCache, DecisionLogReads):
         if isinstance(k, bool) or int(k) < 1:
             raise InvalidInput(f"k must be a positive integer, got {k!r}")
         info = self.namespace(namespace)
-        expr, _, cast = self._vec_expr(namespace)
+        binary = info.vector_dtype == "binary"
+        expr, _, cast = self._vec_expr(namespace, codes=binary)
         q = np.asarray(query, dtype=np.float32)
         if q.shape != (info.dim,) or not np.all(np.isfinite(q)):
             raise InvalidInput(
                 f"query must be a finite vector of shape ({info.dim},), got {q.shape}"
             )
-        qtext = _vec_text(q if cast.startswith("vector") else q.astype(np.float16))
-        elig, eargs = self._eligible(user, meta, min_score, expr, cast, qtext)
+        if binary:  # sign bits by Hamming distance; score: the codes' cosine estimate
+            from memcurator.store.vectors import sign_code
+
+            qtext = sign_code(q).tobytes().hex()
+            dist = f"({expr} <~> ('x' || %s)::{cast})"
+            score, limit = f"1 - 2 * {dist} / {info.dim}", int(k) * self.code_shortlist
+            elig, eargs = self._eligible(user, meta, None, expr, cast, qtext)
+        else:
+            qtext = _vec_text(q if cast.startswith("vector") else q.astype(np.float16))
+            dist = f"({expr} <=> %s::{cast})"
+            score, limit = f"1 - {dist}", int(k)
+            elig, eargs = self._eligible(user, meta, min_score, expr, cast, qtext)
         if not exact and namespace not in self._hnsw:
             self.ensure_hnsw(namespace)
             self._hnsw.add(namespace)
         dense_stmt = sql.SQL(
-            "SELECT pos, id, 1 - ("
-            + expr
-            + " <=> %s::"
-            + cast
-            + ") FROM {} entries WHERE vec_dtype = {} AND "
+            "SELECT pos, id, "
+            + score
+            + " FROM {} entries WHERE vec_dtype = {} AND "
             + elig
             + " ORDER BY "
-            + expr
-            + " <=> %s::"
-            + cast
+            + dist
             + " LIMIT %s"
         ).format(sql.Identifier(partition_name(namespace)), sql.Literal(info.vector_dtype))
-        dargs = (qtext, *eargs, qtext, int(k))
+        dargs = (qtext, *eargs, qtext, limit)
         ef = int(self.ef_search if ef_search is None else ef_search)
         with self._conn() as c:
 
@@ -1592,7 +1624,7 @@ class PostgresStore(CodecCache, DecisionLogReads):
                     return c.execute(dense_stmt, dargs, prepare=False).fetchall()
 
             rows = self._run(lambda: dense(not exact))
-            if not exact and len(rows) < int(k):
+            if not exact and len(rows) < limit:
                 rows = self._run(lambda: dense(False))  # the scan stopped early: exact
             words = self._run(
                 lambda: c.execute(
@@ -1770,7 +1802,8 @@ class PostgresStore(CodecCache, DecisionLogReads):
     def _entry(self, r: tuple[Any, ...]) -> Entry:
         """An entry from a row of ``_ENTRY_COLS``, its text decompressed when stored so."""
         if r[20] is not None:
-            r = (*r[:3], read_text(self._read_codec(str(r[1])), r[20]), *r[4:])
+            text, meta = read_entry(self._read_codec(str(r[1])), r[20], r[18])
+            r = (*r[:3], text, *r[4:18], meta, *r[19:])
         return _row_to_entry(r)
 
     def _load_codec(self, namespace: str) -> NamespaceCodec:
@@ -1827,82 +1860,35 @@ class PostgresStore(CodecCache, DecisionLogReads):
             self._x("DELETE FROM mc_text_dicts WHERE namespace=%s", (namespace,))
         return n
 
-    def set_text_codec(self, namespace: str, codec: str) -> int:
-        """Store ``namespace``'s texts with ``codec`` from now on (as
-        :meth:`memcurator.store.sqlite.SQLiteStore.set_text_codec`); entries rewritten.
+    # the dialect of the shared codec steps (:class:`~.compression.CodecCache`)
+    _dict_table = "mc_text_dicts"
 
-        Raises
-        ------
-        InvalidInput
-            An unknown codec. NamespaceNotFound.
-        """
-        check_codec(codec)
-        with self._writing(namespace):
-            self.namespace(namespace)
-            self._x("UPDATE namespaces SET text_codec=%s WHERE name=%s", (codec, namespace))
-            if codec == "zstd":
-                return 0
-            n = self._rewrite_texts(namespace, NamespaceCodec())
-            self._drop_dict(namespace)
-            return n
+    def _codec_tx(self, namespace: str) -> Any:
+        return self._writing(namespace)
 
-    def train_text_dict(self, namespace: str) -> int:
-        """Train ``namespace``'s dictionary on its texts and rewrite every text with it (as
-        :meth:`memcurator.store.sqlite.SQLiteStore.train_text_dict`); entries rewritten.
+    def _codec_x(self, sql: str, args: tuple[Any, ...]) -> None:
+        self._x(sql.replace("?", "%s"), args)
 
-        Raises
-        ------
-        InvalidInput
-            Fewer entries than a dictionary needs.
-        """
-        with self._writing(namespace):
-            self.namespace(namespace)
-            rows = self._text_rows(namespace)
-            codec = NamespaceCodec("zstd", train([r[1] for r in rows]))
-            self._x("UPDATE namespaces SET text_codec='zstd' WHERE name=%s", (namespace,))
-            self._x(
-                "INSERT INTO mc_text_dicts(namespace, dict, samples, at) VALUES (%s,%s,%s,%s) "
-                "ON CONFLICT (namespace) DO UPDATE SET dict=EXCLUDED.dict, "
-                "samples=EXCLUDED.samples, at=EXCLUDED.at",
-                (namespace, codec.text.dictionary if codec.text else b"", len(rows), time.time()),
+    def _stored_rows(self, namespace: str) -> list[tuple[Any, ...]]:
+        return [
+            (eid, text if z is None else z, meta, nb)
+            for eid, text, z, meta, nb in self._q(
+                "SELECT id, text, ztext, meta, bytes FROM entries WHERE namespace=%s ORDER BY pos",
+                (namespace,),
             )
-            return self._rewrite_texts(namespace, codec, rows)
+        ]
 
-    def _text_rows(self, namespace: str) -> list[tuple[str, str, int, int, bool]]:
-        """(id, text, b(m), stored text bytes, stored as is) of every entry, in order."""
-        codec = self._load_codec(namespace)
-        out = []
-        for eid, text, z, nb in self._q(
-            "SELECT id, text, ztext, bytes FROM entries WHERE namespace=%s ORDER BY pos",
-            (namespace,),
-        ):
-            if z is None:
-                out.append((str(eid), str(text), int(nb), text_nbytes(None, text), True))
-            else:
-                out.append((str(eid), read_text(codec, z), int(nb), len(bytes(z)), False))
-        return out
+    def _store_row(
+        self, namespace: str, eid: str, value: str | bytes, meta: str, nbytes: int
+    ) -> None:
+        t, z = _text_args(value)
+        self._x(
+            "UPDATE entries SET text=%s, ztext=%s, meta=%s, bytes=%s WHERE namespace=%s AND id=%s",
+            (t, z, meta, nbytes, namespace, eid),
+        )
 
-    def _rewrite_texts(
-        self,
-        namespace: str,
-        codec: NamespaceCodec,
-        rows: list[tuple[str, str, int, int, bool]] | None = None,
-    ) -> int:
-        """Every text of ``namespace`` stored again with ``codec``, ``b(m)`` updated."""
-        n = 0
-        for eid, text, nb, before, was_raw in self._text_rows(namespace) if rows is None else rows:
-            t, z = _text_args(codec, text)
-            if was_raw and z is None:
-                continue
-            self._x(
-                "UPDATE entries SET text=%s, ztext=%s, bytes=%s WHERE namespace=%s AND id=%s",
-                (t, z, resized(nb, before, text_nbytes(codec, text)), namespace, eid),
-            )
-            n += 1
-        self._codecs.pop(namespace, None)
-        if n:
-            self._tx.retrained = True
-        return n
+    def _mark_retrained(self) -> None:
+        self._tx.retrained = True
 
 
 class Nearest(NamedTuple):

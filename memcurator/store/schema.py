@@ -13,7 +13,7 @@ from collections.abc import Callable
 from memcurator.errors import StoreError
 from memcurator.types import is_internal_key, split_meta
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS namespaces (
@@ -249,6 +249,13 @@ CREATE TABLE IF NOT EXISTS text_dicts (
 );
 """
 
+
+def _v8(conn: sqlite3.Connection) -> None:
+    """v8: a compressing namespace's rows may keep their meta inside the text's zstd frame
+    (:mod:`~memcurator.store.textcodec` tag 2) with an empty ``meta`` column; no table
+    changes: the version keeps readers that do not know the layout out of the file."""
+
+
 #: Version -> SQL statements (``;\n``-separated, triggers whole) or a function of the connection.
 MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
     1: _V1,
@@ -258,6 +265,7 @@ MIGRATIONS: dict[int, str | Callable[[sqlite3.Connection], None]] = {
     5: _v5,
     6: _v6,
     7: _V7,
+    8: _v8,
 }
 
 

@@ -19,10 +19,11 @@ def default_sizeof(
 ) -> int:
     """Stored footprint ``b(m)`` in bytes.
 
-    Bytes of the text as stored (UTF-8; with a compressing namespace's ``text_codec``, a
-    :class:`~memcurator.store.compression.NamespaceCodec`, the tag byte and zstd frame:
-    :func:`~memcurator.store.compression.text_nbytes`), plus the bytes of the JSON-encoded
-    metadata, plus the bytes of the embedding as stored in ``vector_dtype``
+    Bytes of the text and the JSON-encoded metadata as stored (UTF-8 each; with a compressing
+    namespace's ``text_codec``, a :class:`~memcurator.store.compression.NamespaceCodec` with
+    a dictionary, the tag byte and the one zstd frame holding both, schema v8:
+    :func:`~memcurator.store.compression.entry_nbytes`), plus the bytes of the embedding as
+    stored in ``vector_dtype``
     (:func:`memcurator.store.vectors.vector_nbytes`: float32 4 bytes a dimension, float16 2,
     int8 1 plus a 4-byte scale).
 
@@ -39,12 +40,10 @@ def default_sizeof(
     ...     np.zeros(512), "int8")
     (1032, 524)
     """
-    from memcurator.store.compression import text_nbytes
+    from memcurator.store.compression import entry_nbytes
 
-    return (
-        text_nbytes(text_codec, text)
-        + len(json.dumps(meta, sort_keys=True))
-        + vector_nbytes(int(np.asarray(embedding).size), vector_dtype)
+    return entry_nbytes(text_codec, text, json.dumps(meta, sort_keys=True)) + vector_nbytes(
+        int(np.asarray(embedding).size), vector_dtype
     )
 
 

@@ -38,12 +38,9 @@ from memcurator.store.base import (
 from memcurator.store.compression import (
     CodecCache,
     NamespaceCodec,
-    check_codec,
+    read_entry,
     read_text,
-    resized,
-    stored_text,
-    text_nbytes,
-    train,
+    stored_entry,
 )
 from memcurator.store.connection import ClosedConnection, GuardedConnection, retry_busy
 from memcurator.store.rowlogic import (
@@ -516,6 +513,9 @@ class SQLiteStore(CodecCache, DecisionLogReads):
         info = self.namespace(entry.namespace)
         emb = checked_embedding(entry.embedding, info.dim, entry.namespace)
         with self._tx() as c:
+            # text and meta as stored: one zstd frame in a compressing namespace (schema v8)
+            text, meta = stored_entry(self._write_codec(entry.namespace), entry.text,
+                                      meta_json(entry))  # fmt: skip
             try:
                 c.execute(
                     f"INSERT INTO entries({_ENTRY_COLS}, vec_dtype, {TRUST_COLS}) VALUES "
@@ -524,7 +524,7 @@ class SQLiteStore(CodecCache, DecisionLogReads):
                         entry.id,
                         entry.namespace,
                         entry.kind,
-                        stored_text(self._write_codec(entry.namespace), entry.text),
+                        text,
                         int(entry.bytes),
                         int(entry.raw_bytes),
                         encode(emb, info.vector_dtype),
@@ -536,7 +536,7 @@ class SQLiteStore(CodecCache, DecisionLogReads):
                         entry.failures,
                         entry.created_step,
                         entry.last_used_step,
-                        meta_json(entry),
+                        meta,
                         finite_stats(entry.stats),
                         info.vector_dtype,
                         *trust_values(entry.trust),
@@ -587,10 +587,21 @@ class SQLiteStore(CodecCache, DecisionLogReads):
         """Id of an entry whose text hash equals ``text_hash`` (for reinforcement), or None."""
         with self._lock:
             row = self._conn.execute(
-                "SELECT id FROM entries WHERE namespace=? AND json_extract(meta,'$.text_sha1')=?",
+                "SELECT id FROM entries WHERE namespace=? AND CASE WHEN meta = '' THEN NULL "
+                "ELSE json_extract(meta,'$.text_sha1') END = ?",
                 (namespace, text_hash),
             ).fetchone()
-        return None if row is None else str(row[0])
+            # a compressing namespace keeps meta inside the text frame (empty meta column)
+            folded = [] if row is not None else self._conn.execute(
+                "SELECT id, text FROM entries WHERE namespace=? AND meta = ''", (namespace,)
+            ).fetchall()  # fmt: skip
+        if row is not None:
+            return str(row[0])
+        codec = self._read_codec(namespace)
+        for eid, value in folded:
+            if json.loads(read_entry(codec, value, "{}")[1]).get("text_sha1") == text_hash:
+                return str(eid)
+        return None
 
     def update(self, entry: Entry) -> None:
         """Write back an entry's mutable fields (counts, text after distillation, stats).
@@ -603,6 +614,8 @@ class SQLiteStore(CodecCache, DecisionLogReads):
         """
         with self._tx() as c:
             dtype = self.namespace(entry.namespace).vector_dtype
+            text, meta = stored_entry(self._write_codec(entry.namespace), entry.text,
+                                      meta_json(entry))  # fmt: skip
             cur = c.execute(
                 "UPDATE entries SET kind=?, text=?, bytes=?, raw_bytes=?, embedding=?, "
                 "vec_dtype=?, reinforcement=?, uses=?, successes=?, failures=?, "
@@ -611,13 +624,13 @@ class SQLiteStore(CodecCache, DecisionLogReads):
                 + " WHERE namespace=? AND id=?",
                 (
                     entry.kind,
-                    stored_text(self._write_codec(entry.namespace), entry.text),
+                    text,
                     int(entry.bytes),
                     int(entry.raw_bytes),
                     encode(entry.embedding, dtype),
                     dtype,
                     *counts_of(entry),
-                    meta_json(entry),
+                    meta,
                     finite_stats(entry.stats),
                     *trust_values(entry.trust),
                     entry.namespace,
@@ -991,7 +1004,8 @@ class SQLiteStore(CodecCache, DecisionLogReads):
     def _entry(self, r: tuple[Any, ...]) -> Entry:
         """An entry from a row (``_row_to_entry``), its text decompressed when stored so."""
         if not isinstance(r[3], str):
-            r = (*r[:3], read_text(self._read_codec(str(r[1])), r[3]), *r[4:])
+            text, meta = read_entry(self._read_codec(str(r[1])), r[3], r[15])
+            r = (*r[:3], text, *r[4:15], meta, *r[16:])
         return _row_to_entry(r)
 
     def _load_codec(self, namespace: str) -> NamespaceCodec:
@@ -1055,86 +1069,33 @@ class SQLiteStore(CodecCache, DecisionLogReads):
             self._conn.execute("DELETE FROM text_dicts WHERE namespace=?", (namespace,))
         return n
 
-    def set_text_codec(self, namespace: str, codec: str) -> int:
-        """Store ``namespace``'s texts with ``codec`` (``'zstd'`` or ``'none'``) from now on.
+    # the dialect of the shared codec steps (:class:`~.compression.CodecCache`)
+    _dict_table = "text_dicts"
 
-        ``'none'`` decompresses every stored text and drops the dictionary (each ``b(m)``
-        updated); ``'zstd'`` compresses new texts once a dictionary is trained (automatically
-        at :data:`~.compression.AUTO_TRAIN` entries, or :meth:`train_text_dict`). Returns the
-        entries rewritten.
+    def _codec_tx(self, namespace: str) -> Any:
+        return self._tx()
 
-        Raises
-        ------
-        InvalidInput
-            An unknown codec. NamespaceNotFound.
-        """
-        check_codec(codec)
-        with self._tx() as c:
-            self.namespace(namespace)
-            c.execute("UPDATE namespaces SET text_codec=? WHERE name=?", (codec, namespace))
-            if codec == "zstd":
-                return 0
-            n = self._rewrite_texts(namespace, NamespaceCodec())  # decompressed
-            self._drop_dict(namespace)
-            return n
+    def _codec_x(self, sql: str, args: tuple[Any, ...]) -> None:
+        self._conn.execute(sql, args)
 
-    def train_text_dict(self, namespace: str) -> int:
-        """Train ``namespace``'s dictionary on its texts and rewrite every text with it, each
-        ``b(m)`` updated, in one transaction; the namespace compresses from now on. Returns
-        the entries rewritten.
-
-        Raises
-        ------
-        InvalidInput
-            Fewer entries than a dictionary needs (:data:`~.textcodec.MIN_SAMPLES`).
-        """
-        with self._tx() as c:
-            self.namespace(namespace)
-            rows = self._text_rows(namespace)
-            codec = NamespaceCodec("zstd", train([r[1] for r in rows]))
-            c.execute("UPDATE namespaces SET text_codec='zstd' WHERE name=?", (namespace,))
-            c.execute(
-                "INSERT INTO text_dicts(namespace, dict, samples, at) VALUES (?,?,?,?) "
-                "ON CONFLICT(namespace) DO UPDATE SET dict=excluded.dict, "
-                "samples=excluded.samples, at=excluded.at",
-                (namespace, codec.text.dictionary if codec.text else b"", len(rows), time.time()),
-            )
-            return self._rewrite_texts(namespace, codec, rows)
-
-    def _text_rows(self, namespace: str) -> list[tuple[str, str, int, int, bool]]:
-        """(id, text, b(m), stored text bytes, stored as is) of every entry, in insertion
-        order."""
-        codec = self._load_codec(namespace)
-        out = []
-        for eid, value, nb in self._conn.execute(
-            "SELECT id, text, bytes FROM entries WHERE namespace=? ORDER BY rowid", (namespace,)
-        ).fetchall():
-            text = read_text(codec, value)
-            stored = len(bytes(value)) if not isinstance(value, str) else text_nbytes(None, text)
-            out.append((str(eid), text, int(nb), stored, isinstance(value, str)))
-        return out
-
-    def _rewrite_texts(
-        self,
-        namespace: str,
-        codec: NamespaceCodec,
-        rows: list[tuple[str, str, int, int, bool]] | None = None,
-    ) -> int:
-        """Every text of ``namespace`` stored again with ``codec``, ``b(m)`` updated."""
-        n = 0
-        for eid, text, nb, before, was_raw in self._text_rows(namespace) if rows is None else rows:
-            new = stored_text(codec, text)
-            after = text_nbytes(codec, text)
-            if was_raw and isinstance(new, str):
-                continue
+    def _stored_rows(self, namespace: str) -> list[tuple[Any, ...]]:
+        return list(
             self._conn.execute(
-                "UPDATE entries SET text=?, bytes=? WHERE namespace=? AND id=?",
-                (new, resized(nb, before, after), namespace, eid),
-            )
-            n += 1
-        self._codecs.pop(namespace, None)
-        self._retrained = self._retrained or n > 0
-        return n
+                "SELECT id, text, meta, bytes FROM entries WHERE namespace=? ORDER BY rowid",
+                (namespace,),
+            ).fetchall()
+        )
+
+    def _store_row(
+        self, namespace: str, eid: str, value: str | bytes, meta: str, nbytes: int
+    ) -> None:
+        self._conn.execute(
+            "UPDATE entries SET text=?, meta=?, bytes=? WHERE namespace=? AND id=?",
+            (value, meta, nbytes, namespace, eid),
+        )
+
+    def _mark_retrained(self) -> None:
+        self._retrained = True
 
 
 def _implements_store(store: SQLiteStore) -> Store:

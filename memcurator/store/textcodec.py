@@ -13,6 +13,9 @@ tag    body
 =====  =========================================================================
 ``0``  the UTF-8 text as is (no dictionary yet, or compression would not save)
 ``1``  a zstd frame compressed with the dictionary whose id is in the frame
+``2``  a zstd frame (same dictionary) of the entry's meta JSON, a NUL byte, then the text:
+       meta and text in one frame (schema v8; the meta column is then empty). JSON never
+       holds a raw NUL (``json.dumps`` escapes control characters), so the first NUL ends it
 =====  =========================================================================
 
 The dictionary's zstd id is recorded in each frame (``write_dict_id``), so a text written
@@ -30,8 +33,8 @@ from collections.abc import Sequence
 
 from memcurator.errors import InvalidInput, MissingExtra
 
-#: Tag of a text stored as is / compressed with a dictionary.
-RAW, ZSTD_DICT = 0, 1
+#: Tag of a text stored as is / compressed with a dictionary / compressed with its meta.
+RAW, ZSTD_DICT, ZSTD_DICT_META = 0, 1, 2
 
 #: Entries a namespace needs before a dictionary is trained. zstd's trainer works from 8 SQL
 #: entries (a 1 KB dictionary trained on 8 compresses 300 held-out entries from 643 to 262 B on
@@ -132,8 +135,34 @@ class TextCodec:
                 return bytes([ZSTD_DICT]) + z
         return bytes([RAW]) + raw
 
+    def encode_with_meta(self, text: str, meta_json: str) -> bytes | None:
+        """Text and meta JSON in one frame (tag ``2``), or None when this codec has no
+        dictionary or the frame would not be shorter than both stored as is.
+
+        Examples
+        --------
+        >>> TextCodec().encode_with_meta("t", "{}") is None
+        True
+        """
+        if self._c is None:
+            return None
+        raw = meta_json.encode("utf-8") + b"\0" + text.encode("utf-8")
+        z = self._c.compress(raw)
+        return bytes([ZSTD_DICT_META]) + z if len(z) + 1 < len(raw) - 1 else None
+
     def decode(self, blob: bytes) -> str:
         """The text of a stored form written by any codec with this dictionary, or by none.
+
+        Raises
+        ------
+        InvalidInput
+            An unknown tag, or a compressed body without this codec's dictionary.
+        """
+        return self.decode_with_meta(blob)[0]
+
+    def decode_with_meta(self, blob: bytes) -> tuple[str, str | None]:
+        """(text, meta JSON) of a stored form; the meta is None unless the frame holds it
+        (tag ``2``).
 
         Raises
         ------
@@ -144,12 +173,20 @@ class TextCodec:
             raise InvalidInput("empty stored text")
         tag, body = blob[0], blob[1:]
         if tag == RAW:
-            return body.decode("utf-8")
-        if tag == ZSTD_DICT and self._d is not None:
-            return bytes(self._d.decompress(body)).decode("utf-8")
+            return body.decode("utf-8"), None
+        if tag in (ZSTD_DICT, ZSTD_DICT_META) and self._d is not None:
+            raw = bytes(self._d.decompress(body))
+            if tag == ZSTD_DICT:
+                return raw.decode("utf-8"), None
+            meta, _, text = raw.partition(b"\0")
+            return text.decode("utf-8"), meta.decode("utf-8")
         raise InvalidInput(
             f"stored text with tag {tag} needs "
-            + ("a dictionary this codec does not have" if tag == ZSTD_DICT else "a newer reader")
+            + (
+                "a dictionary this codec does not have"
+                if tag in (ZSTD_DICT, ZSTD_DICT_META)
+                else "a newer reader"
+            )
         )
 
 
@@ -172,6 +209,7 @@ __all__ = [
     "dict_bytes_for",
     "RAW",
     "ZSTD_DICT",
+    "ZSTD_DICT_META",
     "TextCodec",
     "stored_bytes",
 ]

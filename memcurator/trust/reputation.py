@@ -270,6 +270,19 @@ class PeerReputation:
         of the outcomes of the entries it released that way (:meth:`learn_claim`; Beta(1, 1)
         prior) is at least this, and it is not quarantined. A peer whose released entries all
         fail loses standing after 2 failures (mean 1/4 < 0.3).
+    release_credit : int, default 2
+        Bounded release credit (:meth:`may_release`): a peer in good standing may have at most
+        ``release_credit + earned − strikes`` entries released on its claims whose outcome
+        this receiver has not seen yet. ``earned`` counts the released entries the receiver
+        saw succeed since the peer's last failure (a failure resets it); ``strikes`` counts
+        failures, each paid back by one later success. A peer with no confirmed history can
+        thus release at most ``release_credit`` entries before their first outcome here: the
+        poison a compromised peer releases before it is detected is bounded by a constant,
+        not by a share of what it sends. Verified claims beyond the credit wait on probation
+        until confirmations arrive (:func:`memcurator.lifecycle.admission.release_waiting`).
+    max_credit : int, default 16
+        Cap of ``release_credit + earned``: what even a long-confirmed peer may have
+        outstanding unconfirmed (its worst case once compromised).
 
     Examples
     --------
@@ -291,9 +304,17 @@ class PeerReputation:
         on: Literal["mean", "lcb"] = "mean",
         weight: Literal["lcb", "mean"] = "lcb",
         release_threshold: float = 0.3,
+        release_credit: int = 2,
+        max_credit: int = 16,
     ):
         if not 0.0 <= float(release_threshold) <= 1.0:
             raise InvalidInput(f"release_threshold must be in [0, 1], got {release_threshold!r}")
+        if not 0 <= int(release_credit) <= int(max_credit):
+            raise InvalidInput(
+                f"need 0 <= release_credit <= max_credit, got {release_credit!r}, {max_credit!r}"
+            )
+        self.release_credit = int(release_credit)
+        self.max_credit = int(max_credit)
         self.release_threshold = float(release_threshold)
         self.prior = prior
         self.conf = conf
@@ -309,6 +330,10 @@ class PeerReputation:
         self._claims: dict[str, list[float]] = {}
         # first loss of standing per peer: [failures, outcomes] of its released entries then
         self._lost: dict[str, list[float]] = {}
+        # release credit: ids released on the peer's claims with no outcome seen here yet, and
+        # [earned, strikes] (confirmations since its last failure; unpaid failures)
+        self._pending: dict[str, list[str]] = {}
+        self._credit: dict[str, list[int]] = {}
 
     def posterior(self, peer: str) -> Posterior:
         """The peer's current Beta posterior (the prior for an unknown peer)."""
@@ -343,9 +368,13 @@ class PeerReputation:
             self._quarantine[peer] = reason
             self.log.append((peer, "quarantine", reason))
 
-    def learn_claim(self, peer: str, reward: float) -> None:
+    def learn_claim(self, peer: str, reward: float, entry: str | None = None) -> None:
         """Record the outcome ``reward`` in [0, 1] of a task that used an entry released off
         probation on ``peer``'s signed outcome claim (also a :meth:`learn_one` outcome).
+
+        ``entry`` is that entry's id: its first outcome here settles its release credit
+        (:meth:`may_release`): a success (``reward >= 0.5``) earns the peer one more release
+        and pays back a strike, a failure resets what it earned and is a strike.
 
         The first time the peer falls out of good standing, the failures and outcomes it had
         then are kept (:meth:`standing_lost`).
@@ -366,8 +395,65 @@ class PeerReputation:
         (2, 2)
         """
         c = _add_outcome(self._claims, peer, reward)
+        r = float(reward)
+        cr = self._credit.setdefault(peer, [0, 0])
+        pending = self._pending.get(peer, [])
+        if r < 0.5:  # any failure of what it released: earned credit is gone, one strike
+            cr[0], cr[1] = 0, cr[1] + 1
+            if entry in pending:
+                pending.remove(entry)
+        elif entry is not None and entry in pending:  # first outcome here of this release
+            pending.remove(entry)
+            cr[0], cr[1] = cr[0] + 1, max(0, cr[1] - 1)
         if peer not in self._lost and self.good_standing(peer):
             self._lost[peer] = [c[1], c[0] + c[1]]
+
+    def credit(self, peer: str) -> int:
+        """How many more entries ``peer`` may release on its claims now (>= 0; see
+        ``release_credit``): ``min(max_credit, release_credit + earned) − pending − strikes``.
+
+        Examples
+        --------
+        >>> rep = PeerReputation(release_credit=2)
+        >>> rep.note_release("p1", "e1"); rep.note_release("p1", "e2"); rep.credit("p1")
+        0
+        >>> rep.learn_claim("p1", 1.0, "e1"); rep.credit("p1")  # e1 worked here: 3 - 1
+        2
+        >>> rep.learn_claim("p1", 0.0, "e2"); rep.credit("p1")  # e2 failed: 2 - 0 - 1
+        1
+        """
+        earned, strikes = self._credit.get(peer, [0, 0])
+        window = min(self.max_credit, self.release_credit + earned)
+        return max(0, window - len(self._pending.get(peer, [])) - strikes)
+
+    def note_release(self, peer: str, entry: str) -> None:
+        """Count ``entry`` as released on ``peer``'s claim, its outcome not seen here yet."""
+        p = self._pending.setdefault(peer, [])
+        if entry not in p:
+            p.append(entry)
+
+    def pending(self, peer: str) -> list[str]:
+        """Ids released on ``peer``'s claims whose outcome this receiver has not seen yet."""
+        return list(self._pending.get(peer, []))
+
+    def drop_pending(self, keep: Any) -> None:
+        """Forget pending releases whose id ``keep(id)`` rejects (evicted, forgotten,
+        withdrawn): they will never have an outcome here."""
+        for peer, ids in self._pending.items():
+            self._pending[peer] = [i for i in ids if keep(i)]
+
+    def may_release(self, peer: str) -> str:
+        """Why ``peer``'s verified claim may not release an entry now ('' when it may): out of
+        :meth:`good_standing`, or no release :meth:`credit` left."""
+        why = self.good_standing(peer)
+        if why or self.credit(peer) > 0:
+            return why
+        earned, strikes = self._credit.get(peer, [0, 0])
+        return (
+            f"no release credit: {len(self._pending.get(peer, []))} released entries await an "
+            f"outcome here (credit {self.release_credit} + {earned} confirmed, "
+            f"{strikes} strikes)"
+        )
 
     def claim_standing(self, peer: str) -> float:
         """Posterior mean (Beta(1, 1) prior) of the outcomes of the entries released on
@@ -466,6 +552,8 @@ class PeerReputation:
             "log": [list(x) for x in self.log],
             "claims": {p: list(c) for p, c in self._claims.items()},
             "lost": {p: list(c) for p, c in self._lost.items()},
+            "pending": {p: list(c) for p, c in self._pending.items()},
+            "credit": {p: list(c) for p, c in self._credit.items()},
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
@@ -482,4 +570,10 @@ class PeerReputation:
         }
         self._lost = {
             str(p): [float(c[0]), float(c[1])] for p, c in dict(state.get("lost") or {}).items()
+        }
+        self._pending = {
+            str(p): [str(i) for i in c] for p, c in dict(state.get("pending") or {}).items()
+        }
+        self._credit = {
+            str(p): [int(c[0]), int(c[1])] for p, c in dict(state.get("credit") or {}).items()
         }

@@ -59,6 +59,8 @@ _OVERRIDE_OBJ = (
     r"|(previous|prior|above|earlier|preceding|foregoing|original|initial|system)\b"
     r"[^.\n]{0,30}?\b(exemplars?|examples?|schema|polic(y|ies)|answers?|information|"
     r"results?|data)"
+    r"|(the\s+)?(rest|remainder)\s+of\s+(the|this|that|these)\s+([\w-]+\s+){0,2}?(data|text|"
+    r"document|input|record|content|output|page|message|email|file)s?\b"
     r"|(the|all|any|this|that|these|those)\s+([\w-]+\s+){0,3}?(exemplars?|examples?|schema|"
     r"polic(y|ies)|answers?|information|results?|data)\s+(above|earlier|before|previously|"
     r"provided|given|shown|you\s+(were|have\s+been)\s+given))"
@@ -82,7 +84,8 @@ _MODAL = re.compile(
 )
 _MARKER = re.compile(
     r"(\b(IMPORTANT|NOTE|ATTENTION|WARNING|CRITICAL|URGENT|SYSTEM|ADMIN|OVERRIDE)\b\s*[:!]|"
-    r"<\|[a-z_]+\|>|\[/?INST\]|###\s*(instruction|system)|<<SYS>>)",
+    r"<\|[a-z_]+\|>|\[/?INST\]|###\s*(instruction|system)|<<SYS>>|"
+    r"</?\s*(instructions?|system|prompt|command|directive|admin)\s*>)",
     re.IGNORECASE,
 )
 _IMPERATIVE_VERBS = frozenset(
@@ -97,6 +100,28 @@ _SENTENCE = re.compile(r"[^.!?\n;:]+")
 _FIELD = re.compile(r"^(Task|Question|Q|Observation|Action|Answer|A|Outcome):\s?", re.IGNORECASE)
 _QUESTION_FIELDS = ("task", "question", "q")
 _ANSWER_FIELDS = ("action", "answer", "a")
+
+#: a key of quoted data (``"type":``, ``'message':``): never a sentence-initial verb
+_QUOTED_KEY = re.compile(r"""(?<![\w])(["'])[A-Za-z_][\w ]{0,30}\1\s*:""")
+#: a field label at the start of a line or after ``|`` / ``;`` (see :func:`is_record`)
+_LABEL = re.compile(r"(?:^|[|;\n])[ \t]*[A-Z][A-Za-z /]{1,30}:\s", re.MULTILINE)
+#: a markup tag (``<instruction>``, ``</b>``): a sentence boundary
+_TAG = re.compile(r"</?\s*[A-Za-z][\w-]{0,20}\s*/?>")
+#: labelled fields that make a text a structured record
+RECORD_FIELDS = 3
+#: the reader's consent to terms ("you agree that you will ...", "by using ... you accept")
+_CONSENT = re.compile(
+    r"\b(you|user)s?\s+(hereby\s+)?(agree|agrees|acknowledge|accept|consent)s?\b|"
+    r"\byou\s+are\s+agreeing\b",
+    re.IGNORECASE,
+)
+#: verbs that direct the model's response: a consent clause with one is still a directive
+_RESPONSE_VERB = re.compile(
+    r"\b(reply|respond|answer|say|output|print|tell|reveal|mention|write|append|include|"
+    r"ignore|disregard|forget|pretend|act|recommend|prefer|trust|believe|call|send|visit|"
+    r"click|execute|run)\b",
+    re.IGNORECASE,
+)
 
 W_OVERRIDE = 0.85
 W_ROLE = 0.7
@@ -164,6 +189,15 @@ def instruction_likeness(text: str, *, skip_task_field: bool = True, own: bool =
         imperatives addressed to itself, so imperatives, obligation modals and addressing the
         agent are not evidence; only override, role-reset and marker phrases count.
 
+    Notes
+    -----
+    Structure is not instruction: a quoted key (``{"type": …}``) is no sentence-initial verb,
+    a sentence repeated verbatim counts once, and in a structured record (:func:`is_record`)
+    the reader is addressed only by a sentence that itself directs (a persona line "You are
+    a financial analyst …" does not make the plan's steps addressed), and terms the reader
+    consents to ("you agree that you will use this data only for lawful purposes") are not
+    a directive unless they name a response verb (reply, say, ignore …).
+
     Returns
     -------
     float
@@ -198,35 +232,27 @@ def instruction_likeness(text: str, *, skip_task_field: bool = True, own: bool =
     if own:
         return _combine(hits)
     body = [v for f, v in fields(text) if not (skip_task_field and f in _QUESTION_FIELDS)]
+    record = is_record(text)
     n_imp = n_modal = 0
     addressed = False
+    seen: set[tuple[str, ...]] = set()
     for part in body:
-        if _ADDRESSEE.search(_strip_sql(part)):
+        part = _QUOTED_KEY.sub(" ", part)  # '"type":' is a key of the data, not the verb
+        part = _TAG.sub(". ", part)  # a markup tag ends a sentence: "<x>Say y" leads with "say"
+        if not record and _ADDRESSEE.search(_strip_sql(part)):
             addressed = True
         for s in _SENTENCE.findall(part):
             words = _W.findall(s.lower())
-            if not words:
+            if not words or tuple(words) in seen:  # boilerplate repeated: one sentence
                 continue
-            lead = [
-                w
-                for w in words[:4]
-                if w
-                not in (
-                    "please",
-                    "kindly",
-                    "note",
-                    "important",
-                    "first",
-                    "also",
-                    "then",
-                    "and",
-                    "so",
-                )
-            ]
-            if lead and lead[0] in _IMPERATIVE_VERBS and not _looks_like_sql(s):
-                n_imp += 1
-            if _MODAL.search(s) and not _looks_like_sql(s):
-                n_modal += 1
+            seen.add(tuple(words))
+            imp, modal = _directive(s, words)
+            if record and _CONSENT.search(s) and not _RESPONSE_VERB.search(s):
+                continue  # terms the reader agreed to ("you agree that you will ..."): no order
+            n_imp += imp
+            n_modal += modal
+            if record and (imp or modal) and _ADDRESSEE.search(_strip_sql(s)):
+                addressed = True
     if addressed and (n_imp or n_modal):
         hits.append(W_ADDRESSED)
     if n_imp:
@@ -234,6 +260,35 @@ def instruction_likeness(text: str, *, skip_task_field: bool = True, own: bool =
     if n_modal:
         hits.append(W_MODAL)
     return _combine(hits)
+
+
+_LEAD_SKIP = frozenset("please kindly note important first also then and so".split())
+
+
+def _directive(s: str, words: list[str]) -> tuple[bool, bool]:
+    """(sentence-initial imperative, obligation modal) of one sentence ``s`` (its ``words``),
+    neither for an SQL statement."""
+    if _looks_like_sql(s):
+        return False, False
+    lead = [w for w in words[:4] if w not in _LEAD_SKIP]
+    return bool(lead and lead[0] in _IMPERATIVE_VERBS), bool(_MODAL.search(s))
+
+
+def is_record(text: str) -> bool:
+    """Whether ``text`` is a structured record: at least :data:`RECORD_FIELDS` labelled fields
+    (``Label: value`` at the start of a line or after ``|``/``;``), e.g. a plan (``Agent: …;
+    Task: …; Workflow: …``) or a registry record (``Domain Name: …``). Its fields describe
+    (a persona, a registrant, terms of use), so addressing the reader counts only in a
+    sentence that itself directs (:func:`instruction_likeness`).
+
+    Examples
+    --------
+    >>> is_record("Domain Name: a.com\\nRegistrar: X\\nName Server: ns1.a.com")
+    True
+    >>> is_record("You are the assistant. Always reply in French.")
+    False
+    """
+    return len(_LABEL.findall(text)) >= RECORD_FIELDS
 
 
 def _combine(hits: Sequence[float]) -> float:

@@ -47,11 +47,22 @@ def hub_push(body: HubPush, key: Key, hub: HubDep) -> HubPushResponse:
 def hub_pull(
     key: Key,
     hub: HubDep,
-    since: Annotated[int, Query(ge=0, le=MAX_INT, description="The last seq already pulled")] = 0,
+    since: Annotated[
+        int | None,
+        Query(
+            ge=0,
+            le=MAX_INT,
+            description="The last seq already pulled; omitted: where this peer's last pull "
+            "ended (kept by the hub, through any replica)",
+        ),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> HubPull:
     """What other peers of the key's group pushed after ``since``, for this peer (peer
-    scope), oldest first; never the caller's own pushes, never another group's."""
+    scope), oldest first; never the caller's own pushes, never another group's. Without
+    ``since``, from where this peer's last pull ended (the hub keeps the cursor; a peer that
+    never pulled starts at the oldest kept message); every pull moves that cursor to
+    ``next_since``."""
     key.require("peer")
     msgs, nxt = hub.pull(key.namespace, key.name, since, limit)
     return HubPull(

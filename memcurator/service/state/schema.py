@@ -8,6 +8,10 @@ Step 1 (both backends): ``api_keys`` and ``tenant_namespaces`` (the key file's t
 earlier versions, unchanged, so an old key file is upgraded in place with every key kept),
 the hub (``svc_hub_groups``, ``svc_hub_messages``, ``svc_hub_sketches``), the rate limiter's
 buckets (``svc_rate``) and the kept recalls (``svc_recalls``).
+
+Step 2 (both backends): each peer's hub cursor (``svc_hub_cursors``: where its last pull
+ended, so a pull without ``since`` goes on from there through any replica) and the signing key
+ring every replica shares (``svc_ring_keys``, :mod:`memcurator.service.ring`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 from memcurator.errors import InvalidInput, StoreError
 
 #: the newest state version this code writes
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 _KEYS = """
 CREATE TABLE IF NOT EXISTS api_keys (
@@ -78,6 +82,22 @@ CREATE TABLE IF NOT EXISTS svc_recalls (
 CREATE INDEX IF NOT EXISTS svc_recalls_ns ON svc_recalls (namespace, seq);
 """
 
+_STEP2 = """
+CREATE TABLE IF NOT EXISTS svc_hub_cursors (
+    grp TEXT NOT NULL,
+    peer TEXT NOT NULL,
+    seq {int} NOT NULL,
+    PRIMARY KEY (grp, peer)
+);
+CREATE TABLE IF NOT EXISTS svc_ring_keys (
+    key_id TEXT PRIMARY KEY,
+    principal TEXT NOT NULL,
+    secret TEXT NOT NULL,
+    created_at {real} NOT NULL,
+    revoked TEXT
+);
+"""
+
 _TYPES = {
     "sqlite": {"real": "REAL", "int": "INTEGER", "serial": "INTEGER PRIMARY KEY AUTOINCREMENT"},
     "postgres": {
@@ -91,6 +111,10 @@ _TYPES = {
 STEPS: dict[int, dict[str, list[str]]] = {
     1: {
         kind: [s.strip() for s in _KEYS.format(**t).split(";") if s.strip()]
+        for kind, t in _TYPES.items()
+    },
+    2: {
+        kind: [s.strip() for s in _STEP2.format(**t).split(";") if s.strip()]
         for kind, t in _TYPES.items()
     },
 }
