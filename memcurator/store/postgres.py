@@ -744,7 +744,7 @@ class PostgresStore(CodecCache, DecisionLogReads):
                 # SHARE ROW EXCLUSIVE on ``namespaces``), so two creators deadlocked
                 self._run(
                     lambda: self._tx.conn.execute(
-                        "SELECT pg_advisory_xact_lock(%s, 1)", (LOCK_STORE,)
+                        "SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_CREATE,)
                     )
                 )
                 row = self._one(
@@ -752,9 +752,6 @@ class PostgresStore(CodecCache, DecisionLogReads):
                 )
             if row is None:
                 self._write(name)
-                # one creator at a time (LOCK_CREATE): two inserts, then two partitions
-                # waiting for each other's insert, deadlocked (handles opened in threads)
-                self._x("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_CREATE,))
                 self._x(
                     "INSERT INTO namespaces(name, embedder, dim, max_bytes, created_at, "
                     "vector_dtype) VALUES (%s,%s,%s,%s,%s,%s)",
