@@ -60,7 +60,6 @@ import asyncio
 import hashlib
 import json
 import math
-import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
@@ -68,6 +67,7 @@ from typing import Any
 
 from memcurator.embed.text import has_content
 from memcurator.errors import InvalidInput, MissingExtra
+from memcurator.lifecycle.handle_lock import handle_lock
 from memcurator.lifecycle.reads import observed_reason, observed_sources
 from memcurator.lifecycle.write import WriteResult
 from memcurator.memory import Memory
@@ -169,7 +169,9 @@ class MemcuratorStore(BaseStore):
         self.origin = origin
         self.clock = clock
         self.last_writes: list[WriteResult] = []
-        self._lock = threading.RLock()
+        # the memory's own lock: a batch (list the items, replace one, read it back) is one
+        # step for every user of the handle -- other stores over it, and direct calls
+        self._lock = handle_lock(memory)
 
     # ------------------------------------------------------------------ the two primitives
     def batch(self, ops: Iterable[Op]) -> list[Result]:

@@ -11,9 +11,11 @@ in the thread that holds it). Handles on one store each have their own lock and 
 parallel as far as the store lets them (SQLite: one writer per file; PostgreSQL: one writer per
 namespace).
 
-What is not covered: objects a method returned (entries are copies; a :class:`RecallResult`
-is the caller's) and attributes reached around the facade (``mem.policy``, ``mem.store``):
-those are the caller's to share.
+An adapter whose one operation is several calls through a handle holds :func:`handle_lock`
+around them (the LangGraph store does). A :class:`~memcurator.trust.auth.KeyRing` shared by
+handles has a lock of its own. What is not covered: objects a method returned (entries are
+copies; a :class:`RecallResult` is the caller's) and attributes reached around the facade
+(``mem.policy``, ``mem.store``): those are the caller's to share.
 """
 
 from __future__ import annotations
@@ -105,4 +107,33 @@ def thread_safe(cls: type[T]) -> type[T]:
     return cls
 
 
-__all__ = ["thread_safe"]
+def handle_lock(handle: Any) -> threading.RLock:
+    """The re-entrant lock of a :func:`thread_safe` instance (a :class:`~memcurator.Memory`).
+
+    An adapter that makes several calls through one handle and needs them to be one step (the
+    LangGraph store's batch: list the items, replace one, read back what was written) holds
+    this lock around them, so other users of the handle, in the adapter or not, cannot evict or
+    replace an entry between its calls.
+
+    Raises
+    ------
+    InvalidInput
+        ``handle`` is not an instance of a :func:`thread_safe` class.
+
+    Examples
+    --------
+    >>> from memcurator import Memory
+    >>> mem = Memory(max_bytes=None)
+    >>> with handle_lock(mem):  # re-entrant: the handle's own calls take it again
+    ...     len(mem)
+    0
+    """
+    lock = getattr(handle, "_handle_lock", None)
+    if lock is None:
+        from memcurator.errors import InvalidInput
+
+        raise InvalidInput(f"{type(handle).__name__} has no handle lock (not @thread_safe)")
+    return lock  # type: ignore[no-any-return]
+
+
+__all__ = ["handle_lock", "thread_safe"]

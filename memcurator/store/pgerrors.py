@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memcurator.store.pgschema import LOCK_NAMESPACE, LOCK_STORE
+from memcurator.store.pgschema import LOCK_CREATE, LOCK_NAMESPACE, LOCK_STORE
 
 #: (text in libpq's message, the cause in words, retry?) in the order they are tested.
 _CAUSES: tuple[tuple[str, str, bool], ...] = (
@@ -84,6 +84,8 @@ def _holder(row: tuple[Any, ...]) -> str:
         what = f"an index build ({q[:60]}) holding {mode} on {relname}"
     elif locktype == "advisory" and int(classid) == LOCK_NAMESPACE:
         what = f"another writer of a namespace (a {state or 'open'} transaction: {q[:60]})"
+    elif locktype == "advisory" and int(classid) == LOCK_CREATE:
+        what = f"another transaction creating a namespace ({q[:60]})"
     elif locktype == "advisory" and int(classid) == LOCK_STORE:
         what = f"a store-wide transaction ({mode}; {q[:60]})"
     else:
@@ -94,19 +96,20 @@ def _holder(row: tuple[Any, ...]) -> str:
 def lock_holders(conn: Any) -> list[str]:
     """Sessions of this database that hold, right now, a lock a memcurator writer can wait for
     (this store's advisory locks, and table locks stronger than a plain write's), each in
-    words: a VACUUM (secure erase), an index build, autovacuum, another namespace writer or a
-    store-wide transaction. ``conn`` is a connection of its own (autocommit)."""
+    words: a VACUUM (secure erase), an index build, autovacuum, another namespace writer, the
+    creation of a namespace or a store-wide transaction. ``conn`` is a connection of its own
+    (autocommit)."""
     rows = conn.execute(
         "SELECT a.pid, a.backend_type, a.query, a.state, l.locktype, l.mode, l.classid, "
         "c.relname FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
         "LEFT JOIN pg_class c ON c.oid = l.relation "
         "WHERE l.granted AND a.pid <> pg_backend_pid() AND a.datname = current_database() AND ("
-        "(l.locktype = 'advisory' AND l.classid IN (%s, %s)) OR "
+        "(l.locktype = 'advisory' AND l.classid IN (%s, %s, %s)) OR "
         "(l.locktype = 'relation' AND c.relkind IN ('r', 'p', 'i', 'I') AND "
         "c.relnamespace <> 'pg_catalog'::regnamespace AND l.mode IN "
         "('ShareLock', 'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock'))) "
         "ORDER BY a.pid",
-        (LOCK_NAMESPACE, LOCK_STORE),
+        (LOCK_NAMESPACE, LOCK_STORE, LOCK_CREATE),
     ).fetchall()
     seen: list[str] = []
     for r in rows:

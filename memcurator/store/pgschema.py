@@ -54,6 +54,10 @@ SCHEMA_VERSION = 8
 LOCK_MIGRATE = 0x6D630001
 LOCK_STORE = 0x6D630002
 LOCK_NAMESPACE = 0x6D630003
+#: Taken by a transaction that creates a namespace, before it inserts the namespace's row:
+#: creating its partition takes SHARE ROW EXCLUSIVE on ``namespaces`` (the foreign key), which
+#: conflicts with another creator's row insert, so two creators at once deadlocked.
+LOCK_CREATE = 0x6D630004
 
 _V1 = """
 CREATE EXTENSION IF NOT EXISTS vector;

@@ -68,6 +68,7 @@ from memcurator.store.compression import (
     stored_entry,
 )
 from memcurator.store.pgschema import (
+    LOCK_CREATE,
     LOCK_NAMESPACE,
     LOCK_STORE,
     RTSV_OF_PARAM,
@@ -743,7 +744,7 @@ class PostgresStore(CodecCache, DecisionLogReads):
                 # SHARE ROW EXCLUSIVE on ``namespaces``), so two creators deadlocked
                 self._run(
                     lambda: self._tx.conn.execute(
-                        "SELECT pg_advisory_xact_lock(%s, 1)", (LOCK_STORE,)
+                        "SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_CREATE,)
                     )
                 )
                 row = self._one(

@@ -57,6 +57,7 @@ import hmac
 import json
 import os
 import secrets
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,6 +209,11 @@ class KeyRing:
     Each principal has one *signing* key (the newest unrevoked one) and any number of verifying
     keys. Key ids are ``"<principal>#<n>"`` unless given.
 
+    One ring may be shared by handles in several threads (a service signs for every tenant):
+    adding, rotating and revoking keys take turns under the ring's lock, and signing, listing
+    and saving read a snapshot of the keys, so a key added in one thread never breaks a
+    signature made in another (issue 32, item 2).
+
     Examples
     --------
     >>> ring = KeyRing()
@@ -220,6 +226,12 @@ class KeyRing:
         self.token_bytes = token_bytes
         self._keys: dict[str, _Key] = {}
         self._seq = 0
+        self._lock = threading.RLock()
+
+    def _all(self) -> list[_Key]:
+        """A snapshot of the keys (another thread may add one while the caller reads)."""
+        with self._lock:
+            return list(self._keys.values())
 
     # ---------------------------------------------------------------- key management
     def add(self, principal: str, secret: bytes | None = None, key_id: str | None = None) -> str:
@@ -250,11 +262,13 @@ class KeyRing:
             secret = self.token_bytes(32)
         if not isinstance(secret, (bytes, bytearray)) or len(secret) < _MIN_SECRET:
             raise InvalidInput(f"secret must be bytes of length >= {_MIN_SECRET}")
-        self._seq += 1
-        kid = key_id if key_id is not None else f"{principal}#{self._seq}"
-        if kid in self._keys:
-            raise InvalidInput(f"key id {kid!r} already exists")
-        self._keys[kid] = _Key(kid, principal, bytes(secret), self._seq)
+        with self._lock:
+            seq = self._seq + 1
+            kid = key_id if key_id is not None else f"{principal}#{seq}"
+            if kid in self._keys:
+                raise InvalidInput(f"key id {kid!r} already exists")
+            self._seq = seq
+            self._keys[kid] = _Key(kid, principal, bytes(secret), seq)
         return kid
 
     def rotate(self, principal: str, secret: bytes | None = None) -> str:
@@ -265,9 +279,10 @@ class KeyRing:
         InvalidInput
             If ``principal`` has no key yet (use :meth:`add`).
         """
-        if not any(k.principal == principal for k in self._keys.values()):
-            raise InvalidInput(f"{principal!r} has no key to rotate; add one first")
-        return self.add(principal, secret)
+        with self._lock:
+            if not any(k.principal == principal for k in self._keys.values()):
+                raise InvalidInput(f"{principal!r} has no key to rotate; add one first")
+            return self.add(principal, secret)
 
     def revoke(self, key_id: str, reason: str) -> None:
         """Revoke a key: claims it signed verify as ``"revoked_key"`` from now on.
@@ -277,11 +292,12 @@ class KeyRing:
         InvalidInput
             Unknown key id or empty reason.
         """
-        if key_id not in self._keys:
-            raise InvalidInput(f"unknown key id {key_id!r}; known: {sorted(self._keys)}")
-        if not reason:
-            raise InvalidInput("say why the key is revoked")
-        self._keys[key_id].revoked = reason
+        with self._lock:
+            if key_id not in self._keys:
+                raise InvalidInput(f"unknown key id {key_id!r}; known: {sorted(self._keys)}")
+            if not reason:
+                raise InvalidInput("say why the key is revoked")
+            self._keys[key_id].revoked = reason
 
     def signing_key(self, principal: str) -> str:
         """Id of the newest unrevoked key of ``principal``.
@@ -291,14 +307,14 @@ class KeyRing:
         InvalidInput
             If it has none.
         """
-        live = [k for k in self._keys.values() if k.principal == principal and not k.revoked]
+        live = [k for k in self._all() if k.principal == principal and not k.revoked]
         if not live:
             raise InvalidInput(f"{principal!r} has no unrevoked key")
         return max(live, key=lambda k: k.seq).key_id
 
     def principals(self) -> list[str]:
         """Principals holding at least one key, sorted."""
-        return sorted({k.principal for k in self._keys.values()})
+        return sorted({k.principal for k in self._all()})
 
     # ---------------------------------------------------------------- sign / verify
     def sign(self, claim: Claim, principal: str | None = None) -> Signature:
@@ -378,8 +394,10 @@ class KeyRing:
     # ---------------------------------------------------------------- persistence
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write all keys (secrets included) to ``path`` with mode 0600."""
+        with self._lock:
+            seq, keys = self._seq, list(self._keys.values())
         doc = {
-            "seq": self._seq,
+            "seq": seq,
             "keys": [
                 {
                     "key_id": k.key_id,
@@ -388,7 +406,7 @@ class KeyRing:
                     "seq": k.seq,
                     "revoked": k.revoked,
                 }
-                for k in self._keys.values()
+                for k in keys
             ],
         }
         p = Path(path)
