@@ -1562,67 +1562,20 @@ class PostgresStore(CodecCache, DecisionLogReads):
             value that is not a scalar.
         NamespaceNotFound
         """
-        from psycopg import sql
-
         if isinstance(k, bool) or int(k) < 1:
             raise InvalidInput(f"k must be a positive integer, got {k!r}")
-        info = self.namespace(namespace)
-        binary = info.vector_dtype == "binary"
-        expr, _, cast = self._vec_expr(namespace, codes=binary)
-        q = np.asarray(query, dtype=np.float32)
-        if q.shape != (info.dim,) or not np.all(np.isfinite(q)):
-            raise InvalidInput(
-                f"query must be a finite vector of shape ({info.dim},), got {q.shape}"
-            )
-        if binary:  # sign bits by Hamming distance; score: the codes' cosine estimate
-            from memcurator.store.vectors import sign_code
-
-            qtext = sign_code(q).tobytes().hex()
-            dist = f"({expr} <~> ('x' || %s)::{cast})"
-            score, limit = f"1 - 2 * {dist} / {info.dim}", int(k) * self.code_shortlist
-            elig, eargs = self._eligible(user, meta, None, expr, cast, qtext)
-        else:
-            qtext = _vec_text(q if cast.startswith("vector") else q.astype(np.float16))
-            dist = f"({expr} <=> %s::{cast})"
-            score, limit = f"1 - {dist}", int(k)
-            elig, eargs = self._eligible(user, meta, min_score, expr, cast, qtext)
+        stmt, dargs, limit, elig, eargs = self._dense_statement(
+            namespace, query, int(k), user, meta, min_score
+        )
         if not exact and namespace not in self._hnsw:
             self.ensure_hnsw(namespace)
             self._hnsw.add(namespace)
-        dense_stmt = sql.SQL(
-            "SELECT pos, id, "
-            + score
-            + " FROM {} entries WHERE vec_dtype = {} AND "
-            + elig
-            + " ORDER BY "
-            + dist
-            + " LIMIT %s"
-        ).format(sql.Identifier(partition_name(namespace)), sql.Literal(info.vector_dtype))
-        dargs = (qtext, *eargs, qtext, limit)
         ef = int(self.ef_search if ef_search is None else ef_search)
         with self._conn() as c:
-
-            def dense(use_index: bool) -> list[Any]:
-                with c.transaction():
-                    if use_index:
-                        # the planner guesses the jsonb filters' selectivity low (0.1%) and
-                        # would read every row of the namespace and sort; the iterative scan
-                        # handles filters, the exact fallback below the rest (one round trip)
-                        c.execute(
-                            "SELECT set_config('hnsw.ef_search', %s, true), "
-                            "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                            "set_config('enable_seqscan', 'off', true), "
-                            "set_config('enable_bitmapscan', 'off', true), "
-                            "set_config('enable_sort', 'off', true)",
-                            (str(ef),),
-                        )
-                    else:
-                        c.execute("SET LOCAL enable_indexscan = off")
-                    return c.execute(dense_stmt, dargs, prepare=False).fetchall()
-
-            rows = self._run(lambda: dense(not exact))
+            rows = self._run(lambda: self._dense_rows(c, stmt, dargs, ef, not exact))
             if not exact and len(rows) < limit:
-                rows = self._run(lambda: dense(False))  # the scan stopped early: exact
+                # the scan stopped early: exact
+                rows = self._run(lambda: self._dense_rows(c, stmt, dargs, ef, False))
             words = self._run(
                 lambda: c.execute(
                     "SELECT tsvector_to_array(to_tsvector('simple'::regconfig, %s))", (text,)
@@ -1636,6 +1589,78 @@ class PostgresStore(CodecCache, DecisionLogReads):
         # relaxed order: the index may return near-ties slightly out of order; ties by position
         dense_hits.sort(key=lambda h: (-h.score, h.pos))
         return SearchHits(dense_hits, [Hit(int(r[0]), str(r[1]), float(r[2])) for r in lex])
+
+    def _dense_statement(
+        self,
+        namespace: str,
+        query: np.ndarray,
+        k: int,
+        user: str | None,
+        meta: dict[str, Any] | None,
+        min_score: float | None,
+    ) -> tuple[Any, tuple[Any, ...], int, str, list[Any]]:
+        """:meth:`search`'s dense leg: ``(statement, its args, limit, eligibility SQL, its args)``.
+
+        Raises
+        ------
+        InvalidInput
+            A query of the wrong shape or not finite, an int8 namespace, a bad ``meta``.
+        NamespaceNotFound
+        """
+        from psycopg import sql
+
+        info = self.namespace(namespace)
+        binary = info.vector_dtype == "binary"
+        expr, _, cast = self._vec_expr(namespace, codes=binary)
+        q = np.asarray(query, dtype=np.float32)
+        if q.shape != (info.dim,) or not np.all(np.isfinite(q)):
+            raise InvalidInput(
+                f"query must be a finite vector of shape ({info.dim},), got {q.shape}"
+            )
+        if binary:  # sign bits by Hamming distance; score: the codes' cosine estimate
+            from memcurator.store.vectors import sign_code
+
+            qtext = sign_code(q).tobytes().hex()
+            dist = f"({expr} <~> ('x' || %s)::{cast})"
+            score, limit = f"1 - 2 * {dist} / {info.dim}", k * self.code_shortlist
+            elig, eargs = self._eligible(user, meta, None, expr, cast, qtext)
+        else:
+            qtext = _vec_text(q if cast.startswith("vector") else q.astype(np.float16))
+            dist = f"({expr} <=> %s::{cast})"
+            score, limit = f"1 - {dist}", k
+            elig, eargs = self._eligible(user, meta, min_score, expr, cast, qtext)
+        stmt = sql.SQL(
+            "SELECT pos, id, "
+            + score
+            + " FROM {} entries WHERE vec_dtype = {} AND "
+            + elig
+            + " ORDER BY "
+            + dist
+            + " LIMIT %s"
+        ).format(sql.Identifier(partition_name(namespace)), sql.Literal(info.vector_dtype))
+        return stmt, (qtext, *eargs, qtext, limit), limit, elig, eargs
+
+    @staticmethod
+    def _dense_rows(
+        c: Any, stmt: Any, args: tuple[Any, ...], ef: int, use_index: bool
+    ) -> list[Any]:
+        """Run :meth:`search`'s dense statement through the HNSW index or exactly (a scan)."""
+        with c.transaction():
+            if use_index:
+                # the planner guesses the jsonb filters' selectivity low (0.1%) and
+                # would read every row of the namespace and sort; the iterative scan
+                # handles filters, the exact fallback below the rest (one round trip)
+                c.execute(
+                    "SELECT set_config('hnsw.ef_search', %s, true), "
+                    "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                    "set_config('enable_seqscan', 'off', true), "
+                    "set_config('enable_bitmapscan', 'off', true), "
+                    "set_config('enable_sort', 'off', true)",
+                    (str(ef),),
+                )
+            else:
+                c.execute("SET LOCAL enable_indexscan = off")
+            return c.execute(stmt, args, prepare=False).fetchall()
 
     def _word_stats(self, c: Any, namespace: str) -> tuple[dict[str, float], float, float]:
         """(frequency of each common word, frequency below which words are not listed, rows)

@@ -178,6 +178,35 @@ def decide_write(
     'reject'
     """
     p = params if params is not None else WriteParams()
+    c, cw, B, bw = _checked_inputs(
+        candidate_emb, candidate_worths, bank_embs, bank_worths, capacity
+    )
+    worth = float(cw.mean())
+    n = B.shape[0]
+    if not success:
+        return WriteDecision(
+            "reject",
+            None,
+            "failed interaction: only successful interactions create experiences",
+            worth,
+        )
+    if n < capacity:
+        return WriteDecision(
+            "admit", None, f"capacity remains ({n}/{capacity} used): admit for coverage", worth
+        )
+    return _decide_full(c, cw, B, bw, capacity, p)
+
+
+def _checked_inputs(
+    candidate_emb: Any, candidate_worths: Any, bank_embs: Any, bank_worths: Any, capacity: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`decide_write`'s inputs as float arrays ``(c, cw, B, bw)``, ``bw`` of shape (n, p).
+
+    Raises
+    ------
+    InvalidInput
+        On NaN, mismatched shapes, ``p == 0`` or ``capacity < 1``.
+    """
     c = _array(candidate_emb, "candidate_emb", 1)
     cw = _array(candidate_worths, "candidate_worths", 1)
     B = _array(bank_embs, "bank_embs", 2)
@@ -196,31 +225,26 @@ def decide_write(
         raise InvalidInput(f"bank_worths has {bw.shape[0]} rows for {n} residents")
     if n and bw.shape[1] not in (1, len(cw)):
         raise InvalidInput(f"bank_worths has {bw.shape[1]} probes, candidate_worths {len(cw)}")
+    return c, cw, B, bw
 
+
+def _decide_full(
+    c: np.ndarray, cw: np.ndarray, B: np.ndarray, bw: np.ndarray, capacity: int, p: WriteParams
+) -> WriteDecision:
+    """Rules 3a-3d of :func:`decide_write` for a full bank (``n >= capacity``)."""
+    n = B.shape[0]
     worth = float(cw.mean())
-    if not success:
-        return WriteDecision(
-            "reject",
-            None,
-            "failed interaction: only successful interactions create experiences",
-            worth,
-        )
-    if n < capacity:
-        return WriteDecision(
-            "admit", None, f"capacity remains ({n}/{capacity} used): admit for coverage", worth
-        )
-
     res = bw.mean(axis=1)  # probe-averaged worth of each resident, (n,)
     cos = _cosines(c, B)
     lowest = int(np.argmin(res))
+    evict = f"evict lowest-worth resident #{lowest} (worth {res[lowest]:.3f})"
     novelty = 1.0 - float(cos.max())
     if novelty >= p.tau_nov:
         return WriteDecision(
             "admit",
             lowest,
             f"bank full ({n}/{capacity}); novel: novelty "
-            f"{novelty:.3f} >= tau_nov {p.tau_nov:g}; evict lowest-worth "
-            f"resident #{lowest} (worth {res[lowest]:.3f})",
+            f"{novelty:.3f} >= tau_nov {p.tau_nov:g}; {evict}",
             worth,
         )
     best = float(res.max())
@@ -233,8 +257,7 @@ def decide_write(
             f"bank full ({n}/{capacity}); worth {worth:.3f} "
             f"beats best resident {best:.3f} by {margin:.3f} >= delta_write "
             f"{p.delta_write:g} with positive ratio {pos:.2f} >= tau_pos "
-            f"{p.tau_pos:g}; evict lowest-worth resident #{lowest} "
-            f"(worth {res[lowest]:.3f})",
+            f"{p.tau_pos:g}; {evict}",
             worth,
         )
     k = min(p.replace_k, n)
