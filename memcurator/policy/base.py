@@ -24,6 +24,13 @@ import numpy as np
 from memcurator.errors import InvalidInput
 from memcurator.types import Entry
 
+#: What ``feedback`` receives: learner inputs by entry id (arrays of each entry's features).
+Features = Mapping[str, np.ndarray]
+#: What ``feedback`` returns: ``{entry id: {stat name: new value}}`` for the memory to persist.
+StatUpdates = dict[str, dict[str, float]]
+#: What ``victims`` returns: ``(entry id, score, reason)`` of each entry to evict.
+Victims = list[tuple[str, float, str]]
+
 
 class Params:
     """scikit-learn-style parameters: ``get_params``, ``clone`` and ``repr`` from ``__init__``."""
@@ -135,12 +142,8 @@ class Policy(Params):
         """A query was recalled for; ``e_q`` has shape (d,)."""
 
     def feedback(
-        self,
-        reward: float,
-        injected: list[Entry],
-        step: int,
-        features: Mapping[str, np.ndarray] | None = None,
-    ) -> dict[str, dict[str, float]]:
+        self, reward: float, injected: list[Entry], step: int, features: Features | None = None
+    ) -> StatUpdates:
         """A task ended with ``reward`` in [0, 1]; ``injected`` were in its prompt.
 
         ``injected`` are copies whose ``uses``/``successes``/``failures``/``last_used_step`` the
@@ -163,12 +166,8 @@ class Policy(Params):
         return np.array([m.created_step for m in entries], dtype=np.float64)
 
     def victims(
-        self,
-        entries: list[Entry],
-        E: np.ndarray,
-        step: int,
-        changed: list[Entry] | None = None,
-    ) -> list[tuple[str, float, str]]:
+        self, entries: list[Entry], E: np.ndarray, step: int, changed: list[Entry] | None = None
+    ) -> Victims:
         """Entries to evict regardless of bytes, as (id, score, reason); default none.
 
         ``changed``, when given, lists the residents added or given feedback since the last

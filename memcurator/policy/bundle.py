@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from memcurator.errors import InvalidInput
-from memcurator.policy.base import Policy, Ranking, Verdict
+from memcurator.policy.base import Features, Policy, Ranking, StatUpdates, Verdict, Victims
 from memcurator.policy.components import (
     DECISIONS,
     ESTIMATORS,
@@ -261,12 +261,8 @@ class ComponentPolicy(Policy):
             c.observe_query(e_q)  # type: ignore[attr-defined]
 
     def feedback(
-        self,
-        reward: float,
-        injected: list[Entry],
-        step: int,
-        features: Mapping[str, np.ndarray] | None = None,
-    ) -> dict[str, dict[str, float]]:
+        self, reward: float, injected: list[Entry], step: int, features: Features | None = None
+    ) -> StatUpdates:
         self._at(step)
         updates: dict[str, dict[str, float]] = {}
         current = list(injected)
@@ -291,12 +287,8 @@ class ComponentPolicy(Policy):
         return np.asarray(self._keep.priority(entries, E, step), dtype=np.float64)  # type: ignore[attr-defined]
 
     def victims(
-        self,
-        entries: list[Entry],
-        E: np.ndarray,
-        step: int,
-        changed: list[Entry] | None = None,
-    ) -> list[tuple[str, float, str]]:
+        self, entries: list[Entry], E: np.ndarray, step: int, changed: list[Entry] | None = None
+    ) -> Victims:
         if changed is not None and getattr(self._keep, "incremental_victims", False):
             return list(self._keep.victims(entries, E, step, changed=changed))  # type: ignore[attr-defined]
         return list(self._keep.victims(entries, E, step))  # type: ignore[attr-defined]

@@ -29,7 +29,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import numpy as np
 
 from memcurator.errors import InvalidInput
-from memcurator.policy.base import Params, Ranking, Verdict
+from memcurator.policy.base import Features, Params, Ranking, StatUpdates, Verdict, Victims
 from memcurator.registry import Registry
 from memcurator.types import Entry
 
@@ -84,9 +84,7 @@ class KeepComponent(Protocol):
 
     def priority(self, entries: list[Entry], E: np.ndarray, step: int) -> np.ndarray: ...
 
-    def victims(
-        self, entries: list[Entry], E: np.ndarray, step: int
-    ) -> list[tuple[str, float, str]]: ...
+    def victims(self, entries: list[Entry], E: np.ndarray, step: int) -> Victims: ...
 
     def evict_reason(self) -> str: ...
 
@@ -109,12 +107,8 @@ class LearnComponent(Protocol):
     def observe_query(self, e_q: np.ndarray) -> None: ...
 
     def feedback(
-        self,
-        reward: float,
-        injected: list[Entry],
-        step: int,
-        features: Mapping[str, np.ndarray] | None,
-    ) -> dict[str, dict[str, float]]: ...
+        self, reward: float, injected: list[Entry], step: int, features: Features | None
+    ) -> StatUpdates: ...
 
     def observe_energy(self, eps: float) -> None: ...
 

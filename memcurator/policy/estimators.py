@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from memcurator.errors import InvalidInput
-from memcurator.policy.base import Params
+from memcurator.policy.base import Features, Params, StatUpdates
 from memcurator.types import Entry
 from memcurator.value.curator import CuratorScorer, EnergyQueue, RhoParams, ScoreTerms
 from memcurator.value.tokenworth import (
@@ -197,12 +197,8 @@ class WorthEstimator(Estimator):
         return self.score(V), V
 
     def learn(
-        self,
-        reward: float,
-        injected: list[Entry],
-        step: int,
-        features: Mapping[str, np.ndarray] | None = None,
-    ) -> dict[str, dict[str, float]]:
+        self, reward: float, injected: list[Entry], step: int, features: Features | None = None
+    ) -> StatUpdates:
         """One example ``(x, 2·reward − 1)`` per injected entry; returns their updated stats.
 
         ``x`` is the entry's features from the recall that injected it (``features[id]``,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from memcurator.errors import InvalidInput
+from memcurator.policy.base import Victims
 from memcurator.policy.components import Component
 from memcurator.policy.keep_contradict import ContradictionGuard
 from memcurator.types import Entry
@@ -25,9 +26,7 @@ class _Keep(Component):
     distills = False
     redundancy_delta: float | None = None
 
-    def victims(
-        self, entries: list[Entry], E: np.ndarray, step: int
-    ) -> list[tuple[str, float, str]]:
+    def victims(self, entries: list[Entry], E: np.ndarray, step: int) -> Victims:
         """Entries to evict regardless of bytes; none by default."""
         return []
 
@@ -196,9 +195,7 @@ class ProbeWorth(_Keep):
 
     needs = ("worth",)
 
-    def victims(
-        self, entries: list[Entry], E: np.ndarray, step: int
-    ) -> list[tuple[str, float, str]]:
+    def victims(self, entries: list[Entry], E: np.ndarray, step: int) -> Victims:
         """The victim named by the last admission, then, if the bank still holds more than
         ``capacity`` records (reopened with a smaller capacity), the lowest-worth extras."""
         wm = self._est["worth"]

@@ -11,10 +11,9 @@ CURATOR, Sec. III-A (query sketch, working-task centroid), Eq. 3 (helpfulness he
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import numpy as np
 
+from memcurator.policy.base import Features, StatUpdates
 from memcurator.policy.components import Component
 from memcurator.types import Entry
 
@@ -39,12 +38,8 @@ class RhoProfile(Component):
         self._est["rho"].scorer.observe_query(e_q)
 
     def feedback(
-        self,
-        reward: float,
-        injected: list[Entry],
-        step: int,
-        features: Mapping[str, np.ndarray] | None = None,
-    ) -> dict[str, dict[str, float]]:
+        self, reward: float, injected: list[Entry], step: int, features: Features | None = None
+    ) -> StatUpdates:
         if not self.helpfulness:
             return {}
         head = self._est["rho"].scorer.helpfulness
@@ -71,12 +66,8 @@ class WorthLearning(Component):
         self._est["worth"].observe(e_q)
 
     def feedback(
-        self,
-        reward: float,
-        injected: list[Entry],
-        step: int,
-        features: Mapping[str, np.ndarray] | None = None,
-    ) -> dict[str, dict[str, float]]:
+        self, reward: float, injected: list[Entry], step: int, features: Features | None = None
+    ) -> StatUpdates:
         return dict(self._est["worth"].learn(reward, injected, step, features))
 
     def observe_energy(self, eps: float) -> None:

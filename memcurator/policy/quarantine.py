@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from memcurator.errors import InvalidInput
+from memcurator.policy.base import Victims
 from memcurator.policy.components import Component, create_component
 from memcurator.trust.reputation import feedback_quarantine
 from memcurator.types import Entry
@@ -83,12 +84,8 @@ class Quarantine(Component):
     incremental_victims = True
 
     def victims(
-        self,
-        entries: list[Entry],
-        E: np.ndarray,
-        step: int,
-        changed: list[Entry] | None = None,
-    ) -> list[tuple[str, float, str]]:
+        self, entries: list[Entry], E: np.ndarray, step: int, changed: list[Entry] | None = None
+    ) -> Victims:
         """The wrapped component's victims, then every entry that fails feedback quarantine.
 
         With ``changed`` (the residents added or given feedback since the last pass), only

@@ -47,7 +47,7 @@ import numpy as np
 
 from memcurator.embed.hashing import HashingEmbedder
 from memcurator.errors import InvalidInput
-from memcurator.policy.base import Verdict
+from memcurator.policy.base import Features, StatUpdates, Verdict
 from memcurator.policy.components import Component
 from memcurator.policy.estimators import Estimator
 from memcurator.retrieve.dense import row_dots
@@ -129,12 +129,8 @@ class PeerReputationLearn(Component):
         """Energy teaches reputation nothing."""
 
     def feedback(
-        self,
-        reward: float,
-        injected: list[Entry],
-        step: int,
-        features: Mapping[str, np.ndarray] | None,
-    ) -> dict[str, dict[str, float]]:
+        self, reward: float, injected: list[Entry], step: int, features: Features | None
+    ) -> StatUpdates:
         rep = self._est["reputation"].rep
         for m in injected:
             peer = m.meta.get(RECEIVED_FROM)
