@@ -102,6 +102,7 @@ class HashingEmbedder:
         Parameters
         ----------
         text : str
+            Any text, in any script.
 
         Returns
         -------

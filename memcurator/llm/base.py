@@ -11,6 +11,9 @@ from typing import Protocol, runtime_checkable
 
 from memcurator.errors import InvalidInput
 
+#: ``complete``'s ``stop``: strings at whose first occurrence the completion is cut (None: none).
+Stops = list[str] | None
+
 
 @dataclass(frozen=True)
 class Completion:
@@ -74,9 +77,7 @@ class Executor(Protocol):
     @property
     def temperature(self) -> float: ...
 
-    def complete(
-        self, prompt: str, *, max_tokens: int = 128, stop: list[str] | None = None
-    ) -> Completion:
+    def complete(self, prompt: str, *, max_tokens: int = 128, stop: Stops = None) -> Completion:
         """Complete ``prompt`` with at most ``max_tokens`` new tokens, cut at any of ``stop``.
 
         Raises

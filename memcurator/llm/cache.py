@@ -15,7 +15,7 @@ from pathlib import Path
 
 from memcurator.embed.http import Closing
 from memcurator.errors import InvalidInput, StoreError
-from memcurator.llm.base import Completion, Executor, WrappedExecutor, check_request
+from memcurator.llm.base import Completion, Executor, Stops, WrappedExecutor, check_request
 from memcurator.store.connection import retry_busy
 
 _SCHEMA = """
@@ -138,9 +138,7 @@ class CachedExecutor(WrappedExecutor, Closing):
             "temperature": 0.0,
         }
 
-    def complete(
-        self, prompt: str, *, max_tokens: int = 128, stop: list[str] | None = None
-    ) -> Completion:
+    def complete(self, prompt: str, *, max_tokens: int = 128, stop: Stops = None) -> Completion:
         """Return the stored completion for this exact call, or run ``inner`` and store it.
 
         Returns

@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable
 
 from memcurator.errors import InvalidInput, LLMError
-from memcurator.llm.base import Completion, check_request
+from memcurator.llm.base import Completion, Stops, check_request
 
 
 class ScriptedExecutor:
@@ -76,9 +76,7 @@ class ScriptedExecutor:
     def _tokens(self, text: str) -> int:
         return max(1, math.ceil(len(text) * self.tokens_per_char))
 
-    def complete(
-        self, prompt: str, *, max_tokens: int = 128, stop: list[str] | None = None
-    ) -> Completion:
+    def complete(self, prompt: str, *, max_tokens: int = 128, stop: Stops = None) -> Completion:
         """Return the scripted response, cut at the first stop sequence and at ``max_tokens``.
 
         Raises

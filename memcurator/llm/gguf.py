@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memcurator.errors import ContextOverflow, InvalidInput, LLMError
-from memcurator.llm.base import Completion, check_request
+from memcurator.llm.base import Completion, Stops, check_request
 
 CACHE_ENV = "MEMCURATOR_CACHE_DIR"
 
@@ -240,9 +240,7 @@ class LlamaCppExecutor:
             self._llama.chat_format = "gemma"
         return self._llama
 
-    def complete(
-        self, prompt: str, *, max_tokens: int = 128, stop: list[str] | None = None
-    ) -> Completion:
+    def complete(self, prompt: str, *, max_tokens: int = 128, stop: Stops = None) -> Completion:
         """Generate at most ``max_tokens`` tokens after ``prompt``, cut at any of ``stop``.
 
         Returns

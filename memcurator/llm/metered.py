@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memcurator.llm.base import Completion, Executor, Usage, WrappedExecutor
+from memcurator.llm.base import Completion, Executor, Stops, Usage, WrappedExecutor
 
 
 class MeteredExecutor(WrappedExecutor):
@@ -27,9 +27,7 @@ class MeteredExecutor(WrappedExecutor):
         self.inner = inner
         self.usage = Usage() if usage is None else usage
 
-    def complete(
-        self, prompt: str, *, max_tokens: int = 128, stop: list[str] | None = None
-    ) -> Completion:
+    def complete(self, prompt: str, *, max_tokens: int = 128, stop: Stops = None) -> Completion:
         """Complete with ``inner`` and add the result to ``usage``; errors are not counted."""
         completion = self.inner.complete(prompt, max_tokens=max_tokens, stop=stop)
         self.usage.add(completion)

@@ -12,7 +12,7 @@ import httpx
 
 from memcurator.embed.http import HTTPClientOwner
 from memcurator.errors import InvalidInput, LLMError
-from memcurator.llm.base import Completion, check_request
+from memcurator.llm.base import Completion, Stops, check_request
 from memcurator.llm.pricing import Price
 
 
@@ -130,9 +130,7 @@ class OpenAICompatExecutor(HTTPClientOwner):
             body["stop"] = stops
         return body
 
-    def complete(
-        self, prompt: str, *, max_tokens: int = 128, stop: list[str] | None = None
-    ) -> Completion:
+    def complete(self, prompt: str, *, max_tokens: int = 128, stop: Stops = None) -> Completion:
         """Send one request and return the first choice with the endpoint's token usage.
 
         Parameters

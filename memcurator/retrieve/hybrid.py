@@ -28,6 +28,7 @@ def blend_scores(
     Returns
     -------
     ndarray of shape (n,), float64
+        The blended score of each candidate; ``cosine`` itself when no BM25 score is positive.
 
     Raises
     ------
@@ -79,6 +80,7 @@ def recency_bonus(
     Returns
     -------
     ndarray of shape (n,), float64
+        ``scores`` with each candidate's recency bonus added (a ``step`` below 1 counts as 1).
 
     Raises
     ------

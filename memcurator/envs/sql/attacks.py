@@ -80,6 +80,7 @@ def genuine_exemplar(spec: SQLTaskSpec, rng: np.random.Generator, *, form: str =
     Returns
     -------
     str
+        The exemplar text, one entry.
 
     Raises
     ------

@@ -61,6 +61,7 @@ def poison_sql(base_sql: str, table: str, payload: Payload) -> str:
     Returns
     -------
     str
+        ``base_sql`` with the payload before it (drop, empty) or after it (comment).
 
     Raises
     ------
@@ -107,7 +108,7 @@ def make_poison(spec: SQLTaskSpec, payload: Payload, rng: np.random.Generator) -
     Raises
     ------
     InvalidInput
-        For an unknown payload.
+        ``payload`` is not one of :data:`PAYLOADS`.
 
     Examples
     --------
