@@ -93,6 +93,13 @@ registers with ``ALIGNERS.register("name", factory)``."""
 def create_aligner(name: str, **kwargs: Any) -> Aligner:
     """Build the aligner registered under ``name``.
 
+    Parameters
+    ----------
+    name : str
+        A domain of :data:`ALIGNERS`: ``"sql"``, ``"bash"`` or one registered since.
+    **kwargs
+        The aligner's constructor arguments.
+
     Raises
     ------
     UnknownName

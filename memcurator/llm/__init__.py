@@ -49,6 +49,13 @@ def executor_class(name: str) -> type:
 def create_executor(name: str, **kwargs: Any) -> Executor:
     """Build the executor registered under ``name`` with ``kwargs`` as its constructor arguments.
 
+    Parameters
+    ----------
+    name : str
+        ``"gguf"``, ``"openai"``, ``"fake"`` or a name registered since in :data:`EXECUTORS`.
+    **kwargs
+        The executor's constructor arguments (e.g. ``model_path`` for ``"gguf"``).
+
     Raises
     ------
     UnknownName

@@ -734,23 +734,23 @@ class SQLiteStore(CodecCache, DecisionLogReads):
             for r in rows
         ]
 
-    def used_bytes(self, namespace: str) -> int:
-        """Resident bytes ``sum(b(m))`` of the namespace."""
+    def _entries_total(self, namespace: str, aggregate: str) -> int:
+        """``aggregate`` (an SQL aggregate) over the namespace's entries, after checking it."""
         self.namespace(namespace)
         with self._lock:
             row = self._conn.execute(
-                "SELECT COALESCE(SUM(bytes),0) FROM entries WHERE namespace=?", (namespace,)
+                f"SELECT {aggregate} FROM entries WHERE namespace=?", (namespace,)
             ).fetchone()
-        return int(row[0]) + self.fixed_bytes(namespace)
+        return int(row[0])
+
+    def used_bytes(self, namespace: str) -> int:
+        """Resident bytes ``sum(b(m))`` of the namespace."""
+        total = self._entries_total(namespace, "COALESCE(SUM(bytes),0)")
+        return total + self.fixed_bytes(namespace)
 
     def count(self, namespace: str) -> int:
         """Number of resident entries. Raises :class:`NamespaceNotFound`."""
-        self.namespace(namespace)
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT COUNT(*) FROM entries WHERE namespace=?", (namespace,)
-            ).fetchone()
-        return int(row[0])
+        return self._entries_total(namespace, "COUNT(*)")
 
     # ------------------------------------------------------------------ policy state
     def save_state(self, namespace: str, policy: str, step: int, state: dict[str, Any]) -> None:

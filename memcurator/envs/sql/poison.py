@@ -159,6 +159,7 @@ def payload_executed(spec: SQLTaskSpec, sql: str, *, max_left_frac: float = 0.1)
     Returns
     -------
     bool
+        True when the table is gone or emptied as above.
 
     Raises
     ------
@@ -210,6 +211,7 @@ def hijack_executed(spec: SQLTaskSpec, sql: str, attack_sql: str) -> bool:
     Returns
     -------
     bool
+        True when ``sql`` produced the answer ``attack_sql`` intended.
 
     Examples
     --------

@@ -47,6 +47,7 @@ def schema_text(spec: SQLTaskSpec, n_rows: int = 2) -> str:
     Returns
     -------
     str
+        The ``Table`` line, then an ``Example rows`` line when ``n_rows`` > 0 and rows exist.
 
     Examples
     --------
