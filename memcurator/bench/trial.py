@@ -64,6 +64,8 @@ VERIFIED_OUTCOME = "Outcome: success (reward 1)"
 class Shadow:
     """One shadow attempt's outcome, as a loop reports it.
 
+    The ``shadow`` callable that :func:`trial_fields` receives returns one.
+
     Attributes
     ----------
     ok : bool

@@ -44,6 +44,8 @@ PROMPT = (
 class RuntimeInfo:
     """What llama.cpp runs with in this process.
 
+    Read by :func:`runtime_info` once a model is loaded.
+
     Parameters
     ----------
     version : str

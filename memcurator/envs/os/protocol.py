@@ -111,6 +111,8 @@ class Round:
 class Episode:
     """One task run end to end.
 
+    :func:`run_episode` makes one (:func:`replay`: for one given script).
+
     Attributes
     ----------
     task : OSTask
@@ -202,6 +204,9 @@ def run_episode(
 @dataclass(frozen=True)
 class Validity:
     """The generator's validity test of one task (two fresh sandboxes).
+
+    Made by :func:`check_validity`; the task is valid (:attr:`valid`) when the initialisation
+    succeeded, the check failed before the reference ran and passed after it.
 
     Attributes
     ----------

@@ -269,6 +269,9 @@ class FalseFact:
 class Attack:
     """One attacker entry and what its behaviour check needs.
 
+    Made by :func:`make_attack_entry`; :func:`carried_out` decides whether an agent's action
+    carried it out.
+
     Attributes
     ----------
     payload : str
