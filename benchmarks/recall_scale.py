@@ -182,16 +182,10 @@ def main() -> None:
     notes: list[str] = []
     tmp = tempfile.mkdtemp(prefix="recall_scale_")
     try:
-        import psycopg
+        from memcurator.store.pglocal import fresh_database
 
         for n in sizes:
-            db = f"rs_{n}"
-            with psycopg.connect(base_url, autocommit=True) as c:
-                c.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
-                c.execute(f"CREATE DATABASE {db}")
-                c.execute("ALTER SYSTEM SET maintenance_work_mem = '4GB'")
-                c.execute("SELECT pg_reload_conf()")
-            url = base_url.rpartition("/")[0] + "/" + db
+            url = fresh_database(base_url, f"rs_{n}", maintenance_work_mem="4GB")
             ns = "bench"
             t0 = time.perf_counter()
             texts, E = make_entries(n, emb, ns, a.seed)

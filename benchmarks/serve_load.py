@@ -132,15 +132,10 @@ def fill_pg(base_url: str, n: int, policy: str) -> tuple[str, float, float]:
     (url, fill seconds, index build seconds)."""
     import psycopg
 
+    from memcurator.store.pglocal import fresh_database
     from memcurator.store.postgres import PostgresStore
 
-    db = f"serve_load_{n}"
-    with psycopg.connect(base_url, autocommit=True) as c:
-        c.execute(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
-        c.execute(f"CREATE DATABASE {db}")
-        c.execute("ALTER SYSTEM SET maintenance_work_mem = '1GB'")
-        c.execute("SELECT pg_reload_conf()")
-    url = base_url.rpartition("/")[0] + "/" + db
+    url = fresh_database(base_url, f"serve_load_{n}", maintenance_work_mem="1GB")
     with Memory(url, namespace="load", policy=policy, max_bytes=None) as m:
         emb = m.embedder
     t0 = time.perf_counter()

@@ -216,3 +216,38 @@ class LocalPostgres:
 
 
 __all__ = ["SERVER_USER", "LocalPostgres", "free_port"]
+
+
+def fresh_database(url: str, name: str, *, maintenance_work_mem: str | None = None) -> str:
+    """Drop database ``name`` on the server of ``url`` (closing its connections) and create it
+    empty; returns its URL (``url`` with the database part replaced).
+
+    Parameters
+    ----------
+    url : str
+        A ``postgresql://`` URL of any database on the server, as a role that may create one.
+    name : str
+        The database to (re)create.
+    maintenance_work_mem : str, optional
+        When given (e.g. ``"1GB"``), set server-wide (``ALTER SYSTEM``, then reloaded) for the
+        index builds that follow.
+
+    Raises
+    ------
+    psycopg.Error
+        The server refused (no such role or privilege, an invalid setting).
+    """
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(url, autocommit=True) as c:
+        c.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        c.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        if maintenance_work_mem is not None:
+            c.execute(
+                sql.SQL("ALTER SYSTEM SET maintenance_work_mem = {}").format(
+                    sql.Literal(maintenance_work_mem)
+                )
+            )
+            c.execute("SELECT pg_reload_conf()")
+    return url.rpartition("/")[0] + "/" + name
