@@ -26,12 +26,14 @@ def stop(proc: subprocess.Popen[Any]) -> None:
         proc.wait(timeout=10)
 
 
-def run_python(code: str, *, hide: tuple[str, ...] = (), timeout: float = 120) -> str:
-    """Run ``code`` in a fresh interpreter in which the modules ``hide`` cannot be imported (as
-    when their package is not installed); assert that it exits 0 (showing its stderr when not)
-    and return its stdout."""
+def run_python(
+    code: str, *, hide: tuple[str, ...] = (), timeout: float = 120, cwd: Any = None
+) -> str:
+    """Run ``code`` in a fresh interpreter (in folder ``cwd``) in which the modules ``hide``
+    cannot be imported (as when their package is not installed); assert that it exits 0
+    (showing its stderr when not) and return its stdout."""
     pre = "".join(f"import sys; sys.modules[{m!r}] = None\n" for m in hide)
     cmd = [sys.executable, "-c", pre + code]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     assert r.returncode == 0, r.stderr
     return r.stdout

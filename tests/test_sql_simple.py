@@ -13,12 +13,11 @@ from __future__ import annotations
 import json
 import random
 import re
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from _proc_util import run_python
 
 from memcurator.domains.sql import risk
 from memcurator.trust.plain_select import RESERVED, parse_simple_select
@@ -244,14 +243,7 @@ print(json.dumps({{"admitted": r.admitted,
 def test_a_cold_first_write_parses_with_sqlglot_only_beyond_a_plain_select(
     text: str, admitted: bool, sqlglot: bool
 ) -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE.format(text=text)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-    )
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got = json.loads(run_python(PROBE.format(text=text), cwd=ROOT).strip().splitlines()[-1])
     assert got["admitted"] is admitted
     assert (got["sqlglot"] > 0) is sqlglot
 

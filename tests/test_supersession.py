@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from memcurator import Memory
-from memcurator.lifecycle.versions import supersedes
 
 QUERY = "which tool does the staging deploy use"
 
@@ -106,19 +105,6 @@ def test_a_proven_older_note_is_not_pushed_down() -> None:
     for _ in range(2):
         mem.feedback([old], 1.0)
     assert mem.recall(QUERY, k=1).ids == [old]
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "UPDATE staff SET updated_at = now() WHERE id = 3;",
-        "SELECT REPLACE(name, 'a', 'b') FROM t;",
-        "Task: count rows of t\nAction: SELECT COUNT(*) FROM t;",
-        "The staging deploy uses tool alpha.",
-    ],
-)
-def test_no_marker_in_plain_records(text: str) -> None:
-    assert not supersedes(text)
 
 
 def test_an_outside_note_cannot_supersede_the_owners_notes() -> None:

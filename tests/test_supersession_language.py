@@ -99,6 +99,11 @@ def test_the_older_note_alone_is_no_superseder(member: int) -> None:
         "The report starts from column B.",
         "SELECT now() FROM t;",
         "Task: update the price\nAction: UPDATE items SET price = 3 WHERE id = 1;",
+        # plain records (SQL words and a note with no marker)
+        "UPDATE staff SET updated_at = now() WHERE id = 3;",
+        "SELECT REPLACE(name, 'a', 'b') FROM t;",
+        "Task: count rows of t\nAction: SELECT COUNT(*) FROM t;",
+        "The staging deploy uses tool alpha.",
     ],
 )
 def test_everyday_words_are_no_update_language(text: str) -> None:
