@@ -102,6 +102,11 @@ def check_int(value: Any, what: str, lo: int = MIN_INT, hi: int = MAX_INT) -> in
 def check_recall_k(k: Any) -> int:
     """``k`` of a recall as an ``int`` in ``[1, MAX_RECALL_K]``.
 
+    Parameters
+    ----------
+    k : int
+        Any integral number (a NumPy integer too); not a bool.
+
     Raises
     ------
     InvalidInput

@@ -586,6 +586,8 @@ def binding_problem(sql: str, table: str, cols: list[str]) -> str:
 class Alignment:
     """How well one past trajectory maps onto the current task.
 
+    Made by :func:`align` (and the bash aligner of :mod:`memcurator.envs.os.align`).
+
     Attributes
     ----------
     index : int

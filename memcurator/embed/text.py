@@ -92,6 +92,7 @@ def runs(text: str) -> list[Run]:
     Parameters
     ----------
     text : str
+        Any text, in any script.
 
     Returns
     -------

@@ -67,6 +67,10 @@ def sql_kind(sql: str) -> SQLKind:
 def is_ordered(sql: str) -> bool:
     """Whether a query orders its result at top level.
 
+    A task whose reference query is ordered is checked with its rows in order
+    (:attr:`~memcurator.domains.sql.spec.SQLTaskSpec.ordered`); an ``ORDER BY`` inside a
+    subquery does not make the result ordered.
+
     Examples
     --------
     >>> is_ordered("SELECT a FROM t ORDER BY a")
