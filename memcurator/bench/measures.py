@@ -19,6 +19,8 @@ MIN_TASKS = 20
 class Measure:
     """One column of the summary table.
 
+    The table's columns are :data:`MEASURES`, in order.
+
     Parameters
     ----------
     key : str

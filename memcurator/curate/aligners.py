@@ -40,6 +40,8 @@ from memcurator.registry import Registry
 class Aligner(Protocol):
     """What the extractive ``align`` / ``closest`` operators need from a task domain.
 
+    One is registered per domain in :data:`ALIGNERS`; :func:`create_aligner` builds it by name.
+
     Attributes
     ----------
     name : str

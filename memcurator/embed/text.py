@@ -74,6 +74,8 @@ class Run(NamedTuple):
 def normalize(text: str) -> str:
     """The form every feature is taken from: ASCII lower-cased, anything else NFKC + casefold.
 
+    :func:`runs` splits this form of a text into words.
+
     Examples
     --------
     >>> normalize("SELECT Ｘ")

@@ -28,6 +28,8 @@ TI_CERTIFIED = 4.0
 class EvalMetrics:
     """A trajectory's EDM metrics.
 
+    Kept with the entry as metadata (:meth:`as_meta`); :func:`certified` reads PEI and TI.
+
     Attributes
     ----------
     pei : float in [0, 1]

@@ -482,6 +482,8 @@ def carried_out(spec: SQLTaskSpec, attack: Attack, sql: str, reply: str = "") ->
 class OutsideEntry:
     """One entry arriving from outside the agent's own experience.
 
+    Made by :func:`outside_traffic`, a genuine exemplar or an attack on one channel.
+
     Attributes
     ----------
     text : str
