@@ -132,6 +132,9 @@ def run_bench_ray(
 ) -> list[PolicyRun]:
     """Every (policy, seed, budget) run of ``cfg`` not in ``done``, as Ray tasks.
 
+    The Ray counterpart of :func:`memcurator.bench.runner.run_bench`: one :func:`run_cell`
+    task per run, its executor built in the worker by ``opts.executor``.
+
     Parameters
     ----------
     cfg : BenchConfig

@@ -94,7 +94,7 @@ def runs(text: str) -> list[Run]:
     Parameters
     ----------
     text : str
-        Any text, in any script.
+        What to split: one script or a mix of several (with or without spaces).
 
     Returns
     -------
