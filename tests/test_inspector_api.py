@@ -478,7 +478,11 @@ def test_decision_timeline_filters_by_peer() -> None:
     the peer their reason names; an unknown peer matches nothing."""
     from memcurator import Memory
     from memcurator.service.inspector import views
+    from memcurator.service.inspector.queries import DecisionFilter
     from memcurator.types import Decision
+
+    def by(peer: str) -> list[dict[str, Any]]:
+        return views.decisions_page(m, DecisionFilter(peer=peer))["decisions"]
 
     m = Memory(":memory:", namespace="n", policy="keep-all")
     try:
@@ -496,12 +500,9 @@ def test_decision_timeline_filters_by_peer() -> None:
             origin_detail="carol",
         ).id
         own = m.write("Task: list rows of t5\nAction: SELECT * FROM t5;").id
-        rows = views.decisions_page(m, peer="bob")["decisions"]
-        assert sorted(d["entry_id"] for d in rows) == sorted(bob)
-        assert [d["entry_id"] for d in views.decisions_page(m, peer="carol")["decisions"]] == [
-            carol
-        ]
-        assert views.decisions_page(m, peer="dave")["decisions"] == []
+        assert sorted(d["entry_id"] for d in by("bob")) == sorted(bob)
+        assert [d["entry_id"] for d in by("carol")] == [carol]
+        assert by("dave") == []
         assert own in {d["entry_id"] for d in views.decisions_page(m)["decisions"]}
         # a row whose entry is not resident (refused, gone) is matched by the peer it names
         test = views._peer_test(m, "mallory")

@@ -15,11 +15,11 @@ JitMem, Sec. 3 ("the curated payload p_t is ephemeral"); MemPilot, Sec. 3.1.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from typing import Any
 
 from memcurator.errors import LLMError
 from memcurator.memory import Memory
+from memcurator.service.inspector.queries import RecallProbe, Where
 from memcurator.trust.provenance import spotlight
 from memcurator.types import Entry, RecallResult
 
@@ -61,32 +61,26 @@ def top_k_payload(memory: Memory, hit: RecallResult) -> dict[str, Any]:
     }
 
 
-def curated_payload(
-    memory: Memory,
-    query: str,
-    *,
-    where: Callable[[Entry], bool] | None = None,
-    user: str | None = None,
-    domain: str = "sql",
-) -> dict[str, Any]:
-    """Run a deep copy of the policy's read-time curator on ``query`` as the task.
+def curated_payload(memory: Memory, probe: RecallProbe, where: Where = None) -> dict[str, Any]:
+    """Run a deep copy of the policy's read-time curator on ``probe.query`` as the task.
 
-    Its recall is the memory's (``observe=False``, ``where`` and ``user`` applied), its bank
-    the entries a recall may return (:meth:`memcurator.Memory.visible`), ``domain`` names the
-    aligner (``"sql"``, ``"bash"``). The curator retrieves its own ``k``.
+    Its recall is the memory's (``observe=False``, ``where`` and ``probe.user`` applied), its
+    bank the entries a recall may return (:meth:`memcurator.Memory.visible`), ``probe.domain``
+    names the aligner (``"sql"``, ``"bash"``). The curator retrieves its own ``k``.
 
     Raises
     ------
     UnknownName
-        An unknown ``domain`` (the curator's aligner registry).
+        An unknown ``probe.domain`` (the curator's aligner registry).
     """
     from memcurator.curate.aligners import create_aligner
     from memcurator.curate.base import CurateContext
 
+    query, user, domain = probe.query, probe.user, probe.domain
     create_aligner(domain)  # an unknown domain is refused before anything runs
     cur = copy.deepcopy(memory.policy.curator)
 
-    def recall(q: str, k: int, where: Callable[[Entry], bool] | None = where) -> list[Entry]:
+    def recall(q: str, k: int, where: Where = where) -> list[Entry]:
         return memory.recall(q, k=k, where=where, user=user, observe=False).entries
 
     ctx = CurateContext(
@@ -113,19 +107,13 @@ def curated_payload(
 
 
 def would_inject(
-    memory: Memory,
-    query: str,
-    hit: RecallResult,
-    *,
-    where: Callable[[Entry], bool] | None = None,
-    user: str | None = None,
-    domain: str = "sql",
+    memory: Memory, probe: RecallProbe, hit: RecallResult, where: Where = None
 ) -> dict[str, Any]:
-    """What the model would be given for ``query``: the curator's payload, or the top-k texts
+    """What the model would be given for ``probe``: the curator's payload, or the top-k texts
     (``hit``, the playground's own recall) under a policy without a read-time curator."""
     if memory.policy.curator is None:
         return top_k_payload(memory, hit)
-    return curated_payload(memory, query, where=where, user=user, domain=domain)
+    return curated_payload(memory, probe, where)
 
 
 __all__ = ["AS_THEY_ARE", "NoModel", "curated_payload", "top_k_payload", "would_inject"]

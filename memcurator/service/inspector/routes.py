@@ -11,29 +11,15 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
 
 from memcurator.errors import Forbidden
 from memcurator.limits import MAX_INT
 from memcurator.service.filters import compile_where
 from memcurator.service.inspector import views
+from memcurator.service.inspector.queries import DecisionFilter, EntryFilter, RecallProbe
 from memcurator.service.keys import KeyInfo
-from memcurator.service.models import Condition
 
 Json = dict[str, Any]
-
-
-class RecallProbe(BaseModel):
-    """A recall for the playground; it changes nothing (``observe`` is always off)."""
-
-    model_config = ConfigDict(extra="forbid", strict=True)  # as the /v1 bodies: no coercion
-
-    query: str = Field(min_length=1, max_length=10_000)
-    k: int = Field(5, ge=1, le=100)
-    where: list[Condition] = Field(default_factory=list, max_length=16)
-    user: str | None = Field(None, max_length=256)
-    min_score: float | None = Field(None, ge=-1.0, le=1.0)
-    domain: str = Field("sql", min_length=1, max_length=32, pattern=r"^[a-z0-9_-]+$")
 
 
 def inspector_router(key_of: Callable[..., KeyInfo]) -> APIRouter:
@@ -108,32 +94,17 @@ def _entry_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:
     @r.get("/entries")
     def entries(
         request: Request,
+        f: Annotated[EntryFilter, Query()],
         key: KeyInfo = Depends(key_of),
-        q: Annotated[str | None, Query(max_length=256)] = None,
-        state: Annotated[str | None, Query(max_length=16)] = None,
-        kind: Annotated[str | None, Query(max_length=16)] = None,
-        origin: Annotated[str | None, Query(max_length=16)] = None,
-        meta_key: Annotated[str | None, Query(max_length=128)] = None,
-        meta_value: Annotated[str | None, Query(max_length=256)] = None,
         order: Annotated[str, Query(pattern="^(newest|oldest)$")] = "newest",
         offset: Annotated[int, Query(ge=0, le=MAX_INT)] = 0,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
     ) -> Json:
         """One page of resident entries by text search and filters (read)."""
-        key.require("read")
-        with _pool(request).using(key) as t:
-            return views.list_entries(
-                t.memory,
-                q=q,
-                state=state,
-                kind=kind,
-                origin=origin,
-                meta_key=meta_key,
-                meta_value=meta_value,
-                newest_first=order == "newest",
-                offset=offset,
-                limit=limit,
-            )
+        newest = order == "newest"
+        return _on_memory(
+            request, key, "read", views.list_entries, f, newest, offset=offset, limit=limit
+        )
 
     @r.get("/entries/{entry_id}")
     def entry(request: Request, entry_id: str, key: KeyInfo = Depends(key_of)) -> Json:
@@ -152,29 +123,14 @@ def _log_and_recall_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None
     @r.get("/decisions")
     def decisions(
         request: Request,
+        f: Annotated[DecisionFilter, Query()],
         key: KeyInfo = Depends(key_of),
-        action: Annotated[str | None, Query(max_length=16)] = None,
-        reason: Annotated[str | None, Query(max_length=256)] = None,
-        origin: Annotated[str | None, Query(max_length=16)] = None,
-        peer: Annotated[str | None, Query(max_length=256)] = None,
-        entry_id: Annotated[str | None, Query(max_length=256)] = None,
         before: Annotated[int | None, Query(ge=0, le=MAX_INT)] = None,
         limit: Annotated[int, Query(ge=1, le=500)] = 100,
     ) -> Json:
         """The decision log newest first, filtered by action, reason, origin, peer, entry
         (read)."""
-        key.require("read")
-        with _pool(request).using(key) as t:
-            return views.decisions_page(
-                t.memory,
-                action=action,
-                reason=reason,
-                origin=origin,
-                peer=peer,
-                entry_id=entry_id,
-                before=before,
-                limit=limit,
-            )
+        return _on_memory(request, key, "read", views.decisions_page, f, before, limit)
 
     @r.post("/recall")
     def recall(request: Request, body: RecallProbe, key: KeyInfo = Depends(key_of)) -> Json:
@@ -183,15 +139,7 @@ def _log_and_recall_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None
         key.require("read")
         where = compile_where(body.where)
         with _pool(request).using(key) as t:
-            return views.recall_explained(
-                t.memory,
-                body.query,
-                body.k,
-                where=where,
-                user=body.user,
-                min_score=body.min_score,
-                domain=body.domain,
-            )
+            return views.recall_explained(t.memory, body, where)
 
 
 def _probation_routes(r: APIRouter, key_of: Callable[..., KeyInfo]) -> None:

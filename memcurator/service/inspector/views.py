@@ -18,6 +18,12 @@ import numpy as np
 
 from memcurator.errors import EntryNotFound, InvalidInput, MemcuratorError
 from memcurator.memory import Memory
+from memcurator.service.inspector.queries import (
+    DecisionFilter,
+    EntryFilter,
+    RecallProbe,
+    Where,
+)
 from memcurator.trust import state
 from memcurator.trust.provenance import corroborate
 from memcurator.types import Decision, Entry
@@ -212,63 +218,42 @@ def _meta_test(meta_key: str | None, meta_value: str | None) -> Callable[[Entry]
     return lambda e: str(e.meta.get(meta_key, "\0")) == meta_value
 
 
-def _entry_tests(
-    distilled: set[str],
-    *,
-    q: str | None,
-    state: str | None,
-    kind: str | None,
-    origin: str | None,
-    meta_key: str | None,
-    meta_value: str | None,
-) -> list[Callable[[Entry], bool]]:
+def _entry_tests(distilled: set[str], f: EntryFilter) -> list[Callable[[Entry], bool]]:
     """The tests of :func:`list_entries`'s filters, one per filter given."""
+    kind, origin, st = f.kind, f.origin, f.state
     tests: list[Callable[[Entry], bool] | None] = [
         (lambda e: e.kind == kind) if kind else None,
         (lambda e: e.origin == origin) if origin else None,
-        (lambda e: state_of(e, distilled) == state) if state is not None else None,
-        _meta_test(meta_key, meta_value),
-        _text_test(q),
+        (lambda e: state_of(e, distilled) == st) if st is not None else None,
+        _meta_test(f.meta_key, f.meta_value),
+        _text_test(f.q),
     ]
     return [t for t in tests if t is not None]
 
 
 def list_entries(
     memory: Memory,
-    *,
-    q: str | None = None,
-    state: str | None = None,
-    kind: str | None = None,
-    origin: str | None = None,
-    meta_key: str | None = None,
-    meta_value: str | None = None,
+    f: EntryFilter | None = None,
     newest_first: bool = True,
+    *,
     offset: int = 0,
     limit: int = 50,
 ) -> dict[str, Any]:
-    """One page of resident entries matching every filter given.
-
-    ``q`` matches a case-insensitive substring of the text, the id or the origin detail;
-    ``meta_key`` (with ``meta_value``, compared as text) one metadata key.
+    """One page of resident entries matching every filter of ``f`` given (:class:`EntryFilter`
+    says what each matches; None: every resident entry).
 
     Raises
     ------
     InvalidInput
-        An unknown ``state``.
+        An unknown ``f.state``.
     """
+    f = f or EntryFilter()
+    state = f.state
     if state is not None and state not in STATES:
         raise InvalidInput(f"state must be one of {', '.join(STATES)}, got {state!r}")
     res = _res(memory)
     distilled = distilled_ids(memory) if state is not None and state != "probation" else set()
-    tests = _entry_tests(
-        distilled,
-        q=q,
-        state=state,
-        kind=kind,
-        origin=origin,
-        meta_key=meta_key,
-        meta_value=meta_value,
-    )
+    tests = _entry_tests(distilled, f)
     ents: Iterable[Entry] = reversed(res.entries) if newest_first else res.entries
     sel = [e for e in ents if all(t(e) for t in tests)]
     page = sel[offset : offset + limit]
@@ -481,46 +466,29 @@ def _peer_test(memory: Memory, peer: str | None) -> Callable[[Decision], bool] |
     return test
 
 
-def _decision_tests(
-    memory: Memory,
-    *,
-    reason: str | None,
-    origin: str | None,
-    entry_id: str | None,
-    peer: str | None = None,
-) -> list[Callable[[Decision], bool]]:
+def _decision_tests(memory: Memory, f: DecisionFilter) -> list[Callable[[Decision], bool]]:
     """The tests of :func:`decisions_page`'s filters (but ``action``), one per filter given."""
-    needle = reason.casefold() if reason else None
+    needle = f.reason.casefold() if f.reason else None
+    entry_id = f.entry_id
     tests: list[Callable[[Decision], bool] | None] = [
         (lambda d: d.entry_id == entry_id) if entry_id else None,
         (lambda d: needle in d.reason.casefold()) if needle else None,
-        _origin_test(memory, origin),
-        _peer_test(memory, peer),
+        _origin_test(memory, f.origin),
+        _peer_test(memory, f.peer),
     ]
     return [t for t in tests if t is not None]
 
 
 def decisions_page(
-    memory: Memory,
-    *,
-    action: str | None = None,
-    reason: str | None = None,
-    origin: str | None = None,
-    entry_id: str | None = None,
-    before: int | None = None,
-    limit: int = 100,
-    peer: str | None = None,
+    memory: Memory, f: DecisionFilter | None = None, before: int | None = None, limit: int = 100
 ) -> dict[str, Any]:
-    """The decision log newest first, filtered; ``before`` is the seq to page back from.
-
-    ``reason`` is a case-insensitive substring; ``origin`` matches the entry's origin where the
-    entry is resident, else the origin the row's reason names (``origin peer``, ...); ``peer``
-    the sending peer of a resident peer entry, else the peer the row's reason names.
-    """
-    tests = _decision_tests(memory, reason=reason, origin=origin, entry_id=entry_id, peer=peer)
+    """The decision log newest first, filtered by ``f`` (:class:`DecisionFilter` says what
+    each filter matches; None: every row); ``before`` is the seq to page back from."""
+    f = f or DecisionFilter()
+    tests = _decision_tests(memory, f)
     out: list[dict[str, Any]] = []
     nxt = None
-    for d in _log_rows(memory, action, before):
+    for d in _log_rows(memory, f.action, before):
         if not all(t(d) for t in tests):
             continue
         if len(out) == limit:
@@ -530,26 +498,18 @@ def decisions_page(
     return {"decisions": out, "next_before": nxt}
 
 
-def recall_explained(
-    memory: Memory,
-    query: str,
-    k: int,
-    *,
-    where: Callable[[Entry], bool] | None = None,
-    user: str | None = None,
-    min_score: float | None = None,
-    domain: str = "sql",
-) -> dict[str, Any]:
-    """A recall that changes nothing (``observe=False``), with each candidate's dense
-    (cosine) and lexical (BM25 over the best) scores beside the policy's ranked score, what
-    each filter left out of the resident set, and what the model would be given
-    (``inject``: :func:`memcurator.service.inspector.inject.would_inject`; ``domain`` names a
-    read-time curator's aligner)."""
+def recall_explained(memory: Memory, probe: RecallProbe, where: Where = None) -> dict[str, Any]:
+    """The playground's recall of ``probe`` (``where``: its conditions, compiled by the route),
+    changing nothing (``observe=False``), with each candidate's dense (cosine) and lexical (BM25
+    over the best) scores beside the policy's ranked score, what each filter left out of the
+    resident set, and what the model would be given (``inject``:
+    :func:`memcurator.service.inspector.inject.would_inject`)."""
     from memcurator.lifecycle.query import query_vector
     from memcurator.lifecycle.recall import other_users_rows
     from memcurator.service.inspector.inject import would_inject
 
-    r = memory.recall(query, k=k, where=where, user=user, min_score=min_score, observe=False)
+    query, k, user = probe.query, probe.k, probe.user
+    r = memory.recall(query, k=k, where=where, user=user, min_score=probe.min_score, observe=False)
     res = _res(memory)
     _, e_q = query_vector(memory.embedder, query)
     cols = res.entries.columns
@@ -588,7 +548,7 @@ def recall_explained(
             "where filter": removed_where,
         },
         "candidates": cands,
-        "inject": would_inject(memory, query, r, where=where, user=user, domain=domain),
+        "inject": would_inject(memory, probe, r, where),
     }
 
 
