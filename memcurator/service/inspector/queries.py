@@ -16,23 +16,27 @@ from memcurator.types import Entry
 Where = Callable[[Entry], bool] | None
 
 
-class EntryFilter(BaseModel):
+class _ByOrigin(BaseModel):
+    origin: str | None = Field(default=None, max_length=16)
+
+
+class EntryFilter(_ByOrigin):
     """The filters of ``GET /ui/api/entries`` (query parameters; None: no filter).
 
     ``q`` matches a case-insensitive substring of the text, the id or the origin detail;
-    ``state`` is one of :data:`memcurator.service.inspector.views.STATES`; ``meta_key`` (with
-    ``meta_value``, compared as text) one metadata key.
+    ``state`` is one of :data:`memcurator.service.inspector.views.STATES`; ``origin`` and
+    ``kind`` the entry's own; ``meta_key`` (with ``meta_value``, compared as text) one
+    metadata key.
     """
 
     q: str | None = Field(default=None, max_length=256)
     state: str | None = Field(default=None, max_length=16)
     kind: str | None = Field(default=None, max_length=16)
-    origin: str | None = Field(default=None, max_length=16)
     meta_key: str | None = Field(default=None, max_length=128)
     meta_value: str | None = Field(default=None, max_length=256)
 
 
-class DecisionFilter(BaseModel):
+class DecisionFilter(_ByOrigin):
     """The filters of ``GET /ui/api/decisions`` (query parameters; None: no filter).
 
     ``reason`` is a case-insensitive substring; ``origin`` matches the entry's origin where the
@@ -42,7 +46,6 @@ class DecisionFilter(BaseModel):
 
     action: str | None = Field(default=None, max_length=16)
     reason: str | None = Field(default=None, max_length=256)
-    origin: str | None = Field(default=None, max_length=16)
     peer: str | None = Field(default=None, max_length=256)
     entry_id: str | None = Field(default=None, max_length=256)
 

@@ -1,8 +1,8 @@
 """What the inspector shows, read from one tenant's :class:`~memcurator.Memory`.
 
 Each function takes a memory the caller holds under its tenant lock and returns plain,
-JSON-ready data; none changes anything except :func:`release` and :func:`forget_held`, the two
-actions of the probation queue. They read the resident set in place (``memory._ctx.res``)
+JSON-ready data; none changes anything except :func:`settle`, the probation queue's two
+actions. They read the resident set in place (``memory._ctx.res``)
 instead of :meth:`~memcurator.Memory.entries`, which copies every entry and its embedding:
 at 10^5 entries a page of 50 rows must not cost a copy of the whole namespace.
 """
@@ -573,18 +573,10 @@ def probation_queue(memory: Memory, *, offset: int = 0, limit: int = 50) -> dict
     }
 
 
-def _held(memory: Memory, entry_id: str) -> Entry:
-    e = _res(memory).get(entry_id)
-    if e is None:
-        raise EntryNotFound("no such entry")
-    if not state.on_probation(e):
-        raise InvalidInput(f"entry {entry_id!r} is not on probation")
-    return e
-
-
-def release(memory: Memory, entry_id: str, by: str, reason: str) -> dict[str, Any]:
-    """Release one entry from probation by a person's decision, logged ``corroborate`` with
-    the key's name and ``reason``; recall may inject it from then on.
+def settle(memory: Memory, entry_id: str, by: str, reason: str, action: str) -> dict[str, Any]:
+    """The probation queue's two actions on one entry, by a person's decision: ``"release"``
+    it (logged ``corroborate`` with the key's name ``by`` and ``reason``; recall may inject it
+    from then on) or ``"forget"`` it (``by`` and ``reason`` in the tombstone).
 
     Raises
     ------
@@ -592,16 +584,29 @@ def release(memory: Memory, entry_id: str, by: str, reason: str) -> dict[str, An
         Not resident in this namespace.
     InvalidInput
         Not on probation, or an empty reason.
+    KeyError
+        An ``action`` not in :data:`SETTLE` (the routes name only those).
     """
+    act = SETTLE[action]
     if not reason.strip():
-        raise InvalidInput("a release needs a reason in words")
+        raise InvalidInput(f"a {action} needs a reason in words")
+    return act(memory, entry_id, by, reason)
+
+
+def _held(res: Any, entry_id: str) -> Entry:
+    """The resident entry ``entry_id`` of ``res``, on probation."""
+    e = res.get(entry_id)
+    if e is None:
+        raise EntryNotFound("no such entry")
+    if not state.on_probation(e):
+        raise InvalidInput(f"entry {entry_id!r} is not on probation")
+    return e
+
+
+def _release(memory: Memory, entry_id: str, by: str, reason: str) -> dict[str, Any]:
     ctx = memory._ctx
     with ctx.transaction():
-        m = ctx.res.get(entry_id)
-        if m is None:
-            raise EntryNotFound("no such entry")
-        if not state.on_probation(m):
-            raise InvalidInput(f"entry {entry_id!r} is not on probation")
+        m = _held(ctx.res, entry_id)
         held = str(state.of(m).probation)
         why = f"released by admin key {by!r} at step {ctx.step}: {reason.strip()}"
         corroborate(state.of(m), why)
@@ -619,23 +624,19 @@ def release(memory: Memory, entry_id: str, by: str, reason: str) -> dict[str, An
     return {"id": entry_id, "released": True, "by": by}
 
 
-def forget_held(memory: Memory, entry_id: str, by: str, reason: str) -> dict[str, Any]:
-    """Forget one entry on probation, the key's name and ``reason`` in the tombstone.
-
-    Raises
-    ------
-    EntryNotFound
-        Not resident in this namespace.
-    InvalidInput
-        Not on probation, or an empty reason.
-    """
-    if not reason.strip():
-        raise InvalidInput("a forget needs a reason in words")
-    _held(memory, entry_id)
+def _forget(memory: Memory, entry_id: str, by: str, reason: str) -> dict[str, Any]:
+    _held(_res(memory), entry_id)
     f = memory.forget(
         entry_id, reason=f"forgotten by admin key {by!r} from the probation queue: {reason}"
     )
     return {"id": entry_id, "forgotten": list(f.ids), "freed": f.freed}
+
+
+#: the probation queue's actions (:func:`settle`), by the name in their route
+SETTLE: dict[str, Callable[[Memory, str, str, str], dict[str, Any]]] = {
+    "release": _release,
+    "forget": _forget,
+}
 
 
 def peer_traffic(memory: Memory, hub: Any, group: str) -> dict[str, Any]:
