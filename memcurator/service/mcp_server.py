@@ -168,12 +168,9 @@ def create_mcp(
         def go(k: KeyInfo) -> dict[str, Any]:
             if meta is not None:
                 limits.meta_json(meta)  # depth, 64-bit integers, size: before anything else
-            origin, detail, sig = pool.signature(k, None, kind, text)
+            signed = pool.signature(k, None, kind, text)
             with reads.scope(k.key_id, session), pool.using(k) as t:
-                r = t.memory.write(
-                    text, origin=origin, kind=kind, origin_detail=detail, meta=meta,
-                    signature=sig, user=user,
-                )  # fmt: skip
+                r = t.memory.write(text, kind=kind, meta=meta, user=user, **signed.write_kw())
                 return {"id": r.id, "admitted": r.admitted, "reason": r.reason,
                         "evicted": list(r.evicted), "used_bytes": t.memory.used_bytes}  # fmt: skip
 

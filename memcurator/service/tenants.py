@@ -23,7 +23,7 @@ import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -75,6 +75,20 @@ def recall_from_json(s: str) -> RecallResult:
     d = json.loads(s)
     feats = None if d["features"] is None else {k: _unarray(v) for k, v in d["features"].items()}
     return RecallResult(list(d["ids"]), _unarray(d["scores"]), [], feats, int(d["step"]))
+
+
+class Signed(NamedTuple):
+    """What :meth:`TenantPool.signature` proves of a write: the origin, its detail (the key's
+    name) and the service's signature (None for ``external``)."""
+
+    origin: str
+    detail: str
+    signature: Signature | None
+
+    def write_kw(self) -> dict[str, Any]:
+        """The keyword arguments of :meth:`memcurator.Memory.write` these set (``origin``,
+        ``origin_detail``, ``signature``)."""
+        return {"origin": self.origin, "origin_detail": self.detail, "signature": self.signature}
 
 
 class Tenant:
@@ -203,9 +217,7 @@ class TenantPool:
                     yield t
                     return
 
-    def signature(
-        self, key: KeyInfo, origin: str | None, kind: str, text: str
-    ) -> tuple[str, str, Signature | None]:
+    def signature(self, key: KeyInfo, origin: str | None, kind: str, text: str) -> Signed:
         """The origin, origin detail and signature of a write by ``key``.
 
         Raises
@@ -220,12 +232,12 @@ class TenantPool:
                 f"this key writes as {key.origin!r} ({key.name}); it may not claim origin {want!r}"
             )
         if want == "external":
-            return want, key.name, None
+            return Signed(want, key.name, None)
         signer = OWNER if want == "self" else key.name
         with self._lock:
             self.ring.ensure(signer)  # a peer's ring key, made the first time any replica signs
             sig = self.ring.sign(Claim(key.namespace, want, key.name, kind, text), signer)
-        return want, key.name, sig
+        return Signed(want, key.name, sig)
 
     def close(self) -> None:
         with self._lock:
@@ -240,4 +252,4 @@ def ring_path_for(keys_path: str) -> str | None:
     return None if keys_path == ":memory:" else os.fspath(keys_path) + ".ring"
 
 
-__all__ = ["ALLOWED_ORIGINS", "RECALLS_KEPT", "Tenant", "TenantPool", "ring_path_for"]
+__all__ = ["ALLOWED_ORIGINS", "RECALLS_KEPT", "Signed", "Tenant", "TenantPool", "ring_path_for"]

@@ -40,20 +40,18 @@ PageSize = Annotated[int, Query(ge=1, le=1000)]
 def write(body: WriteRequest, key: Key, pool: Pool) -> WriteResponse:
     """Offer one entry; its origin is the key's identity, signed by the service."""
     key.require("write")
-    origin, detail, sig = pool.signature(key, body.origin, body.kind, body.text)
+    signed = pool.signature(key, body.origin, body.kind, body.text)
     with pool.using(key) as t:
         r = t.memory.write(
             body.text,
-            origin=origin,
             kind=body.kind,
-            origin_detail=detail,
             raw_text=body.raw_text,
             meta=body.meta,
-            signature=sig,
             user=body.user,
             personal=body.personal,
+            **signed.write_kw(),
         )
-        return write_out(t, r, origin)
+        return write_out(t, r, signed.origin)
 
 
 def _select(
@@ -144,7 +142,7 @@ def update(entry_id: str, body: UpdateRequest, key: Key, pool: Pool) -> WriteRes
         sig = None
         if cur.origin in ("self", "peer"):
             try:
-                _, _, sig = pool.signature(key, cur.origin, cur.kind, body.text)
+                sig = pool.signature(key, cur.origin, cur.kind, body.text).signature
             except Forbidden:
                 sig = None
         r = t.memory.update(entry_id, body.text, reason=body.reason, signature=sig)
