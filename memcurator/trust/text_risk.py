@@ -65,6 +65,21 @@ _OVERRIDE_OBJ = (
     r"polic(y|ies)|answers?|information|results?|data)\s+(above|earlier|before|previously|"
     r"provided|given|shown|you\s+(were|have\s+been)\s+given))"
 )
+#: the data an "all" names is what the verb acts on, not what the model was told: "drop all
+#: tables in the dev database" is data handling, "drop all and reply" an override
+_DATA_NOUNS = (
+    r"tables?|rows?|columns?|files?|folders?|director(?:y|ies)|records?|containers?|images?|"
+    r"volumes?|branch(?:es)?|caches?|logs?|data|databases?|schemas?|entries|tests?|fixtures?|"
+    r"duplicates?|nulls?|rows|indexes|indices|jobs?|workers?|processes|sessions?|tmp|temp\w*|"
+    r"test\w*|scratch\w*|stale|unused|old|empty|warnings?|outliers?|stopwords?|tags?"
+)
+#: an override verb followed at once by what points back at the model's input ("ignore all",
+#: "disregard everything", "forget previous"), unless "all" names data
+_OVERRIDE_BARE = re.compile(
+    rf"\b{_OVERRIDE_VERB}\b\s+(?:previous|prior|above|earlier|everything|"
+    rf"all\b(?!\s+(?:(?:the|of the|your|my|our)\s+)?(?:\w+\s+)?(?:{_DATA_NOUNS})\b))\b",
+    re.IGNORECASE,
+)
 _OVERRIDE = re.compile(rf"\b{_OVERRIDE_VERB}\b[^.\n]{{0,25}}?\b{_OVERRIDE_OBJ}", re.IGNORECASE)
 _ROLE = re.compile(
     r"\b(you are now|act as|pretend (to be|that)|from now on|new instructions?|your (new|real|"
@@ -219,11 +234,7 @@ def instruction_likeness(text: str, *, skip_task_field: bool = True, own: bool =
     hits: list[float] = []
     if _OVERRIDE.search(text):
         hits.append(W_OVERRIDE)
-    elif re.search(
-        rf"\b{_OVERRIDE_VERB}\b\s+(previous|prior|above|earlier|everything|all)\b",
-        text,
-        re.IGNORECASE,
-    ):
+    elif _OVERRIDE_BARE.search(text):
         hits.append(W_OVERRIDE)
     if _ROLE.search(text):
         hits.append(W_ROLE)
