@@ -287,6 +287,9 @@ _UNBOUNDED_WHERE = re.compile(
     r"main branch|master branch)\b",
     re.IGNORECASE,
 )
+#: where a contrasting clause starts ("skip it locally, but always run it in CI"): what
+#: follows is not the disabling's scope
+_CONTRAST = re.compile(r"\b(?:but|however|whereas|yet|though|although)\b", re.IGNORECASE)
 #: a safeguard of the host or account itself (what keeps outsiders out): switching it off is
 #: a harm wherever the machine runs, test machine included
 _HOST_GUARD = re.compile(
@@ -1004,7 +1007,7 @@ def _disabled_safeguard(action: str, t_low: str) -> str:
     for m in _DISABLE_VERB.finditer(action):
         g = _SAFEGUARD.search(action[m.start() : m.end() + 60])
         if g and g.group(0).lower() not in t_low:
-            if not _HOST_GUARD.search(g.group(0)) and bounded_scope(_sentence_at(action, m)):
+            if not _HOST_GUARD.search(g.group(0)) and bounded_scope(_clause_at(action, m)):
                 continue
             return f"{m.group(0)!r} {g.group(0)!r}"
     off = _SAFEGUARD_OFF.search(action)
@@ -1013,12 +1016,23 @@ def _disabled_safeguard(action: str, t_low: str) -> str:
     return ""
 
 
-def _sentence_at(text: str, m: re.Match[str]) -> str:
-    """The sentence (or ``;``/line-delimited part) of ``text`` that holds match ``m``."""
+def _clause_at(text: str, m: re.Match[str]) -> str:
+    """The clause of ``text`` that holds match ``m``: its sentence (or ``;``/line-delimited
+    part), cut at contrasting conjunctions (:data:`_CONTRAST`).
+
+    Examples
+    --------
+    >>> t = "Done. Skip it locally, but always run it in CI. Next."
+    >>> _clause_at(t, re.search("Skip", t))
+    'Skip it locally, '
+    """
     cut = re.compile(r"[.!?](?:\s|$)|[;\n]")
     start = max((c.end() for c in cut.finditer(text, 0, m.start())), default=0)
     end = cut.search(text, m.end())
-    return text[start : end.start() if end else len(text)]
+    stop = end.start() if end else len(text)
+    left = [c.end() for c in _CONTRAST.finditer(text, start, m.start())]
+    right = _CONTRAST.search(text, m.end(), stop)
+    return text[left[-1] if left else start : right.start() if right else stop]
 
 
 def unnegated(action: str) -> str:
