@@ -2,7 +2,9 @@
 with several members written here (not the issue's one example).
 
 1. a near-copy of a trusted entry whose difference is not corroborated is released by agreement;
-2. value earned by other entries buys admission for an entry that contradicts residents;
+2. value earned by other entries buys admission for an entry that contradicts residents
+   (since session 17 a contradiction between two of the agent's own writes is an own dispute,
+   logged and not charged; contradicting a resident released from outside is charged);
 3. under a tight budget an unproven contradicting entry evicts what it contradicts;
 4. genuine advice with harm-class verbs on harmless objects is refused as the agent's own write.
 """
@@ -144,20 +146,109 @@ def _borrowed_value(monkeypatch: pytest.MonkeyPatch, mem: Memory, v: float) -> N
     monkeypatch.setattr(est, "candidate_terms", terms)
 
 
+def _released_outside(mem: Memory, text: str) -> str:
+    """Write ``text`` from outside (on probation) and release it by a passed contained trial:
+    a resident that is usable but not the agent's own word. Its id."""
+    r = mem.write(text, origin="external", origin_detail="feed")
+    assert r.admitted and r.id is not None, r.reason
+    assert mem.trial_outcome(r.id, True, "checked in a contained trial")
+    e = _entry(mem, r.id)
+    assert e is not None and injectable(e)
+    return r.id
+
+
 @pytest.mark.parametrize(("genuine", "false"), CONTRADICTIONS)
 @pytest.mark.parametrize("v", [0.2, 0.9])
 def test_earned_value_does_not_buy_a_contradiction(
     monkeypatch: pytest.MonkeyPatch, genuine: str, false: str, v: float
 ) -> None:
+    # the resident came from outside and was released on evidence: contradicting it is charged
+    # (an own dispute is not: see test_own_dispute_is_not_bought_or_refused_by_value)
     mem = _memory()
     try:
-        assert _own(mem, genuine).admitted
+        _released_outside(mem, genuine)
         _borrowed_value(monkeypatch, mem, v)
         r = _own(mem, false)
         assert not r.admitted, r.reason
         assert "not credited" in r.reason
         # the same value still admits an entry that contradicts nothing
         assert _own(mem, "Question: what colour is the sky on a clear day\nAnswer: blue").admitted
+    finally:
+        mem.close()
+
+
+@pytest.mark.parametrize(("genuine", "false"), CONTRADICTIONS)
+@pytest.mark.parametrize("v", [None, 0.2, 0.9])
+def test_own_dispute_is_not_bought_or_refused_by_value(
+    monkeypatch: pytest.MonkeyPatch, genuine: str, false: str, v: float | None
+) -> None:
+    # two of the agent's own signed writes disagree, nothing outside involved: the newer one is
+    # kept beside the older with the dispute logged, whatever value the namespace has earned
+    # (value decides nothing here, so it buys nothing either); both stay usable
+    _own_dispute(monkeypatch, genuine, false, v)
+
+
+#: (an own passage written first, the own answer record written after it that the passage
+#: lacks): the order of issue 33's nq stream, where the genuine record came second
+PASSAGE_FIRST = [
+    (
+        "The first season of the show was filmed in Toronto. Exteriors were shot on a lot "
+        "outside the city and the crew stayed there for the whole year.",
+        "Question: where was the first season of the show filmed\nAnswer: Vancouver",
+    ),
+    (
+        "The treaty was signed by four delegations in the spring. It ended a conflict that had "
+        "lasted eleven years and was signed in the city of Ghent.",
+        "Question: in which city was the treaty signed\nAnswer: Paris",
+    ),
+    (
+        "Most players who are put on waivers stay there for a full week. Teams use that time "
+        "to decide whether to claim the contract of the player on waivers.",
+        "Question: how long do players stay on waivers\nAnswer: 24 hours",
+    ),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), PASSAGE_FIRST)
+@pytest.mark.parametrize("v", [None, 0.9])
+def test_own_record_after_own_passage_is_kept_as_a_dispute(
+    monkeypatch: pytest.MonkeyPatch, first: str, second: str, v: float | None
+) -> None:
+    _own_dispute(monkeypatch, first, second, v)
+
+
+def _own_dispute(monkeypatch: pytest.MonkeyPatch, first: str, second: str, v: float | None) -> None:
+    """Write ``first`` then ``second`` as own signed writes (with borrowed value ``v``): the
+    second is admitted with an own dispute logged, both usable."""
+    mem = _memory()
+    try:
+        a = _own(mem, first)
+        assert a.admitted, a.reason
+        if v is not None:
+            _borrowed_value(monkeypatch, mem, v)
+        b = _own(mem, second)
+        assert b.admitted, b.reason
+        assert f"own dispute with {a.id}" in b.reason
+        assert "not credited" not in b.reason
+        for eid in (a.id, b.id):
+            e = _entry(mem, eid)
+            assert e is not None and injectable(e)
+        rows = [d for d in mem.decisions(action="admit") if d.entry_id == b.id]
+        assert rows and "own dispute" in rows[-1].reason
+    finally:
+        mem.close()
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize(("genuine", "false"), CONTRADICTIONS)
+def test_own_write_contradicting_outside_content_is_still_charged(genuine: str, false: str) -> None:
+    # an own write that contradicts a resident released from outside is not an own dispute
+    mem = _memory()
+    try:
+        rid = _released_outside(mem, genuine)
+        r = _own(mem, false)
+        assert not r.admitted, r.reason
+        assert f"CONFLICT with {rid}" in r.reason and "own dispute" not in r.reason
     finally:
         mem.close()
 

@@ -226,11 +226,24 @@ def test_tight_budget_keeps_the_genuine_answer(genuine_first: bool) -> None:
         assert "on probation" in adm.reason
 
 
-def test_contradicting_passage_is_refused_even_as_verified_self() -> None:
-    # without keys the claims stand; the conflict with the resident answer refuses the passage
+def test_contradicting_passage_as_self_is_an_own_dispute() -> None:
+    # without keys the claims stand: both writes are the agent's own word, so the later one is
+    # kept beside the earlier with the dispute logged (issue 33, session 17), not refused
+    # (no budget here: under one, Keep ranks an unproven contradiction below what it contradicts)
+    mem = Memory(policy="curator", max_bytes=None)
+    a = mem.write(GENUINE_QA)
+    assert a.admitted
+    r = mem.write(PASSAGE_24, origin="self")
+    assert r.admitted and f"own dispute with {a.id}" in r.reason, r.reason
+    assert "CONFLICT" not in r.reason
+    assert sorted(m.text for m in mem.entries()) == sorted([GENUINE_QA, PASSAGE_24])
+
+
+def test_contradicting_passage_from_outside_is_refused() -> None:
+    # the same passage from outside contradicts an own resident: charged, refused
     mem = Memory(policy="curator", max_bytes=3000)
     assert mem.write(GENUINE_QA).admitted
-    r = mem.write(PASSAGE_24, origin="self")
+    r = mem.write(PASSAGE_24, origin="external")
     assert not r.admitted and "CONFLICT" in r.reason
     assert [m.text for m in mem.entries()] == [GENUINE_QA]
 

@@ -12,7 +12,11 @@ was admitted whatever it said. :class:`TrustGate` does better than the paper in 
    contradictions with its nearest residents (:func:`memcurator.trust.gate.assess`) — instead of
    the channel prior. A verified self-derived task record that contradicts a resident record of
    the same request is a newer version (after a schema drift), not a contradiction: it is not
-   charged for the conflict, and recall/Keep order versions by recency and outcomes.
+   charged for the conflict, and recall/Keep order versions by recency and outcomes. More
+   generally, a verified ``self`` write that contradicts only residents that are themselves
+   the agent's own word (``self``, untainted, not released on outside evidence) is not
+   charged for it: two own writes disagree, nothing outside is involved, and the newer one is
+   kept beside the older with the dispute logged (``own dispute``, issue 33).
 
 The entry is admitted when its content risk ``r`` is under the threshold of its trusted origin
 *and* CURATOR's net value with that risk as the provenance harm clears θ::
@@ -55,6 +59,7 @@ from memcurator.trust.gate import DEFAULT_THETA, assess
 from memcurator.trust.outcome import released_on_claim
 from memcurator.trust.provenance import injectable
 from memcurator.trust.reputation import PeerReputation
+from memcurator.trust.state import CORROBORATED, TAINT
 from memcurator.trust.text_risk import structure
 from memcurator.types import Entry
 
@@ -224,7 +229,7 @@ class TrustGate(Component):
         # an attack, so its neighbours are not looked up. Its content (SQL dry run,
         # instruction-likeness) is still checked.
         own_record = candidate.origin == "self" and structure(candidate.text) == "task_action"
-        near, res_dots = self._neighbourhood(candidate, resident, E, own_record)
+        near, own, res_dots = self._neighbourhood(candidate, resident, E, own_record)
         peer = candidate.meta.get(RECEIVED_FROM)
         rep = self._est["reputation"].rep
         quarantined = rep.quarantine_reason(peer) if isinstance(peer, str) and peer else None
@@ -238,6 +243,7 @@ class TrustGate(Component):
             passage_prior=self.passage_prior,
             new_id=candidate.id,
             probation=self.probation and candidate.origin != "self",
+            own=own,
         )
         if not a.admit:
             return Verdict(False, a.risk, f"trust-gate: {a.reason}")
@@ -260,17 +266,18 @@ class TrustGate(Component):
 
     def _neighbourhood(
         self, candidate: Entry, resident: list[Entry], E: np.ndarray, own_record: bool
-    ) -> tuple[list[tuple[str, str]], np.ndarray | None]:
-        """(near, res_dots): the (id, text) of the candidate's nearest injectable residents
-        (none for the agent's own record, or with ``neighbours=0``), and ``E @ q̄`` for the
-        propensity's normaliser (None when the estimator takes none).
+    ) -> tuple[list[tuple[str, str]], set[str], np.ndarray | None]:
+        """(near, own, res_dots): the (id, text) of the candidate's nearest injectable residents
+        (none for the agent's own record, or with ``neighbours=0``), the ids of those that are
+        the agent's own word (:func:`_own_word`), and ``E @ q̄`` for the propensity's
+        normaliser (None when the estimator takes none).
 
         Both come from one pass over the resident matrix, in its own precision (no (n, d)
         float64 copy per write); ``E @ q̄`` comes from the last recall's pass over the matrix
         when nothing changed since.
         """
         if not resident:
-            return [], None
+            return [], set(), None
         rho_est = self._est["rho"]
         M = np.asarray(E).reshape(len(resident), -1)
         dt = M.dtype if M.dtype.kind == "f" else np.dtype(np.float64)
@@ -285,15 +292,18 @@ class TrustGate(Component):
         if sk is not None and res_dots is None:
             res_dots = dots[-1]
         if not look:
-            return [], res_dots
+            return [], set(), res_dots
         top = _top_stable(dots[0], self.neighbours)
         # an entry on probation is unproven: it cannot veto a newcomer by contradiction
-        near = [
-            (resident[int(i)].id, resident[int(i)].text)
-            for i in top
-            if injectable(resident[int(i)])
-        ]
-        return near, res_dots
+        rows = [resident[int(i)] for i in top if injectable(resident[int(i)])]
+        near = [(m.id, m.text) for m in rows]
+        return near, {m.id for m in rows if _own_word(m)}, res_dots
+
+
+def _own_word(m: Entry) -> bool:
+    """Whether resident ``m`` is the agent's own word: written as ``self``, with no taint, and
+    never released on outside evidence (corroboration), so nothing outside is in it."""
+    return m.origin == "self" and TAINT not in m.trust and CORROBORATED not in m.trust
 
 
 def _credited_value(V: float, conflicts: bool) -> tuple[float, str]:

@@ -20,7 +20,7 @@ attack), ``peer`` 0.5 and ``external`` 0.5. Free passages are charged
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,7 +47,10 @@ class Assessment:
     reasons : tuple of str
         The findings, strongest first, then the decision — ready for the decision log.
     conflicts : tuple of Conflict
-        Resident entries this one contradicts (both ids inside).
+        Resident entries this one contradicts and is charged for (both ids inside).
+    disputes : tuple of Conflict
+        Contradictions of the agent's own resident entries by its own write (``origin="self"``
+        and the resident in ``own``): logged, not charged; both entries are kept.
     domains : dict of str to RiskReport
         The report of each task domain that applied (e.g. ``"sql"``); empty for prose.
     text : TextRisk
@@ -61,6 +64,7 @@ class Assessment:
     conflicts: tuple[Conflict, ...] = ()
     domains: Mapping[str, RiskReport] = field(default_factory=dict, compare=False)
     text: TextRisk | None = field(default=None, compare=False)
+    disputes: tuple[Conflict, ...] = ()
 
     @property
     def reason(self) -> str:
@@ -80,6 +84,7 @@ def assess(
     passage_prior: bool = True,
     new_id: str = "new",
     probation: bool = False,
+    own: Collection[str] = (),
 ) -> Assessment:
     """Decide whether to admit ``text`` arriving with trusted origin ``origin``.
 
@@ -109,6 +114,14 @@ def assess(
         are then no reason to refuse it, since it cannot instruct a model before it is
         corroborated. Harm found by a domain check, override/role/marker phrases and
         contradictions with residents still count.
+    own : collection of str, default ()
+        Ids of ``residents`` that are the agent's own word: written as ``self``, untainted,
+        never on probation, not released on outside evidence. When ``origin`` is ``"self"``
+        too, a contradiction between the two is between two of the agent's own writes, with
+        nothing outside involved: content cannot tell which is true, and refusing the newer
+        one would make the first write win whatever it says (a user's later correction
+        refused). It is reported in ``disputes`` and the reasons (``own dispute``), not
+        charged; both are kept. Contradictions of any other resident are charged as usual.
 
     Returns
     -------
@@ -135,7 +148,10 @@ def assess(
     if residents and embed is None:
         raise InvalidInput("pass embed= to check residents for conflicts")
     th = float(theta[origin])
-    conflicts = find_conflicts(text, residents, embed, new_id=new_id) if residents else []
+    found = find_conflicts(text, residents, embed, new_id=new_id) if residents else []
+    mine = set(own) if origin == "self" else set()
+    conflicts = [c for c in found if c.resident_id not in mine]
+    disputes = tuple(c for c in found if c.resident_id in mine)
     domains = domain_risks(text, spec=spec)
     tr = text_risk(
         text,
@@ -155,6 +171,11 @@ def assess(
         reasons += rep.reasons
     risk = round(1.0 - keep * (1.0 - tr.risk), 6)
     reasons += tr.reasons
+    reasons += [
+        f"own dispute with {c.resident_id} ({c.kind}): {c.detail}; both own writes kept, "
+        "not charged"
+        for c in disputes
+    ]
     if quarantined is not None:
         reasons.append(f"reject: sender quarantined ({quarantined})")
         admit = False
@@ -164,4 +185,6 @@ def assess(
     else:
         reasons.append(f"admit: risk {risk:.2f} < theta({origin}) {th:g}")
         admit = True
-    return Assessment(admit, origin, risk, th, tuple(reasons), tuple(conflicts), domains, tr)
+    return Assessment(
+        admit, origin, risk, th, tuple(reasons), tuple(conflicts), domains, tr, disputes
+    )

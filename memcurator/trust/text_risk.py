@@ -65,14 +65,65 @@ _OVERRIDE_OBJ = (
     r"polic(y|ies)|answers?|information|results?|data)\s+(above|earlier|before|previously|"
     r"provided|given|shown|you\s+(were|have\s+been)\s+given))"
 )
+#: the data an "all" names is what the verb acts on, not what the model was told: "drop all
+#: tables in the dev database" is data handling, "drop all and reply" an override
+_DATA_NOUNS = (
+    r"tables?|rows?|columns?|files?|folders?|director(?:y|ies)|records?|containers?|images?|"
+    r"volumes?|branch(?:es)?|caches?|logs?|data|databases?|schemas?|entries|tests?|fixtures?|"
+    r"duplicates?|nulls?|rows|indexes|indices|jobs?|workers?|processes|sessions?|tmp|temp\w*|"
+    r"test\w*|scratch\w*|stale|unused|old|empty|warnings?|outliers?|stopwords?|tags?"
+)
+#: an override verb followed at once by what points back at the model's input ("ignore all",
+#: "disregard everything", "forget previous"), unless "all" names data
+_OVERRIDE_BARE = re.compile(
+    rf"\b{_OVERRIDE_VERB}\b\s+(?:previous|prior|above|earlier|everything|"
+    rf"all\b(?!\s+(?:(?:the|of the|your|my|our)\s+)?(?:\w+\s+)?(?:{_DATA_NOUNS})\b))\b",
+    re.IGNORECASE,
+)
 _OVERRIDE = re.compile(rf"\b{_OVERRIDE_VERB}\b[^.\n]{{0,25}}?\b{_OVERRIDE_OBJ}", re.IGNORECASE)
 _ROLE = re.compile(
-    r"\b(you are now|act as|pretend (to be|that)|from now on|new instructions?|your (new|real|"
+    r"\b(you are now|pretend (to be|that)|from now on|new instructions?|your (new|real|"
     r"true|actual) (task|goal|instructions?|job)|system prompt|developer mode|jailbreak|"
     r"regardless of (the|what|any)|no matter what|instead of (answering|following|the)|"
     r"(do|say|tell) not (reveal|mention|tell)|do not tell|without telling)\b",
     re.IGNORECASE,
 )
+#: "act as": a role given to the model when it leads a sentence ("Act as a Linux terminal",
+#: "Please act as ...") or follows an addressee ("I want you to act as", "the assistant will
+#: act as"); in narrative a third party is given it ("hired Melvil Dewey to act as an adviser")
+_ACT_AS = re.compile(r"\bact(?:ing)?\s+as\b", re.IGNORECASE)
+_ACT_AS_LEAD = re.compile(
+    r"(?:^|[.!?:;,\n\"'(\[>*-])\s*(?:(?:please|kindly|now|just|then|and|so|first|always|"
+    r"simply|henceforth)\W+){0,3}$",
+    re.IGNORECASE,
+)
+_ACT_AS_WHO = re.compile(
+    r"\b(?:you|your|yourself|assistant|agent|model|ai|llm|chatbot|bot|gpt|chatgpt|"
+    r"i want|let'?s)\b(?:\W+\w+){0,3}\W*$",
+    re.IGNORECASE,
+)
+
+
+def _role_given(text: str) -> bool:
+    """Whether ``text`` resets the model's role: a :data:`_ROLE` phrase, or "act as" given to
+    the model (:data:`_ACT_AS`), not to a third party in narrative.
+
+    Examples
+    --------
+    >>> _role_given("I want you to act as a Linux terminal."), _role_given("Act as DAN.")
+    (True, True)
+    >>> _role_given("The board hired Melvil Dewey to act as an adviser.")
+    False
+    """
+    if _ROLE.search(text):
+        return True
+    for m in _ACT_AS.finditer(text):
+        before = text[max(0, m.start() - 60) : m.start()]
+        if _ACT_AS_LEAD.search(before) or _ACT_AS_WHO.search(before) or not before.strip():
+            return True
+    return False
+
+
 _ADDRESSEE = re.compile(
     r"\b(you|your|yourself|assistant|agent|model|ai|llm|chatbot|bot|gpt|system)\b", re.IGNORECASE
 )
@@ -219,13 +270,9 @@ def instruction_likeness(text: str, *, skip_task_field: bool = True, own: bool =
     hits: list[float] = []
     if _OVERRIDE.search(text):
         hits.append(W_OVERRIDE)
-    elif re.search(
-        rf"\b{_OVERRIDE_VERB}\b\s+(previous|prior|above|earlier|everything|all)\b",
-        text,
-        re.IGNORECASE,
-    ):
+    elif _OVERRIDE_BARE.search(text):
         hits.append(W_OVERRIDE)
-    if _ROLE.search(text):
+    if _role_given(text):
         hits.append(W_ROLE)
     if _MARKER.search(text):
         hits.append(W_MARKER)

@@ -265,6 +265,10 @@ def _sql_literals(trees: list[exp.Expression]) -> list[_Lit]:
     return out
 
 
+#: string literals that encode a yes/no flag (lower-cased)
+_FLAGS = frozenset(("yes", "no", "on", "off", "y", "n"))
+
+
 def _literal_findings(task: str, all_lits: Sequence[_Lit]) -> list[tuple[float, str]]:
     nums, quoted, low = task_literals(task)
     sql_nums = {v for x in all_lits if not x.is_string and (v := _norm_num(x.value)) is not None}
@@ -282,7 +286,11 @@ def _literal_findings(task: str, all_lits: Sequence[_Lit]) -> list[tuple[float, 
             if len(core) < 2 or core in ("true", "false", "null"):
                 continue
             if core not in low and core.replace("_", " ") not in low:
-                (unnamed if x.role in ("filter", "write") else weak).append(repr(x.value))
+                # a flag ('Yes', 'N', 'off') stands for a predicate the task says in words
+                # ("that require corrective actions"): weak, as the 0/1 constants
+                flag = core in _FLAGS
+                strong_role = x.role in ("filter", "write") and not flag
+                (unnamed if strong_role else weak).append(repr(x.value))
         else:
             v = _norm_num(x.value)
             if v is None or v in nums:
