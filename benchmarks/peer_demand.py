@@ -122,7 +122,7 @@ def attacker_bytes(d: dict[str, Any]) -> float:
 
     wl = d["workload"]
     cfg = PeerConfig(workload=wl, n_tasks=d["tasks"], seed=d["seed"], n_families=30,
-                     join_after=20 if wl == "cold-start" else None)  # fmt: skip
+                     join_after=d.get("join_after"))  # fmt: skip
     plan = draw_plan(load_families(), cfg)
     s = plan.bad_peer
     ring = _rings(plan.names, cfg.seed)[s]
@@ -192,6 +192,9 @@ def run(args: argparse.Namespace) -> None:
         n_families=30,
         join_after=args.join_after,
         match_cos=args.match_cos,
+        shape=args.shape,
+        compact=args.compact,
+        observe_demand=args.observe_demand,
     )
     plan = draw_plan(fams, cfg)
     out: dict[str, Any] = {
@@ -199,6 +202,10 @@ def run(args: argparse.Namespace) -> None:
         "seed": args.seed,
         "tasks": args.tasks,
         "executor": args.executor,
+        "join_after": args.join_after,
+        "shape": args.shape,
+        "compact": args.compact,
+        "observe_demand": args.observe_demand,
     }
     arms: dict[str, Any] = {}
     t0 = time.time()
@@ -222,11 +229,25 @@ def run(args: argparse.Namespace) -> None:
             "bytes_per_round": det["uplink_bytes_per_round"],
             "rounds": det["rounds"],
             "pull": det.get("pull", {}),
+            "pull_reasons": det.get("pull_reasons", {}),
+            "channels": {
+                ch: {k: v for k, v in c.items() if k != "payloads"}
+                for ch, c in det.get("channels", {}).items()
+            },
             "claims": {k: v for k, v in det.get("claims", {}).items() if k != "caught_after"},
             "records": [
                 {
                     k: r[k]
-                    for k in ("agent", "step", "local_ok", "sql", "joined_at", "pulled")
+                    for k in (
+                        "agent",
+                        "step",
+                        "local_ok",
+                        "sql",
+                        "joined_at",
+                        "pulled",
+                        "pull_state",
+                        "pull_shown",
+                    )
                     if k in r
                 }  # fmt: skip
                 for r in det["records"]
@@ -263,14 +284,25 @@ def report(args: argparse.Namespace) -> None:
 
     files = sorted(Path(args.dir).glob("*.json"))
     by_w: dict[str, list[dict[str, Any]]] = {}
+    before: dict[tuple[str, int], dict[str, Any]] = {}
     for f in files:
         d = json.loads(f.read_text())
+        if args.reference:  # arms this run left out (the same streams: the same code paths)
+            ref = Path(args.reference) / f.name
+            if ref.exists():
+                r = json.loads(ref.read_text())
+                d["arms"] = {**{k: v for k, v in r["arms"].items() if k != "pull"}, **d["arms"]}
+                d.setdefault("oracle", r.get("oracle"))
+                if "pull" in r["arms"]:
+                    before[(d["workload"], d["seed"])] = r
         by_w.setdefault(d["workload"], []).append(d)
     print("| workload | seeds | arm | isolated | share | pooled | pooled − isolated | "
           "captured [95% CI] | B/round | ÷ broadcast | attacker B/round | "
           "(B − attacker) ÷ (broadcast − attacker) |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     orc_rows, cold_rows, diag_rows, pull_rows = [], [], [], []
+    reasons: dict[tuple[str, str], int] = {}
+    asr: dict[tuple[str, str], list[float]] = {}
     for w, ds in sorted(by_w.items()):
         bcs = [d["arms"]["broadcast"]["bytes_per_round"] for d in ds if "broadcast" in d["arms"]]
         known = dict(kv.split("=") for kv in args.broadcast.split(",") if kv)
@@ -322,9 +354,15 @@ def report(args: argparse.Namespace) -> None:
                 )
             if "pull" in a:
                 pull_rows.append(f"| {w} | {d['seed']} | " + " | ".join(
-                    str(a["pull"]["pull"].get(k, "")) for k in
-                    ("demands", "offers", "fetched", "fetched_exact", "lies", "admitted",
-                     "over_budget")) + " |")  # fmt: skip
+                    str(a["pull"]["pull"].get(k, "–")) for k in PULL_COLS) + " |")  # fmt: skip
+                for why, n in a["pull"].get("pull_reasons", {}).items():
+                    reasons[(w, why)] = reasons.get((w, why), 0) + n
+                for ch, c in a["pull"].get("channels", {}).items():
+                    tot = asr.setdefault((w, ch), [0.0, 0, 0.0, 0])
+                    tot[0] += c["asr"] * c["asr_n"] if c["asr_n"] else 0.0
+                    tot[1] += c["asr_n"]
+                    tot[2] += c["poison_admitted"] * c["poison_n"] if c["poison_n"] else 0.0
+                    tot[3] += c["poison_n"]
             if "push" in a and "cover" in d and "oracle" in d:
                 diag_rows.append(_diag(w, d))
     print("\nOracle (pooled's successes by who first wrote the action; bytes of exactly the "
@@ -338,15 +376,84 @@ def report(args: argparse.Namespace) -> None:
           "it (not own) | nobody | bytes to send those (one frame each) |\n"
           "|---|---|---|---|---|---|---|")  # fmt: skip
     print("\n".join(diag_rows))
-    print("\nPull counts (summed over receivers):\n")
-    print("| workload | seed | demands | offers | fetched | exact | lies caught | admitted | "
-          "over budget |\n|---|---|---|---|---|---|---|---|---|")  # fmt: skip
+    print("\nPull counts (summed over receivers; memcurator.bench.peers.PULL_FIELDS):\n")
+    print("| workload | seed | " + " | ".join(PULL_COLS) + " |\n|---|---|"
+          + "---|" * len(PULL_COLS))  # fmt: skip
     print("\n".join(pull_rows))
+    if reasons:
+        print("\nWhy fetched entries were not released (summed over seeds):\n")
+        print("| workload | reason | n |\n|---|---|---|")
+        for (w, why), n in sorted(reasons.items()):
+            print(f"| {w} | {why} | {n} |")
+    if asr:
+        print("\nThe pull arm's channels under attack (summed over seeds): behaviour ASR and "
+              "poison admitted:\n")  # fmt: skip
+        print("| workload | channel | ASR | target tasks | poison admitted | poison offered |\n"
+              "|---|---|---|---|---|---|")  # fmt: skip
+        for (w, ch), (h, n, pa, pn) in sorted(asr.items()):
+            print(f"| {w} | {ch} | {h / n if n else float('nan'):.3f} | {n} | "
+                  f"{pa / pn if pn else float('nan'):.3f} | {pn} |")  # fmt: skip
+    if before:
+        _before_after(by_w, before)
     if cold_rows:
         print("\nCold start, the newcomer's first 50 tasks (share ÷ pooled, 95% CI):\n")
         print("| arm | seeds | isolated | share | pooled | share ÷ pooled [95% CI] |\n"
               "|---|---|---|---|---|---|")  # fmt: skip
         print("\n".join(cold_rows))
+
+
+#: the pull counts the report shows (runs made before a count existed show "–")
+PULL_COLS = ("demands", "offers", "fetched", "fetched_exact", "lies", "admitted",
+             "over_budget", "unasked", "released", "waiting", "held", "probation", "shown",
+             "shown_ok")  # fmt: skip
+
+
+def _before_after(by_w: dict[str, list[dict[str, Any]]],
+                  before: dict[tuple[str, int], dict[str, Any]]) -> None:  # fmt: skip
+    """Per workload (its seeds together): the pull arm before (the reference run's) and after,
+    paired task by task on the same streams: the captured share of each and their difference,
+    the accuracy difference, with 95% bootstrap CIs (tasks resampled within seed and agent,
+    :func:`memcurator.bench.compare.resample_within`)."""
+    from memcurator.bench.compare import resample_within
+
+    print("\nBefore → after, the pull arm paired task by task (95% CIs):\n")
+    print("| workload | seeds | pooled − isolated | captured before | captured after | "
+          "after − before (captured) | after − before (accuracy) | B/round before → after |\n"
+          "|---|---|---|---|---|---|---|---|")  # fmt: skip
+    rng = np.random.default_rng(0)
+    for w, ds in sorted(by_w.items()):
+        have = [d for d in ds if (w, d["seed"]) in before and "pull" in d["arms"]]
+        if not have:
+            continue
+        keys, cols = [], {k: [] for k in ("b", "a", "i", "p")}  # type: dict[str, list[float]]
+        for d in have:
+            r = before[(w, d["seed"])]["arms"]
+            src = {"b": r["pull"], "a": d["arms"]["pull"], "i": d["arms"]["isolated"],
+                   "p": d["arms"]["pooled"]}  # fmt: skip
+            ok = {k: {(x["agent"], x["step"]): float(x["local_ok"]) for x in v["records"]}
+                  for k, v in src.items()}  # fmt: skip
+            common = sorted(set.intersection(*(set(v) for v in ok.values())))
+            keys += [f"{d['seed']}/{ag}" for ag, _ in common]
+            for k in cols:
+                cols[k] += [ok[k][c] for c in common]
+        b, a, i, p = (np.array(cols[k]) for k in ("b", "a", "i", "p"))
+
+        def cap(x: np.ndarray, i: np.ndarray, p: np.ndarray) -> float:
+            g = p.mean() - i.mean()
+            return float((x.mean() - i.mean()) / g) if g > 0 else float("nan")
+
+        boots = np.array([(cap(a[j], i[j], p[j]) - cap(b[j], i[j], p[j]), a[j].mean() - b[j].mean())
+                          for j in resample_within(keys, 2000, rng)])  # fmt: skip
+        dc = boots[np.isfinite(boots[:, 0]), 0]
+        bb = np.mean([before[(w, d["seed"])]["arms"]["pull"]["bytes_per_round"] for d in have])
+        ab = np.mean([d["arms"]["pull"]["bytes_per_round"] for d in have])
+        print(
+            f"| {w} | {sorted(d['seed'] for d in have)} | {p.mean() - i.mean():+.3f} | "
+            f"{cap(b, i, p):.2f} | {cap(a, i, p):.2f} | {cap(a, i, p) - cap(b, i, p):+.2f} "
+            f"[{np.percentile(dc, 2.5):+.2f}, {np.percentile(dc, 97.5):+.2f}] | "
+            f"{a.mean() - b.mean():+.3f} [{np.percentile(boots[:, 1], 2.5):+.3f}, "
+            f"{np.percentile(boots[:, 1], 97.5):+.3f}] | {bb:.0f} → {ab:.0f} |"
+        )
 
 
 def _diag(w: str, d: dict[str, Any]) -> str:
@@ -378,6 +485,24 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--uplink", type=int, default=5000)
     r.add_argument("--join-after", type=int, default=None)
     r.add_argument("--match-cos", type=float, default=None)
+    r.add_argument(
+        "--shape",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="pull: demands carry the task's shape key (siblings may answer)",
+    )
+    r.add_argument(
+        "--compact",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="pull: fetched entries cross as compact frames",
+    )
+    r.add_argument(
+        "--observe-demand",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="pull: observe the task an entry was fetched for before it arrives",
+    )
     r.add_argument("--arms", default="isolated,pooled,pull,broadcast,push")
     r.add_argument("--executor", default="fake", help="fake (scripted), gguf, openai")
     r.add_argument("--threads", type=int, default=None, help="gguf: CPU threads")
@@ -388,6 +513,12 @@ def main(argv: list[str] | None = None) -> None:
         "--broadcast",
         default="",
         help="workload=B/round of a broadcast run made elsewhere, for workloads without one",
+    )
+    p.add_argument(
+        "--reference",
+        default="",
+        help="a directory of runs of the same (workload, seed) whose arms fill those a run "
+        "left out; its pull arm is the 'before' of a before/after table",
     )
     args = ap.parse_args(argv)
     run(args) if args.cmd == "run" else report(args)

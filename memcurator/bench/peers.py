@@ -52,16 +52,18 @@ from memcurator.bench.stream import StreamConfig, build_stream
 from memcurator.errors import BudgetExceeded, InvalidInput
 from memcurator.memory import Memory
 from memcurator.policy import create_policy
-from memcurator.policy.share import Demand, Offer, SharedEntry, answers
+from memcurator.policy.share import Demand, Offer, SharedEntry, answers, entry_task, shape_key
 from memcurator.store.vectors import check_dtype
 from memcurator.trust.auth import OWNER, Claim, KeyRing
 from memcurator.trust.outcome import (
+    OUTCOME,
     OutcomeClaim,
     SignedOutcome,
     sign_outcome,
     state_hash,
     text_sha,
 )
+from memcurator.trust.provenance import PROBATION, injectable
 
 CHANNELS = ("external", "peer", "self")
 #: the workloads of a peer group (:func:`workload_phases`); ``control`` is the original one
@@ -71,8 +73,28 @@ EXCHANGES = ("push", "pull")
 #: pull counts per receiver (summed over agents): tasks it demanded, offers it got, entries
 #: it fetched (of them of the exact task), offers that claimed the exact task and sent
 #: another (caught by :func:`~memcurator.policy.share.answers`), fetched entries admitted,
-#: demands or answers not sent for the uplink budget
-PULL_FIELDS = ("demands", "offers", "fetched", "fetched_exact", "lies", "admitted", "over_budget")
+#: offers or answers a sender held back for its uplink budget (``over_budget``) and demands
+#: the receiver did not send for its own (``unasked``); of the fetched entries admitted:
+#: ``released`` (injectable when the task ran), ``waiting`` (verified claim, no release credit
+#: left: :func:`memcurator.lifecycle.admission.release_waiting`), ``held`` (claim or content
+#: refused), ``probation`` (no claim); ``shown``: the fetched entry was injected into the task
+#: that demanded it, ``shown_ok``: and the task passed
+PULL_FIELDS = (
+    "demands",
+    "offers",
+    "fetched",
+    "fetched_exact",
+    "lies",
+    "admitted",
+    "over_budget",
+    "unasked",
+    "released",
+    "waiting",
+    "held",
+    "probation",
+    "shown",
+    "shown_ok",
+)
 #: a receiver ignores the offers of a peer after this many lies (offers that were not what
 #: they claimed)
 LIES_TOLERATED = 2
@@ -178,6 +200,23 @@ class PeerConfig:
         ``pull``: demands carry the task's text and a peer may answer with an entry of a
         similar task (cosine >= ``match_cos``) when it holds none of the exact task
         (:func:`memcurator.lifecycle.exchange.offer`). None: exact task only.
+    shape : bool, default False
+        ``pull``: a receiver that holds no entry of the task's shape either sends its shape
+        key too (:func:`~memcurator.policy.share.shape_key`), and a peer without the exact
+        task may answer with a sibling's entry (checked on arrival as the exact ones are).
+        Off by default: under the scripted responder a sibling's action (another constant)
+        mostly fails the demanding task and each failure counts against the honest sender's
+        claim standing (docs/peers-fake/demand-report.md).
+    compact : bool, default True
+        ``pull``: fetched entries cross as :meth:`~memcurator.policy.share.SharedEntry.compact`
+        frames (nothing the receiver can rebuild); False: as the push frames
+        (:func:`encode`).
+    observe_demand : bool, default True
+        ``pull``: the receiver folds the task it fetched an entry for into its query sketch
+        (:meth:`Memory.observe`) before the entry arrives, so the Keep pass that admits it
+        weighs it by the task it was fetched for (without, a receiver at its budget evicted
+        a fetched entry of a family new to it on arrival). The task's recall then observes
+        it a second time.
 
     Raises
     ------
@@ -209,6 +248,9 @@ class PeerConfig:
     claims: bool = True
     exchange: str = "push"
     match_cos: float | None = None
+    shape: bool = False
+    compact: bool = True
+    observe_demand: bool = True
 
     def __post_init__(self) -> None:
         from memcurator.envs.sql.attacks import PAYLOAD_SETS
@@ -661,6 +703,12 @@ class _PeerAgent:
         self.pulls: dict[str, int] = dict.fromkeys(PULL_FIELDS, 0)
         self.lies: dict[str, int] = {}
         self.pulled = ""
+        #: the entry the pull before the current task admitted (id, state) and why fetched
+        #: entries were not released (reason -> count)
+        self.pull_entry: tuple[str, str] | None = None
+        #: the compromised peer: the false record it offered each receiver as a sibling
+        self.lie_for: dict[str, str] = {}
+        self.pull_reasons: dict[str, int] = {}
 
     def tally(self, ch: str, genuine: bool, admitted: bool, payload: str = "") -> None:
         c = self.counts[ch]["genuine" if genuine else "poison"]
@@ -732,9 +780,14 @@ class _PeerAgent:
         uses_before = {
             m.id: (_sha(m.text), m.uses) for m in mem.entries() if _sha(m.text) in fam_attacks
         }
+        pid = self.pull_entry[0] if self.pull_entry else None
+        pulled_uses = {m.id: m.uses for m in mem.entries() if m.id == pid}
         rec = run_task(
             task, mem, self.executor, cfg.agent, policy_name=self.policy_name, seed=cfg.seed, step=t
         )
+        pull_shown = any(m.uses > pulled_uses[m.id] for m in mem.entries() if m.id in pulled_uses)
+        self.pulls["shown"] += int(pull_shown)
+        self.pulls["shown_ok"] += int(pull_shown and rec.local_ok)
         if rec.trial_id:
             rec.trial_poison = rec.trial_id in attack_ids
             if rec.trial_id in attack_ids:
@@ -795,8 +848,11 @@ class _PeerAgent:
             "agent": self.name,
             "exchange": cfg.exchange,
             "pulled": self.pulled,
+            "pull_state": self.pull_entry[1] if self.pull_entry else "",
+            "pull_shown": pull_shown,
         }
         self.pulled = ""
+        self.pull_entry = None
         row.update((k, v) for k, v in asdict(rec).items() if k not in _NOT_RECORDED)
         row.update(attack_channel=ch or "", attack_resident=attack_resident, asr_hit=hit)
         self.records.append(row)
@@ -887,6 +943,14 @@ class _PeerAgent:
         exact task of every demand once the attack began (it learns only the task's key, so
         what it then sends is one of its false records or attack entries: :meth:`give`)."""
         if self.name == self.plan.bad_peer and self._attacked:
+            # a false record of the demanded shape passes the receiver's shape check: offer
+            # it as a sibling; else claim the exact task (caught on arrival)
+            for _, t, _, _ in self.plan.false.get(r, []):
+                tt = entry_task(t)
+                if demand.shape is not None and tt and shape_key(tt) == demand.shape:
+                    self.lie_for[r] = t
+                    return Offer("false", 1.0, False, 600, shape=True)
+            self.lie_for.pop(r, None)
             return Offer("false", 1.0, True, 600)
         oc = self.outcomes if self.cfg.claims else {}
         return self.mem.offer(  # type: ignore[no-any-return]
@@ -903,8 +967,10 @@ class _PeerAgent:
                 chosen, sender=self.name, to=self.ns_of[r], peer=r, outcomes=oc
             )
         to, s = self.ns_of[r], self.name
+        want = self.lie_for.pop(r, None)
         for fam, t, action, _ in self.plan.false.get(r, []):
-            return forged_frame(self.ring, s, to, fam, t, action)
+            if want is None or t == want:
+                return forged_frame(self.ring, s, to, fam, t, action)
         for ch, _, _, x in self.plan.attacks[r]:
             if ch == "peer" and x is not None:
                 return attack_frame(self.ring, s, to, x)
@@ -936,6 +1002,36 @@ class _PeerAgent:
                 self.claims["false_admitted"] += int(res[0].admitted)
         return out
 
+    def take_pulled(self, sender: str, e: SharedEntry) -> None:
+        """Offer the entry fetched for the next task to the memory (:meth:`take`) and count
+        what became of it (:data:`PULL_FIELDS`; why it was not released in
+        ``pull_reasons``)."""
+        seq = self.mem.store.last_seq()
+        admitted = any(self.take(sender, [e]))
+        self.pulls["admitted"] += int(admitted)
+        rows = self.mem.decisions(since=seq)
+        ids = [d.entry_id for d in rows if d.action in ("admit", "reinforce")]
+        m = next((x for x in self.mem.entries() if x.id in ids), None) if admitted else None
+        if m is None:
+            why = next(
+                (d.reason for d in rows if d.action == "reject"),
+                "not admitted: " + (" ".join(sorted({d.action for d in rows})) or "no decision"),
+            )
+            state = "rejected"
+        elif injectable(m):
+            state, why = "released", ""
+        else:
+            status = str((m.trust.get(OUTCOME) or {}).get("status", ""))
+            state = status.split(":")[0] if status.startswith(("waiting", "held")) else "probation"
+            why = status or str(m.trust.get(PROBATION, ""))
+            self.pulls[state] += 1
+        if state == "released":
+            self.pulls["released"] += 1
+        if why:
+            key = _reason_kind(why)
+            self.pull_reasons[key] = self.pull_reasons.get(key, 0) + 1
+        self.pull_entry = None if m is None else (m.id, state)
+
     def finish(self) -> dict[str, Any]:
         """Close the memory; the agent's tallies, records and decision counts."""
         try:
@@ -956,6 +1052,7 @@ class _PeerAgent:
         return {
             "claims": self.claims,
             "pull": self.pulls,
+            "pull_reasons": self.pull_reasons,
             "caught_after": ks,
             "ok": self.ok,
             "counts": self.counts,
@@ -999,9 +1096,12 @@ def _summarize(
     claims = dict.fromkeys(CLAIM_FIELDS, 0)
     pull = dict.fromkeys(PULL_FIELDS, 0)
     caught_after: list[int] = []
+    reasons: dict[str, int] = {}
     for p in parts:
         for k, v in (p.get("pull") or {}).items():
             pull[k] = pull.get(k, 0) + int(v)
+        for k, v in (p.get("pull_reasons") or {}).items():
+            reasons[k] = reasons.get(k, 0) + int(v)
         for k, v in (p.get("claims") or {}).items():
             claims[k] = claims.get(k, 0) + int(v)
         caught_after += list(p.get("caught_after") or [])
@@ -1031,6 +1131,7 @@ def _summarize(
         "decisions": decisions,
         "claims": {**claims, "caught_after": caught_after},
         "pull": pull if cfg.exchange == "pull" else {},
+        "pull_reasons": reasons if cfg.exchange == "pull" else {},
     }
 
 
@@ -1162,13 +1263,14 @@ def _pull(a: _PeerAgent, peers: list[_PeerAgent], task: str, spent: dict[str, in
     """
     if not a.mem.policy.can_share or not peers or a.mem.covers(task):
         return 0
-    d = Demand.of(task, with_text=cfg.match_cos is not None)
+    sib = cfg.shape and not a.mem.covers(task, shape=True)
+    d = Demand.of(task, with_text=cfg.match_cos is not None, with_shape=sib)
     L, used = cfg.uplink, 0
 
     def send(who: str, n: int) -> bool:
         nonlocal used
         if spent[who] + 4 + n > L:
-            a.pulls["over_budget"] += 1
+            a.pulls["unasked" if who == a.name else "over_budget"] += 1
             return False
         spent[who] += 4 + n
         used += 4 + n
@@ -1188,24 +1290,41 @@ def _pull(a: _PeerAgent, peers: list[_PeerAgent], task: str, spent: dict[str, in
             offers.append((o, b))
     a.pulls["demands"] += int(asked)
     a.pulls["offers"] += len(offers)
-    for o, b in sorted(offers, key=lambda x: (not x[0].exact, -x[0].rho_s)):
+    rank = {"exact": 0, "shape": 1, "similar": 2}
+    for o, b in sorted(offers, key=lambda x: (rank[x[0].match], -x[0].rho_s)):
         if not send(a.name, len(o.source_id.encode("utf-8"))):
             break
         e = b.give(a.name, o)
-        if e is None or not send(b.name, len(encode(e, b.name))):
+        if e is not None and cfg.compact:  # what crosses is the compact frame, rebuilt here
+            frame = e.compact(b.name, task)
+            e = SharedEntry.from_compact(frame, task)[1] if send(b.name, len(frame)) else None
+        elif e is not None and not send(b.name, len(encode(e, b.name))):
+            e = None
+        if e is None:
             a.lies[b.name] = a.lies.get(b.name, 0) + 1  # offered, then sent nothing
             a.pulls["lies"] += 1
             continue
-        if o.exact and not answers(d, e):
+        if (o.exact or o.shape) and not answers(d, e, shape=not o.exact):
             a.lies[b.name] = a.lies.get(b.name, 0) + 1
             a.pulls["lies"] += 1
             continue
         a.pulls["fetched"] += 1
         a.pulls["fetched_exact"] += int(o.exact)
-        a.pulls["admitted"] += int(any(a.take(b.name, [e])))
-        a.pulled = "exact" if o.exact else "similar"
+        if cfg.observe_demand:  # the task it is about to run, before the Keep pass weighs
+            a.mem.observe(task)  # the entry fetched for it (CURATOR's propensity, Eq. 8)
+        a.take_pulled(b.name, e)
+        a.pulled = o.match
         break
     return used
+
+
+def _reason_kind(why: str) -> str:
+    """A decision reason with its numbers, ids and quoted names folded (so that reasons of one
+    kind count together), at most 120 characters."""
+    import re
+
+    why = re.sub(r"'[^']*'", "'…'", why)
+    return re.sub(r"\d+(\.\d+)?", "N", why)[:120]
 
 
 def _count(xs: list[str]) -> dict[str, int]:

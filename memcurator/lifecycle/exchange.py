@@ -20,12 +20,14 @@ from memcurator.lifecycle.context import Context
 from memcurator.lifecycle.forget import forget
 from memcurator.lifecycle.write import WriteResult, write
 from memcurator.policy.share import (
+    VERIFIED_Q,
     Demand,
     ForgetNotice,
     Offer,
     SharedEntry,
     entry_task,
     select_for_peer,
+    shape_key,
     task_key,
     verified_share_scores,
 )
@@ -39,6 +41,7 @@ from memcurator.trust.outcome import (
     released_on_claim,
     sign_outcome,
     text_sha,
+    verify_outcome,
 )
 from memcurator.trust.provenance import PROBATION, injectable
 from memcurator.trust.reputation import PeerReputation, recompute_abstraction_gain
@@ -141,22 +144,25 @@ def share(
     return out
 
 
-def covers(ctx: Context, task: str) -> bool:
+def covers(ctx: Context, task: str, *, shape: bool = False) -> bool:
     """True when a resident entry that can be injected (not on probation) was distilled from
     exactly ``task`` (:func:`~memcurator.policy.share.entry_task`, compared by
     :func:`~memcurator.policy.share.task_key`): a memory that covers a task publishes no
-    :class:`~memcurator.policy.share.Demand` for it.
+    :class:`~memcurator.policy.share.Demand` for it. With ``shape``: from a task of
+    ``task``'s shape (:func:`~memcurator.policy.share.shape_key`; the task itself included),
+    a memory that holds such a sibling asks peers for the exact task only.
 
     Raises
     ------
     InvalidInput
         ``task`` is not a non-empty string.
     """
-    key = task_key(task)
+    key = shape_key(task) if shape else task_key(task)
+    of = shape_key if shape else task_key
     ctx.sync()
     for m in ctx.res.entries:
         t = entry_task(m.text)
-        if t is not None and injectable(m) and task_key(t) == key:
+        if t is not None and injectable(m) and of(t) == key:
             return True
     return False
 
@@ -179,10 +185,12 @@ def offer(
     run has told the sender more than its sketch can. Candidates are the entries :func:`share`
     may send (not personal, not on probation; a verified fail never), less those received from
     ``peer`` (it had them). An entry distilled from exactly the demanded task (its task key)
-    is preferred to any other; with ``match_cos`` and the demand's text, an entry whose cosine
-    with the task is >= ``match_cos`` may answer when none is exact (experience of a similar
-    task, for a model that adapts it). Of those, the one of highest ρ_s above ``tau``;
-    nothing is logged (a sent entry is logged by :func:`fetch`).
+    is preferred to any other; then, when the demand carries a shape key, an entry of a
+    sibling task (the same :func:`~memcurator.policy.share.shape_key`: one template, other
+    constants); then, with ``match_cos`` and the demand's text, an entry whose cosine with
+    the task is >= ``match_cos`` (experience of a similar task, for a model that adapts it).
+    Of those, the one of highest ρ_s above ``tau``; nothing is logged (a sent entry is logged
+    by :func:`fetch`).
 
     Parameters
     ----------
@@ -215,8 +223,10 @@ def offer(
     """
     _check_offer(ctx, demand, match_cos)
     outcomes = _checked_outcomes(outcomes)
-    exact_ids, text = _exact_for(ctx, demand)
-    if text is None or (not exact_ids and (match_cos is None or demand.text is None)):
+    exact_ids, shape_ids, text = _exact_for(ctx, demand)
+    if text is None or (
+        not exact_ids and not shape_ids and (match_cos is None or demand.text is None)
+    ):
         return None
     sk = np.asarray(ctx.embedder.embed(text), dtype=np.float64)
     cand = _share_candidates(ctx, sk, outcomes)
@@ -224,16 +234,31 @@ def offer(
         return None
     ents, mat, rho, q, a, _ = cand
     ok = np.array([m.meta.get(RECEIVED_FROM) != peer or not peer for m in ents], dtype=bool)
+    ok &= rho > tau
     exact = np.array([m.id in exact_ids for m in ents], dtype=bool)
-    match = exact if exact[ok].any() else (mat.astype(np.float64) @ sk >= (match_cos or 2.0))
-    pick = np.flatnonzero(ok & match & (rho > tau))
+    sib = np.array([m.id in shape_ids for m in ents], dtype=bool)
+    if exact[ok].any():
+        match = exact
+    elif sib[ok].any():
+        match = sib
+    else:
+        match = mat.astype(np.float64) @ sk >= (match_cos or 2.0)
+    pick = np.flatnonzero(ok & match)
     if pick.size == 0:
         return None
     i = int(pick[np.argmax(rho[pick])])
     m = ents[i]
     (wire,) = _wire_estimates([m], (q[i : i + 1], a[i : i + 1], rho[i : i + 1]), outcomes,
                               ctx.keyring, sender, to)  # fmt: skip
-    return Offer(m.id, float(rho[i]), bool(exact[i]), int(wire), float(q[i]), float(a[i]))
+    return Offer(
+        m.id,
+        float(rho[i]),
+        bool(exact[i]),
+        int(wire),
+        float(q[i]),
+        float(a[i]),
+        shape=bool(sib[i] and not exact[i]),
+    )
 
 
 def _check_offer(ctx: Context, demand: Any, match_cos: Any) -> None:
@@ -246,18 +271,25 @@ def _check_offer(ctx: Context, demand: Any, match_cos: Any) -> None:
         raise InvalidInput(f"demand must be a Demand, got {type(demand).__name__}")
 
 
-def _exact_for(ctx: Context, demand: Demand) -> tuple[set[str], str | None]:
-    """The ids of the resident entries distilled from exactly the demanded task, and the
-    task's text (the sender's own copy when it holds the task, else the demand's, if sent)."""
+def _exact_for(ctx: Context, demand: Demand) -> tuple[set[str], set[str], str | None]:
+    """The ids of the resident entries distilled from exactly the demanded task, those of a
+    sibling task (the demand's shape key, when it has one), and the task's text (the
+    sender's own copy when it holds the task, else a sibling's, else the demand's, if sent)."""
     ctx.sync()
-    ids = set()
-    text = demand.text
+    ids: set[str] = set()
+    sibs: set[str] = set()
+    text = sib_text = demand.text
     for m in ctx.res.entries:
         t = entry_task(m.text)
-        if t is not None and task_key(t) == demand.key:
+        if t is None:
+            continue
+        if task_key(t) == demand.key:
             ids.add(m.id)
             text = t  # the sender holds the task's text: the demand's direction exactly
-    return ids, text
+        elif demand.shape is not None and shape_key(t) == demand.shape:
+            sibs.add(m.id)
+            sib_text = sib_text or t
+    return ids, sibs, text if ids else sib_text
 
 
 def fetch(
@@ -294,7 +326,7 @@ def fetch(
             "share",
             m.id,
             chosen.rho_s,
-            f"demand of {peer or 'a peer'}: {'exact task' if chosen.exact else 'similar task'}; "
+            f"demand of {peer or 'a peer'}: {chosen.match} task; "
             f"rho_s={chosen.rho_s:.3g}, q={chosen.q:.3f}",
             m.bytes,
         )
@@ -510,8 +542,10 @@ def _receive_one(ctx: Context, s: SharedEntry, peer: str, rep: PeerReputation) -
     text = check_text(s.text, ctx.max_text_bytes)
     e_b = ctx.sizing.entry_bytes(text, {}, ctx.embedder.embed(text))
     a = recompute_abstraction_gain(text, getattr(s, "raw_text", None))
-    q = rep.shrink_q(peer, float(np.clip(s.q, -1.0, 1.0)), 0.0)
     signed = getattr(s, "outcome", None)
+    q = rep.shrink_q(
+        peer, float(np.clip(s.q, -1.0, 1.0)), _local_prior(ctx, signed, peer, text, rep)
+    )
     if signed is None:
         return _write_received(ctx, s, peer, text, a, a_adv, q, e_b)
     with ctx.transaction():  # the entry and the outcome step's release commit together
@@ -520,6 +554,18 @@ def _receive_one(ctx: Context, s: SharedEntry, peer: str, rep: PeerReputation) -
         if m is not None:
             _outcome_step(ctx, m, signed, peer, rep)
     return res
+
+
+def _local_prior(ctx: Context, signed: Any, peer: str, text: str, rep: PeerReputation) -> float:
+    """The local prior that ``peer``'s advertised q is shrunk toward: :data:`VERIFIED_Q` (one
+    successful pseudo-use, as the sender's own prior on a verified pass) when the entry carries
+    a signed passing outcome that verifies for exactly ``text`` and the peer is in good
+    standing, else 0. It weighs the entry against residents (Keep, rank), nothing else: the
+    release off probation is still the outcome step's (:func:`_outcome_step`)."""
+    if signed is None or rep.good_standing(peer):
+        return 0.0
+    why = verify_outcome(ctx.keyring, signed, namespace=ctx.namespace, peer=peer, text=text)
+    return 0.0 if why else VERIFIED_Q
 
 
 def _strict(text: str) -> str:
@@ -652,9 +698,10 @@ class DemandSharing:
 
     _ctx: Context
 
-    def covers(self, task: str) -> bool:
-        """Whether an injectable entry of exactly ``task`` is resident: :func:`covers`."""
-        return covers(self._ctx, task)
+    def covers(self, task: str, *, shape: bool = False) -> bool:
+        """Whether an injectable entry of exactly ``task`` (with ``shape``: of its shape) is
+        resident: :func:`covers`."""
+        return covers(self._ctx, task, shape=shape)
 
     def offer(self, demand: Demand, **kw: Any) -> Offer | None:
         """What this memory would send for a peer's demand: :func:`offer`."""

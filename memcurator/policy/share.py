@@ -14,6 +14,7 @@ Eq. 8 re-projected on the one query a peer lacks instead of its running sketch; 
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 import re
@@ -26,6 +27,7 @@ import numpy as np
 from memcurator.errors import InvalidInput
 from memcurator.policy.components import Component
 from memcurator.trust.auth import Signature
+from memcurator.trust.outcome import OutcomeClaim, SignedOutcome, text_sha
 from memcurator.types import Entry
 
 
@@ -134,6 +136,89 @@ class SharedEntry:
             d["outcome"] = self.outcome.to_wire()
         return d
 
+    def compact(self, sender: str, task: str | None = None) -> builtins.bytes:
+        """The entry as a compact frame (JSON, UTF-8) for a receiver that knows ``task``
+        (demand-driven sharing: the task it demanded). Nothing the receiver can rebuild
+        crosses: the ``Task:`` line when it is ``task``, the outcome claim's action when it
+        is the text's ``Action:`` line, the claim's entry hash (the receiver hashes the text
+        it rebuilt: a frame altered on the way fails the claim's signature), a missing raw
+        trajectory; the advertised numbers are rounded to 4 significant digits.
+        :meth:`from_compact` rebuilds exactly this entry (those numbers rounded).
+
+        Examples
+        --------
+        >>> e = SharedEntry("Task: Count rows.\\nAction: SELECT 1;", "insight", 9, 0.25, 1.0,
+        ...                 1e-4, "e1")
+        >>> f = e.compact("p1", task="Count rows.")
+        >>> len(f) < e.wire_bytes("p1") // 2
+        True
+        >>> SharedEntry.from_compact(f, task="Count rows.") == ("p1", e)
+        True
+        """
+        text, omit = self.text, False
+        if task is not None and entry_task(text) == task and text.startswith(f"Task: {task}\n"):
+            text, omit = text[len(f"Task: {task}\n") :], True
+        d: dict[str, Any] = {"s": sender, "t": text}
+        if omit:
+            d["T"] = 1
+        if self.kind != "insight":
+            d["k"] = self.kind
+        d.update(b=self.bytes, q=_g4(self.q), a=_g4(self.a), r=_g4(self.rho_s), i=self.source_id)
+        if self.raw_text is not None:
+            d["x"] = self.raw_text
+        if self.signature is not None:
+            d["g"] = [self.signature.key_id, self.signature.mac]
+        if self.outcome is not None:
+            c, sig = self.outcome.claim, self.outcome.signature
+            o: dict[str, Any] = {"t": c.task, "v": c.verdict, "h": c.state_hash}
+            o["g"] = [sig.key_id, sig.mac]
+            if c.action != _action_line(self.text):
+                o["a"] = c.action
+            if c.entry_sha != text_sha(self.text):
+                o["e"] = c.entry_sha
+            d["o"] = o
+        return json.dumps(d, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    @classmethod
+    def from_compact(
+        cls, frame: builtins.bytes, task: str | None = None
+    ) -> tuple[str, SharedEntry]:
+        """``(sender, entry)`` of a :meth:`compact` frame, rebuilt with the receiver's
+        ``task`` where the frame left it out.
+
+        Raises
+        ------
+        InvalidInput
+            Not a compact frame; a frame that left out a task the receiver does not give.
+        """
+        try:
+            d = json.loads(frame.decode("utf-8"))
+            text = d["t"]
+            if d.get("T"):
+                if task is None:
+                    raise InvalidInput("the frame left out its task and none was given")
+                text = f"Task: {task}\n{text}"
+            out = None
+            if "o" in d:
+                o = d["o"]
+                claim = OutcomeClaim(
+                    o["t"],
+                    o.get("a", _action_line(text)),
+                    o["v"],
+                    o["h"],
+                    o.get("e", text_sha(text)),
+                )
+                out = SignedOutcome(claim, Signature(*o["g"]))
+            names = {"b": "bytes", "q": "q", "a": "a", "r": "rho_s", "i": "source_id"}
+            wire = {v: d[k] for k, v in names.items()}
+            wire.update(text=text, kind=d.get("k", "insight"), signature=d.get("g"))
+            wire["raw_text"] = d.get("x")
+            return d["s"], cls.from_wire(wire, outcome=out)
+        except InvalidInput:
+            raise
+        except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as err:
+            raise InvalidInput(f"not a compact shared-entry frame: {err}") from None
+
     def wire_bytes(self, sender: str = "") -> int:
         """Bytes this entry takes on the link: its compact JSON frame in UTF-8 (the text as
         JSON escapes it, the envelope, the signature and the signed outcome claim).
@@ -147,13 +232,29 @@ class SharedEntry:
         return len(json.dumps(self.wire(sender), separators=(",", ":")).encode("utf-8"))
 
 
-#: bytes of a task key (:func:`task_key`)
-KEY_BYTES = 16
+def _g4(x: float) -> float:
+    """``x`` rounded to 4 significant digits (an advertised number on a compact frame)."""
+    return float(f"{float(x):.4g}")
+
+
+_ACTION_LINE = re.compile(r"^Action: (.*)$", re.MULTILINE)
+
+
+def _action_line(text: str) -> str:
+    """The text's first ``Action:`` line's content ('' when it has none)."""
+    m = _ACTION_LINE.search(text)
+    return m.group(1) if m else ""
+
+
+#: bytes of a task key (:func:`task_key`): 8 (a demand's cost is mostly its key; a sender
+#: compares it with the few hundred tasks it holds, so a chance match is ~1e-16 per demand,
+#: and the receiver checks the entry's task on arrival, :func:`answers`)
+KEY_BYTES = 8
 _TASK_LINE = re.compile(r"\ATask: (.+?)\s*$", re.MULTILINE)
 
 
 def task_key(task: str) -> bytes:
-    """The 16-byte key of a task's text: BLAKE2b-128 of the text with whitespace runs folded
+    """The 8-byte key of a task's text: BLAKE2b-64 of the text with whitespace runs folded
     and the ends stripped (case kept: SQL literals are case-sensitive).
 
     Raises
@@ -166,12 +267,54 @@ def task_key(task: str) -> bytes:
     >>> task_key("Count  rows.\\n") == task_key("Count rows.")
     True
     >>> len(task_key("Count rows."))
-    16
+    8
     """
+    return _digest(_fold(task), KEY_BYTES)
+
+
+def _fold(task: str, *, literals: bool = False) -> str:
+    """``task`` with whitespace runs folded (and, with ``literals``, quoted strings and
+    numbers as ``#``); :class:`InvalidInput` for anything but a non-empty string."""
     if not isinstance(task, str) or not task.strip():
         raise InvalidInput(f"a task must be a non-empty string, got {task!r:.60}")
-    norm = " ".join(task.split())
-    return hashlib.blake2b(norm.encode("utf-8"), digest_size=KEY_BYTES).digest()
+    return " ".join((_LITERAL.sub("#", task) if literals else task).split())
+
+
+def _digest(text: str, n: int) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=n).digest()
+
+
+#: bytes of a task's shape key (:func:`shape_key`)
+SHAPE_BYTES = 8
+_LITERAL = re.compile(r"'[^']*'|\"[^\"]*\"|\d+(?:[.,]\d+)*")
+
+
+def task_shape(task: str) -> str:
+    """The task's text with its literals folded: quoted strings and numbers become ``#``,
+    whitespace runs one space. Tasks of one template that differ only in their constants
+    ("... exceeds 500 minutes" / "... exceeds 950 minutes") have one shape. Refuses what
+    :func:`task_key` refuses (:class:`~memcurator.errors.InvalidInput`).
+
+    Examples
+    --------
+    >>> task_shape("Count orders of customer 17 in 'north'.")
+    'Count orders of customer # in #.'
+    """
+    return _fold(task, literals=True)
+
+
+def shape_key(task: str) -> bytes:
+    """The 8-byte key of a task's shape (:func:`task_shape`; its errors): BLAKE2b-64. A
+    sibling offered under it is checked on arrival (:func:`answers`), so a collision costs
+    one fetch, never a wrong admission.
+
+    Examples
+    --------
+    >>> [shape_key(t) == shape_key("Sum x over 500 rows.")
+    ...  for t in ("Sum x over 950 rows.", "Sum y over 500 rows.")]
+    [True, False]
+    """
+    return _digest(task_shape(task), SHAPE_BYTES)
 
 
 def entry_task(text: str) -> str | None:
@@ -198,43 +341,59 @@ class Demand:
     Attributes
     ----------
     key : bytes
-        :func:`task_key` of the task (16 bytes): a sender matches it against the task of
+        :func:`task_key` of the task (8 bytes): a sender matches it against the task of
         each insight it holds; it reveals nothing of the text to a peer that lacks the task.
     text : str or None, default None
         The task's text, sent only for similarity matching
         (:func:`memcurator.lifecycle.exchange.offer`'s ``match_cos``).
+    shape : bytes or None, default None
+        :func:`shape_key` of the task (8 bytes), sent when the receiver holds no entry of
+        the task's shape either: a sender that lacks the exact task may then answer with a
+        sibling (the same template, other constants).
 
     Raises
     ------
     InvalidInput
-        ``key`` not :data:`KEY_BYTES` bytes, or an empty ``text``.
+        ``key`` not :data:`KEY_BYTES` bytes, ``shape`` not :data:`SHAPE_BYTES` bytes, or an
+        empty ``text``.
 
     Examples
     --------
     >>> Demand(task_key("Count rows.")).bytes
-    16
+    8
     >>> Demand(task_key("Count rows."), "Count rows.").bytes
-    27
+    19
+    >>> Demand.of("Count rows.", with_shape=True).bytes
+    16
     """
 
     key: bytes
     text: str | None = None
+    shape: bytes | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.key, bytes) or len(self.key) != KEY_BYTES:
             raise InvalidInput(f"a demand's key must be {KEY_BYTES} bytes")
         if self.text is not None and (not isinstance(self.text, str) or not self.text.strip()):
             raise InvalidInput("a demand's text must be a non-empty string or None")
+        if self.shape is not None and (
+            not isinstance(self.shape, bytes) or len(self.shape) != SHAPE_BYTES
+        ):
+            raise InvalidInput(f"a demand's shape key must be {SHAPE_BYTES} bytes or None")
 
     @classmethod
-    def of(cls, task: str, *, with_text: bool = False) -> Demand:
-        """The demand for ``task`` (its text along only with ``with_text``)."""
-        return cls(task_key(task), task if with_text else None)
+    def of(cls, task: str, *, with_text: bool = False, with_shape: bool = False) -> Demand:
+        """The demand for ``task`` (its text along only with ``with_text``, its shape key
+        only with ``with_shape``)."""
+        return cls(
+            task_key(task), task if with_text else None, shape_key(task) if with_shape else None
+        )
 
     @property
     def bytes(self) -> int:
-        """Bytes on the link: the key and the text's UTF-8."""
-        return KEY_BYTES + (0 if self.text is None else len(self.text.encode("utf-8")))
+        """Bytes on the link: the key, the shape key and the text's UTF-8."""
+        text = 0 if self.text is None else len(self.text.encode("utf-8"))
+        return KEY_BYTES + (0 if self.shape is None else SHAPE_BYTES) + text
 
 
 @dataclass(frozen=True)
@@ -256,6 +415,8 @@ class Offer:
         The helpfulness and abstraction gain the sender will advertise in the frame (kept
         by the sender for :func:`memcurator.lifecycle.exchange.fetch`; not part of the
         offer's bytes).
+    shape : bool, default False
+        Not exact: the entry's task has the demanded shape (:func:`shape_key`), a sibling.
     """
 
     source_id: str
@@ -264,27 +425,39 @@ class Offer:
     wire: int
     q: float = 0.0
     a: float = 1.0
+    shape: bool = False
 
     @property
     def bytes(self) -> int:
-        """Bytes on the link: id, score (4), flag (1), announced frame size (4)."""
+        """Bytes on the link: id, score (4), flags (1), announced frame size (4)."""
         return len(self.source_id.encode("utf-8")) + 9
 
+    @property
+    def match(self) -> str:
+        """How it answers the demand: ``"exact"``, ``"shape"`` or ``"similar"``."""
+        return "exact" if self.exact else "shape" if self.shape else "similar"
 
-def answers(demand: Demand, entry: SharedEntry) -> bool:
-    """True when ``entry`` was distilled from exactly ``demand``'s task: what a receiver
-    checks of an entry offered as ``exact`` before it takes it (a peer that claims to hold
-    the task and sends something else is caught here, whatever it signs).
+
+def answers(demand: Demand, entry: SharedEntry, *, shape: bool = False) -> bool:
+    """True when ``entry`` was distilled from exactly ``demand``'s task (with ``shape``: from
+    a task of the demanded shape, :func:`shape_key`): what a receiver checks of an entry
+    offered as ``exact`` (or ``shape``) before it takes it (a peer that claims to hold the
+    task and sends something else is caught here, whatever it signs).
 
     Examples
     --------
-    >>> d = Demand.of("Count rows.")
-    >>> e = SharedEntry("Task: Count rows.\\nAction: SELECT 1", "insight", 9, 0.0, 1.0, 0.0, "e")
-    >>> answers(d, e), answers(Demand.of("Sum x."), e)
-    (True, False)
+    >>> d = Demand.of("Count rows of 17.", with_shape=True)
+    >>> e = SharedEntry("Task: Count rows of 23.\\nAction: SELECT 1", "insight", 9, 0, 1, 0, "e")
+    >>> answers(d, e), answers(d, e, shape=True), answers(Demand.of("Count rows of 17."), e,
+    ...                                                   shape=True)
+    (False, True, False)
     """
     t = entry_task(entry.text)
-    return t is not None and task_key(t) == demand.key
+    if t is None:
+        return False
+    if shape:
+        return demand.shape is not None and shape_key(t) == demand.shape
+    return task_key(t) == demand.key
 
 
 #: q(m) a verified pass is worth before any reuse: one pseudo-use of reward 1 against the
