@@ -29,10 +29,15 @@ the cap refused one): the windows took about 12 bytes of heap per observed byte,
 4 MiB cap; so the default cap (2 MiB) holds a key to about 24 MiB. The number of keys bounds
 the rest (the key table).
 
-Today the sessions live in the server process (like the library's window): a restarted server,
-or another replica behind a balancer, has observed nothing. :class:`SessionReads` is the one
-place to change for that: the windows are reached only through :meth:`SessionReads.window` and
-the byte accounting through :meth:`SessionReads.add`.
+:class:`SessionReads` keeps the sessions in the process (a library user's choice).
+:class:`SharedSessionReads`, what the service runs (:func:`attach`), keeps them in the
+service's shared state (:mod:`memcurator.service.state`, table ``svc_observations``): each
+observation is one row holding the hashed shingles of the text read (never the text), its
+source and its byte count, and each process replays a session's rows into a local window
+before it matches a write. So an observation through one replica taints a copying write
+through another, a restarted server keeps what its sessions observed, and the bounds above hold
+for a key across every replica (a session's life is measured on the wall clock, which the
+replicas share).
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memcurator.errors import BudgetExceeded, InvalidInput
-from memcurator.trust.fingerprint import Match, ReadWindow
+from memcurator.trust.fingerprint import Match, ReadWindow, shingles
 
 #: seconds a session lives after its last observation
 SESSION_TTL_S = 3600.0
@@ -288,15 +293,248 @@ class SessionReads(ReadWindow):
             return True
 
 
+@dataclass
+class _Replay:
+    """A process's copy of one shared session: its rows replayed into a window."""
+
+    window: ReadWindow
+    cursor: int = 0  # the last row replayed
+    reads: int = 0
+    nbytes: int = 0
+    last_at: float = 0.0
+
+
+def _pack(hashes: list[int]) -> str:
+    return " ".join(f"{h:016x}" for h in hashes)
+
+
+def _unpack(text: str) -> list[int]:
+    return [int(h, 16) for h in text.split()]
+
+
+class SharedSessionReads(SessionReads):
+    """:class:`SessionReads` kept in the service's shared state, so every replica (and a
+    restarted server) sees what any of them observed.
+
+    Each observation is one row of ``svc_observations``: the key, the session, the hashed
+    5-word shingles of the text (:func:`~memcurator.trust.fingerprint.shingles`; the text is
+    not stored), its source, its reader and its UTF-8 bytes. Before a write is matched, the
+    session's rows this process has not yet seen are replayed, in order, into its local
+    window, which then holds what one process observing all of them would hold. A session ends
+    ``ttl_s`` seconds of wall clock after its last observation; its rows are deleted by the
+    next observation of its key (or :meth:`end`).
+
+    Parameters
+    ----------
+    state : StateBackend
+        The service's shared state (:func:`memcurator.service.state.open_state`).
+    ttl_s, max_key_bytes, max_sessions, max_shingles
+        As :class:`SessionReads`; the byte and session caps count the key's live rows in the
+        shared state, whichever replica wrote them.
+    clock : callable () -> float, seconds, default time.time
+        The wall clock (the replicas' clocks must agree to about a second).
+
+    Raises
+    ------
+    InvalidInput
+        A bound that is not positive.
+
+    Examples
+    --------
+    >>> from memcurator.service.state import open_state
+    >>> st = open_state(":memory:", ":memory:")
+    >>> a, b = SharedSessionReads(st), SharedSessionReads(st)  # two replicas
+    >>> with a.scope("k1", "s1"):
+    ...     a.add("Ticket 88: the VPN gateway in Lyon restarts nightly at 02:00 for "
+    ...           "patching; expect ten minutes of downtime.", "tool_output:tickets")
+    15
+    >>> with b.scope("k1", "s1"):  # observed through a, matched through b
+    ...     b.match("Note: the VPN gateway in Lyon restarts nightly at 02:00 for patching; "
+    ...             "expect ten minutes of downtime.").sources
+    ('tool_output:tickets',)
+    >>> st.close()
+    """
+
+    def __init__(
+        self,
+        state: Any,
+        *,
+        ttl_s: float = SESSION_TTL_S,
+        max_key_bytes: int = MAX_KEY_BYTES,
+        max_sessions: int = MAX_SESSIONS,
+        max_shingles: int = 20000,
+        clock: Callable[[], float] = time.time,
+    ):
+        super().__init__(
+            ttl_s=ttl_s,
+            max_key_bytes=max_key_bytes,
+            max_sessions=max_sessions,
+            max_shingles=max_shingles,
+            clock=clock,
+        )
+        self.state = state
+        self._local: dict[tuple[str, str], _Replay] = {}
+
+    def _purge(self, tx: Any, key_id: str, now: float) -> None:
+        """Delete the rows of ``key_id``'s sessions that ended (last observation too old)."""
+        tx.x(
+            "DELETE FROM svc_observations WHERE key_id=? AND session IN (SELECT session FROM "
+            "svc_observations WHERE key_id=? GROUP BY session HAVING MAX(at) <= ?)",
+            (key_id, key_id, now - self.ttl_s),
+        )
+
+    def _sync(self, key_id: str, session: str) -> _Replay | None:
+        """Replay the session's new rows into this process's window; None when the session
+        has no live observation."""
+        now = float(self.clock())
+        with self._guard:
+            loc = self._local.get((key_id, session))
+            cursor, held = (0, 0) if loc is None else (loc.cursor, loc.reads)
+        with self.state.tx(write=False) as tx:
+            rows = tx.q(
+                "SELECT seq, shingles, source, reader, nbytes, at FROM svc_observations "
+                "WHERE key_id=? AND session=? AND seq>? ORDER BY seq",
+                (key_id, session, cursor),
+            )
+            before = tx.q(
+                "SELECT COUNT(*) FROM svc_observations WHERE key_id=? AND session=? AND seq<=?",
+                (key_id, session, cursor),
+            )
+        if loc is not None and int(before[0][0]) != held:
+            # the session was ended (or purged) elsewhere since: replay it from its start
+            with self._guard:
+                if self._local.get((key_id, session)) is loc:
+                    del self._local[(key_id, session)]
+            return self._sync(key_id, session)
+        with self._guard:
+            loc = self._local.get((key_id, session))
+            if rows and loc is None:
+                loc = self._local[(key_id, session)] = _Replay(
+                    ReadWindow(max_shingles=self.max_shingles)
+                )
+            if loc is None:
+                return None
+            for seq, sh, source, reader, nbytes, at in rows:
+                if int(seq) <= loc.cursor:
+                    continue  # another thread of this process replayed it first
+                loc.window.add_shingles(_unpack(sh), source, reader)
+                loc.cursor, loc.reads = int(seq), loc.reads + 1
+                loc.nbytes += int(nbytes)
+                loc.last_at = max(loc.last_at, float(at))
+            for k in [k for k, v in self._local.items() if v.last_at + self.ttl_s <= now]:
+                del self._local[k]  # ended sessions of every key, this one included
+            return loc if loc.last_at + self.ttl_s > now else None
+
+    def window(self, key_id: str, session: str, *, create: bool) -> ReadWindow | None:
+        """The session's window as replayed from the shared state (``create`` is ignored: a
+        session exists once it has an observation)."""
+        loc = self._sync(key_id, session)
+        return None if loc is None else loc.window
+
+    def add(self, text: str, source: str, user: str | None = None) -> int:
+        """Record ``text``'s hashed shingles as one row of the current session, charging its
+        bytes to the key across all replicas.
+
+        Raises
+        ------
+        InvalidInput
+            Called outside any session (:meth:`scope`).
+        BudgetExceeded
+            The key's live sessions would hold more than ``max_key_bytes`` bytes, or the key
+            already holds ``max_sessions`` other sessions. Nothing is recorded.
+        StoreError
+            The shared state cannot be reached.
+        """
+        cur = _CURRENT.get()
+        if cur is None:
+            raise InvalidInput("an observation needs a session (SessionReads.scope)")
+        key_id, session = cur
+        nbytes = len(text.encode("utf-8"))
+        hashes = [h for h, _ in shingles(text)]
+        now = float(self.clock())
+        with self.state.tx() as tx:
+            # one observer of a key at a time across replicas (PostgreSQL: the key's row)
+            tx.q("SELECT key_id FROM api_keys WHERE key_id=? FOR UPDATE", (key_id,))
+            self._purge(tx, key_id, now)
+            live = dict(
+                tx.q(
+                    "SELECT session, SUM(nbytes) FROM svc_observations WHERE key_id=? "
+                    "GROUP BY session",
+                    (key_id,),
+                )
+            )
+            held = sum(int(v) for v in live.values())
+            if held + nbytes > self.max_key_bytes:
+                raise BudgetExceeded(
+                    f"this key's observation sessions hold {held} bytes; {nbytes} more would "
+                    f"pass max_key_bytes ({self.max_key_bytes}); end a session (DELETE "
+                    f"/v1/observations) or wait for it to expire ({self.ttl_s:g} s after its "
+                    "last observation)"
+                )
+            if session not in live and len(live) >= self.max_sessions:
+                raise BudgetExceeded(
+                    f"this key holds {len(live)} live observation sessions (max_sessions "
+                    f"{self.max_sessions}); end one (DELETE /v1/observations) or let it expire"
+                )
+            tx.x(
+                "INSERT INTO svc_observations(key_id, session, shingles, source, reader, "
+                "nbytes, at) VALUES (?,?,?,?,?,?,?)",
+                (key_id, session, _pack(hashes), source, user, nbytes, now),
+            )
+        self._sync(key_id, session)
+        return len(hashes)
+
+    def match(self, text: str, user: str | None = None) -> Match | None:
+        cur = _CURRENT.get()
+        loc = None if cur is None else self._sync(*cur)
+        return None if loc is None else loc.window.match(text, user)
+
+    def __len__(self) -> int:
+        cur = _CURRENT.get()
+        loc = None if cur is None else self._sync(*cur)
+        return 0 if loc is None else len(loc.window)
+
+    def status(self, key_id: str, session: str) -> dict[str, Any]:
+        """As :meth:`SessionReads.status`, counted over every replica's observations."""
+        now = float(self.clock())
+        with self.state.tx() as tx:
+            self._purge(tx, key_id, now)
+            rows = tx.q(
+                "SELECT session, COUNT(*), SUM(nbytes), MAX(at) FROM svc_observations "
+                "WHERE key_id=? GROUP BY session",
+                (key_id,),
+            )
+        mine = [r for r in rows if r[0] == session]
+        return {
+            "session": session,
+            "reads": int(mine[0][1]) if mine else 0,
+            "bytes": int(mine[0][2]) if mine else 0,
+            "key_bytes": sum(int(r[2]) for r in rows),
+            "max_key_bytes": self.max_key_bytes,
+            "expires_in_s": max(0.0, float(mine[0][3]) + self.ttl_s - now) if mine else 0.0,
+        }
+
+    def end(self, key_id: str, session: str) -> bool:
+        """Drop one session's observations in every replica (True when it had any)."""
+        with self.state.tx() as tx:
+            n = tx.x(
+                "DELETE FROM svc_observations WHERE key_id=? AND session=?", (key_id, session)
+            )
+        with self._guard:
+            self._local.pop((key_id, session), None)
+        return n > 0
+
+
 def attach(pool: Any) -> SessionReads:
-    """The :class:`SessionReads` of a :class:`~memcurator.service.tenants.TenantPool`: the
-    read window its tenants' handles are opened with (made and set when it has none yet)."""
+    """The read window of a :class:`~memcurator.service.tenants.TenantPool`: the one its
+    tenants' handles are opened with (made and set when it has none yet): a
+    :class:`SharedSessionReads` in the key table's shared state."""
     opts = pool.memory_options
     reads = opts.get("read_window")
     if not isinstance(reads, SessionReads):
         if reads is not None:
             raise InvalidInput("the service keeps the read window itself: pass no read_window")
-        reads = opts["read_window"] = SessionReads()
+        reads = opts["read_window"] = SharedSessionReads(pool.keys.state)
     return reads
 
 
@@ -306,6 +544,7 @@ __all__ = [
     "SESSION_PATTERN",
     "SESSION_TTL_S",
     "SessionReads",
+    "SharedSessionReads",
     "attach",
     "check_session",
 ]

@@ -219,16 +219,27 @@ class ReadWindow:
         int
             Shingles recorded (0 for a text of fewer than ``n`` words or only common words).
         """
+        return self.add_shingles([h for h, _ in shingles(text, self.n)], source, user)
+
+    def add_shingles(self, hashes: Sequence[int], source: str, user: str | None = None) -> int:
+        """Record one read given as its hashed shingles (:func:`shingles`, in text order), as
+        :meth:`add` records a text: a window kept elsewhere (a service's shared state) holds
+        the hashes only, never the text read.
+
+        Returns
+        -------
+        int
+            ``len(hashes)``.
+        """
         self._reads += 1
-        sh = shingles(text, self.n)
-        for h, _ in sh:
+        for h in hashes:
             reads = self._seen.pop(h, None) or []
             if not reads or reads[-1][0] != self._reads:
                 reads = [*reads[-(_READS_PER_SHINGLE - 1) :], (self._reads, user, source)]
             self._seen[h] = reads
         while len(self._seen) > self.max_shingles:
             self._seen.popitem(last=False)
-        return len(sh)
+        return len(hashes)
 
     def match(self, text: str, user: str | None = None) -> Match | None:
         """What ``text`` copies from the window, or None when it copies nothing by the rule.

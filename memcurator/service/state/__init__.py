@@ -19,7 +19,7 @@ Examples
 --------
 >>> st = open_state(":memory:", ":memory:")
 >>> st.kind, st.version()
-('sqlite', 2)
+('sqlite', 3)
 >>> with st.tx() as tx:
 ...     tx.q("SELECT COUNT(*) FROM api_keys")
 [(0,)]

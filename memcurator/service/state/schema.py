@@ -12,6 +12,11 @@ buckets (``svc_rate``) and the kept recalls (``svc_recalls``).
 Step 2 (both backends): each peer's hub cursor (``svc_hub_cursors``: where its last pull
 ended, so a pull without ``since`` goes on from there through any replica) and the signing key
 ring every replica shares (``svc_ring_keys``, :mod:`memcurator.service.ring`).
+
+Step 3 (both backends): what each key's sessions observed (``svc_observations``,
+:mod:`memcurator.service.observations`): one row per observation with the hashed shingles of
+the text read (never the text), so a write through any replica is matched against what was
+observed through any other.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any
 from memcurator.errors import InvalidInput, StoreError
 
 #: the newest state version this code writes
-STATE_VERSION = 2
+STATE_VERSION = 3
 
 _KEYS = """
 CREATE TABLE IF NOT EXISTS api_keys (
@@ -98,6 +103,20 @@ CREATE TABLE IF NOT EXISTS svc_ring_keys (
 );
 """
 
+_STEP3 = """
+CREATE TABLE IF NOT EXISTS svc_observations (
+    seq {serial},
+    key_id TEXT NOT NULL,
+    session TEXT NOT NULL,
+    shingles TEXT NOT NULL,
+    source TEXT NOT NULL,
+    reader TEXT,
+    nbytes {int} NOT NULL,
+    at {real} NOT NULL
+);
+CREATE INDEX IF NOT EXISTS svc_observations_session ON svc_observations (key_id, session, seq)
+"""
+
 _TYPES = {
     "sqlite": {"real": "REAL", "int": "INTEGER", "serial": "INTEGER PRIMARY KEY AUTOINCREMENT"},
     "postgres": {
@@ -115,6 +134,10 @@ STEPS: dict[int, dict[str, list[str]]] = {
     },
     2: {
         kind: [s.strip() for s in _STEP2.format(**t).split(";") if s.strip()]
+        for kind, t in _TYPES.items()
+    },
+    3: {
+        kind: [s.strip() for s in _STEP3.format(**t).split(";") if s.strip()]
         for kind, t in _TYPES.items()
     },
 }
