@@ -94,7 +94,8 @@ class Memory(MemoryView, DemandSharing):
         Also drop rows older than this many seconds (store clock), summarised the same way.
     vector_dtype : {"float32", "float16", "int8", "binary"}, optional
         Stored precision of the vectors (:mod:`memcurator.store.vectors`), fixed when the
-        namespace is created and counted in the budget. Omitted: the namespace's (float32).
+        namespace is created and counted in the budget. Omitted: the namespace's; a new one:
+        :func:`~memcurator.lifecycle.context.default_vector_dtype` (binary if budgeted).
         ``binary`` stores sign bits only and derives the exact vectors from the texts on load
         (:mod:`memcurator.lifecycle.derive`): a deterministic embedder only (hashing).
     recall_in_store : bool, default False

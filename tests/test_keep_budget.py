@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 
 from memcurator import Memory
+from memcurator.embed import HashingEmbedder
+from memcurator.lifecycle.context import default_vector_dtype
 from memcurator.lifecycle.resident import why_same_request
 from memcurator.retrieve.literals import literal_values
 
@@ -44,7 +46,8 @@ def _text(task: str, action: str = "SELECT 1;") -> str:
 
 
 def _sizes(texts: list[str], policy: str = "curator") -> list[int]:
-    m = Memory(policy=policy)
+    """Stored bytes of each text, in the precision a budgeted namespace gets by default."""
+    m = Memory(policy=policy, vector_dtype=default_vector_dtype(HashingEmbedder(), 1))
     return [m.get(m.write(t).id).bytes for t in texts]
 
 
@@ -103,7 +106,7 @@ def test_one_eviction_needed_one_eviction_and_distinct_facts_stay_findable(kind:
 
 def test_the_reported_case_evicts_one_entry_and_keeps_user_18() -> None:
     """The reproduction of issue 19: three users plus four other tasks at 13,800 bytes."""
-    m = Memory(max_bytes=13_800)
+    m = Memory(max_bytes=13_800, vector_dtype="float32")  # as reported: float32 vectors
     users = {
         i: m.write(
             f"Task: get the email of user {i}\nAction: SELECT email FROM users WHERE id = {i};"
@@ -214,8 +217,13 @@ def _stream(seed: int, n: int) -> list[tuple[str, str]]:
         ("success-only", 15_000, 5),
     ],
 )
-def test_every_eviction_was_needed_given_the_kept(policy: str, max_bytes: int, seed: int) -> None:
-    m = Memory(policy=policy, max_bytes=max_bytes)
+@pytest.mark.parametrize("dtype", [None, "float32"])
+def test_every_eviction_was_needed_given_the_kept(
+    policy: str, max_bytes: int, seed: int, dtype: str | None
+) -> None:
+    if dtype is None:  # the default (binary) stores entries about 4x smaller: same pressure
+        max_bytes //= 4
+    m = Memory(policy=policy, max_bytes=max_bytes, vector_dtype=dtype)
     n_ev = 0
     last = None
     for op, arg in _stream(seed, 120):

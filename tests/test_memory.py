@@ -200,10 +200,12 @@ def _raw(i: int, pad: int) -> tuple[Task, Trajectory]:
     return task, traj
 
 
-def test_curator_distills_raw_entry_before_it_falls_out() -> None:
+@pytest.mark.parametrize("dtype,budget", [(None, 2400), ("float32", 8000)])
+def test_curator_distills_raw_entry_before_it_falls_out(dtype: str | None, budget: int) -> None:
     emb = HashingEmbedder()
-    budget = 8000  # about three raw trajectories, more once they are distilled
-    mem = Memory(policy="curator", max_bytes=budget, embedder=emb)
+    # about three raw trajectories (828 B each at the default binary, 2,812 at float32), more
+    # once they are distilled
+    mem = Memory(policy="curator", max_bytes=budget, embedder=emb, vector_dtype=dtype)
     sizes = {}
     for i in range(8):
         task, traj = _raw(i, pad=60)
@@ -337,9 +339,15 @@ def test_invalid_budget_and_origin() -> None:
     assert mem.decisions() == [] and len(mem) == 0
 
 
+@pytest.mark.parametrize("dtype,budget", [(None, 3000), ("float32", 8000)])
 @pytest.mark.parametrize("policy", ["recency", "lru"])
-def test_newest_write_survives_when_steps_do_not_advance(policy: str) -> None:
-    mem = Memory(policy=policy, max_bytes=8000, embedder=HashingEmbedder(dim=64))
+def test_newest_write_survives_when_steps_do_not_advance(
+    policy: str, dtype: str | None, budget: int
+) -> None:
+    # 30 texts: 4,840 B at the default binary, 12,280 at float32
+    mem = Memory(
+        policy=policy, max_bytes=budget, embedder=HashingEmbedder(dim=64), vector_dtype=dtype
+    )
     for t in sql_texts(30):  # plain write(): every entry has created_step 0
         r = mem.write(t)
         assert r.id in {m.id for m in mem.entries()}, "the entry just written was evicted"

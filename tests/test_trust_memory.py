@@ -201,9 +201,13 @@ def test_channel_trust_ablation_only_demotes() -> None:
 
 
 # ------------------------------------------------------------------------------ case 5
+@pytest.mark.parametrize("dtype,budget", [(None, 400), ("float32", 3000)])
 @pytest.mark.parametrize("genuine_first", [True, False])
-def test_tight_budget_keeps_the_genuine_answer(genuine_first: bool) -> None:
-    mem = Memory(policy="curator", max_bytes=3000, keyring=_ring())
+def test_tight_budget_keeps_the_genuine_answer(
+    genuine_first: bool, dtype: str | None, budget: int
+) -> None:
+    # room for one of the two (192 + 292 B at the default binary, 2,176 + 2,276 at float32)
+    mem = Memory(policy="curator", max_bytes=budget, keyring=_ring(), vector_dtype=dtype)
     order = [("g", GENUINE_QA), ("p", PASSAGE_24)]
     if not genuine_first:
         order.reverse()

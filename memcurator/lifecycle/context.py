@@ -513,6 +513,41 @@ def warn_if_shared(ctx: Context) -> None:
     )
 
 
+def default_vector_dtype(embedder: Any, max_bytes: Any) -> str | None:
+    """The precision a new namespace stores its vectors in when ``vector_dtype`` is omitted.
+
+    A budgeted namespace (``max_bytes`` an integer) stores compact vectors, since the vector is
+    most of an entry's bytes ``b(m)`` at float32 (2,048 of ~2,870 B on the SQL stream, CURATOR
+    Eq. 2's denominator): ``binary`` (64 B at 512-d) with a deterministic embedder, whose exact
+    vectors are derived from the texts on load (:mod:`memcurator.lifecycle.derive`) so that
+    Keep, admission and recall see the same cosines as at float32; ``int8`` (516 B) with any
+    other. An unbounded namespace keeps float32 (None: the store's default), where bytes
+    buy nothing.
+
+    Parameters
+    ----------
+    embedder : Embedder
+    max_bytes : int, None or UNSET
+        The budget the handle was opened with.
+
+    Returns
+    -------
+    str or None
+        ``"binary"``, ``"int8"``, or None (the store's default, float32).
+
+    Examples
+    --------
+    >>> from memcurator.embed import HashingEmbedder
+    >>> default_vector_dtype(HashingEmbedder(), 36_000), default_vector_dtype(object(), 36_000)
+    ('binary', 'int8')
+    >>> default_vector_dtype(HashingEmbedder(), None) is None
+    True
+    """
+    if max_bytes is None or max_bytes is UNSET:
+        return None
+    return "binary" if getattr(embedder, "deterministic", False) else "int8"
+
+
 def open_context(opts: Options) -> Context:
     """Validate the options, open (or create) the namespace and build its context.
 
@@ -529,8 +564,11 @@ def open_context(opts: Options) -> Context:
 
         store = open_store(opts.path)
     emb = opts.embedder if opts.embedder is not None else HashingEmbedder()
-    if opts.vector_dtype is not None:
-        check_derivable(emb, opts.vector_dtype)  # before the namespace is created
+    dtype = opts.vector_dtype
+    if dtype is None and namespace not in store.namespaces():
+        dtype = default_vector_dtype(emb, opts.max_bytes)
+    if dtype is not None:
+        check_derivable(emb, dtype)  # before the namespace is created
     policy = opts.policy
     if isinstance(policy, str):
         from memcurator.policy import create_policy
@@ -543,7 +581,7 @@ def open_context(opts: Options) -> Context:
         embedder=embedder_identity(emb),
         dim=emb.dim,
         max_bytes=max_bytes if max_bytes is None or max_bytes is UNSET else int(max_bytes),
-        vector_dtype=KEEP if opts.vector_dtype is None else opts.vector_dtype,
+        vector_dtype=KEEP if dtype is None else dtype,
     )
     ctx = Context(
         store,
