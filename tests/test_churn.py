@@ -118,7 +118,7 @@ def test_dedup_readmits_when_the_resident_twin_fails() -> None:
 
 def test_tokenworth_bytes_capacity_runs_the_coverage_quality_rules() -> None:
     def run(name: str) -> list[str]:
-        mem = Memory(policy=name, max_bytes=12_000)
+        mem = Memory(policy=name, vector_dtype="float32", max_bytes=12_000)
         mem.policy.set_budget(mem.max_bytes)  # what the bench runner does
         for i in range(14):
             mem.recall(f"task kind {i % 7} number {i}", k=1)

@@ -99,7 +99,7 @@ def _raw(k: int) -> str:
 def test_columns_follow_every_path(tmp_path, policy, seed):
     rng = random.Random(seed)
     path = str(tmp_path / "s.sqlite")
-    a = Memory(path, namespace="n", policy=policy, max_bytes=16_000)
+    a = Memory(path, namespace="n", policy=policy, vector_dtype="float32", max_bytes=16_000)
     b = Memory(path, namespace="n", policy=policy)  # another connection on the same file
     c = Memory(store=a.store, namespace="n", policy=policy)  # the same connection
     peer = Memory(namespace="p", policy="curator")
@@ -187,7 +187,7 @@ def test_nested_meta_given_to_write_is_not_shared(tmp_path):
     feedback writes the entry back, which stored the edit while ``b(m)`` still counted the
     metadata as written (50 KB in the store under a 10 KB budget)."""
     path = str(tmp_path / "s.sqlite")
-    m = Memory(path, policy="lru", max_bytes=10_000)
+    m = Memory(path, policy="lru", vector_dtype="float32", max_bytes=10_000)
     notes: list[str] = []
     eid = m.write(_task(0), meta={"notes": notes, "run": {"seed": 1}}).id
     notes.append("x" * 50_000)

@@ -106,7 +106,7 @@ def test_texts_round_trip_and_bytes_count_the_stored_form(opener: Callable[..., 
 def test_a_budget_holds_with_the_dictionary_counted(opener: Callable[..., Any]) -> None:
     s = opener(compress_text=True)
     budget = 80_000
-    mem = _mem(s, max_bytes=budget)
+    mem = _mem(s, max_bytes=budget, vector_dtype="float32")  # sized for float32 entries
     for i, t in enumerate(_texts(300)):  # past the budget: evictions, and retrains on the way
         mem.write(t)
         assert s.used_bytes("a") <= budget, i

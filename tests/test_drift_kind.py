@@ -47,7 +47,7 @@ def _current_resident_share(policy: str, seed: int) -> tuple[float, int]:
     cfg = StreamConfig(n_tasks=150, n_families=30, dml_share=0.8, drift_popular=True, seed=seed)
     stream = build_stream(cfg, load_families())
     ex = create_executor("fake", responder=copy_first_action)
-    mem = Memory(policy=policy, max_bytes=40_000, seed=seed)
+    mem = Memory(policy=policy, max_bytes=40_000, seed=seed, vector_dtype="float32")
     has_current: list[bool] = []
     fam_of: dict[str, tuple[str, int]] = {}
     for step, task in enumerate(stream.tasks):

@@ -61,7 +61,7 @@ def test_a_keep_component_registered_by_name_decides_what_a_memory_evicts() -> N
 
 def _pinned_entries_stay() -> None:
     # --- example: keep component, use
-    mem = Memory(policy="pinned", max_bytes=6_000)
+    mem = Memory(policy="pinned", max_bytes=2_000)
     rule = mem.write(
         "Standing rule: never run DELETE without a WHERE clause.", meta={"pinned": True}
     )
@@ -69,7 +69,7 @@ def _pinned_entries_stay() -> None:
     resident = {e.id for e in mem.entries()}
     assert rule.id in resident  # the oldest entry, kept because it is pinned
     assert notes[0].id not in resident  # the oldest unpinned entry went first
-    assert mem.used_bytes <= 6_000
+    assert mem.used_bytes <= 2_000
     evicted = mem.decisions(action="evict")
     assert evicted and all(
         d.reason == "oldest unpinned entry when the byte budget was full" for d in evicted
@@ -77,7 +77,7 @@ def _pinned_entries_stay() -> None:
     # --- end example
     # the same writes under the built-in recency rule evict the rule first: the component
     # above, not the budget alone, is what kept it
-    plain = Memory(policy="recency", max_bytes=6_000)
+    plain = Memory(policy="recency", max_bytes=2_000)
     first = plain.write(
         "Standing rule: never run DELETE without a WHERE clause.", meta={"pinned": True}
     )

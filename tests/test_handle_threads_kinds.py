@@ -335,7 +335,14 @@ def test_postgres_one_store_object_under_handles_in_threads(pg_url: str) -> None
         Memory(
             store=store, namespace="shared", policy="keep-all", embedder=EMB, recall_in_store=True
         ),
-        Memory(store=store, namespace="own", policy="curator", max_bytes=BUDGET, embedder=EMB),
+        Memory(
+            store=store,
+            namespace="own",
+            policy="curator",
+            vector_dtype="float32",
+            max_bytes=BUDGET,
+            embedder=EMB,
+        ),
     ]
     try:
         _each_in_threads(mems, 2, 25)

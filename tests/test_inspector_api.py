@@ -309,7 +309,10 @@ def test_newest_first_reads_the_whole_log_back_in_windows(tmp_path: Path, window
     from memcurator.service.inspector.views import newest_first
 
     path = str(tmp_path / "w.db")
-    with Memory(path, namespace="x", max_bytes=5000) as x, Memory(path, namespace="y") as y:
+    with (
+        Memory(path, namespace="x", vector_dtype="float32", max_bytes=5000) as x,
+        Memory(path, namespace="y") as y,
+    ):
         for i, t in enumerate(_texts(9)):
             (x if i % 3 else y).write(t)  # the two namespaces interleave in the store's seqs
         want = [d.seq for d in reversed(x.decisions())]

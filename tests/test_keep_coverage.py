@@ -93,7 +93,7 @@ def test_near_duplicates_with_different_surface_text_through_memory() -> None:
     sizes = [probe.write(pats[f].format(v=v)).id for f, v in writes]
     by_id = {m.id: m.bytes for m in probe.entries()}
     budget = sum(sorted(by_id[i] for i in sizes)[-4:]) + 10  # room for four, not five
-    m = Memory(policy="curator/align", max_bytes=budget)
+    m = Memory(policy="curator/align", vector_dtype="float32", max_bytes=budget)
     fam_of = {}
     for f, v in writes:
         fam_of[m.write(pats[f].format(v=v)).id] = f
@@ -104,7 +104,7 @@ def test_near_duplicates_with_different_surface_text_through_memory() -> None:
     assert ev and all(fam_of[d.entry_id] in ("emails", "orders") for d in ev)
     assert all("redundancy" in d.reason for d in ev if "net-value" in d.reason)
     # the same stream under plain curator (distinct facts, issue 19) may leave a pattern bare
-    plain = Memory(policy="curator", max_bytes=budget)
+    plain = Memory(policy="curator", vector_dtype="float32", max_bytes=budget)
     for f, v in writes:
         plain.write(pats[f].format(v=v))
     assert len(plain.entries()) >= 3
@@ -239,7 +239,9 @@ def test_distillation_that_saves_bytes_happens_and_is_logged() -> None:
     probe = Memory(policy="curator", max_bytes=None)
     ids = _fill(probe, 4, 600)
     sizes = [probe.get(i).bytes for i in ids]
-    m = Memory(policy="curator", max_bytes=sum(sizes) - 200)  # short of the last by 200 bytes
+    m = Memory(
+        policy="curator", vector_dtype="float32", max_bytes=sum(sizes) - 200
+    )  # short of the last by 200 bytes
     _fill(m, 4, 600)
     d = m.decisions(action="distill")
     assert d and all("->" in x.reason for x in d)
@@ -253,7 +255,9 @@ def test_distillation_that_saves_bytes_happens_and_is_logged() -> None:
 def test_distillation_refused_when_not_smaller() -> None:
     probe = Memory(policy="curator", max_bytes=None)
     sizes = [probe.get(i).bytes for i in _fill(probe, 3, 300)]
-    m = Memory(policy="curator", max_bytes=sum(sizes) - 50, distiller=_Padder())
+    m = Memory(
+        policy="curator", vector_dtype="float32", max_bytes=sum(sizes) - 50, distiller=_Padder()
+    )
     _fill(m, 3, 300)
     assert not m.decisions(action="distill")
     notes = [x for x in m.decisions(action="notice") if "distillation refused" in x.reason]
@@ -266,7 +270,9 @@ def test_distillation_refused_when_the_insight_would_not_fit() -> None:
     without a rewrite that the same pass would throw away."""
     probe = Memory(policy="curator", max_bytes=None)
     sizes = [probe.get(i).bytes for i in _fill(probe, 3, 1500)]
-    m = Memory(policy="curator", max_bytes=max(sizes) + 10)  # room for one raw entry
+    m = Memory(
+        policy="curator", vector_dtype="float32", max_bytes=max(sizes) + 10
+    )  # room for one raw entry
     _fill(m, 3, 1500)
     notes = [x for x in m.decisions(action="notice") if "would not fit" in x.reason]
     evicted = {x.entry_id for x in m.decisions(action="evict")}

@@ -132,7 +132,7 @@ def _stream(seed: int, n: int) -> list[tuple[str, object]]:
 
 
 def _run(policy: str, max_bytes: int, ops: list[tuple[str, object]], path: str, check_cols: bool):
-    m = Memory(path, policy=policy, max_bytes=max_bytes)
+    m = Memory(path, policy=policy, max_bytes=max_bytes, vector_dtype="float32")
     for op, arg in ops:
         if op == "write":
             m.write(str(arg))

@@ -39,7 +39,7 @@ class Clock:
 
 def _store(tmp_path: Path | None = None, **kw: Any) -> MemcuratorStore:
     path = ":memory:" if tmp_path is None else str(tmp_path / "lg.db")
-    mem_kw = {k: kw.pop(k) for k in ("policy", "max_bytes") if k in kw}
+    mem_kw = {k: kw.pop(k) for k in ("policy", "max_bytes", "vector_dtype") if k in kw}
     mem_kw.setdefault("policy", "keep-all")
     return MemcuratorStore(Memory(path, **mem_kw), clock=Clock(), **kw)
 
@@ -236,7 +236,7 @@ def test_bad_input_is_refused_clearly() -> None:
 
 # ---------------------------------------------------------------------- governance shows
 def test_budget_evictions_show_as_missing_items_and_in_the_log() -> None:
-    s = _store(policy="lru", max_bytes=9000)
+    s = _store(policy="lru", max_bytes=9000, vector_dtype="float32")
     for i in range(12):
         s.put(("notes",), f"n{i}", {"text": f"note number {i} about topic {i * 7}"})
     assert s.memory.used_bytes <= 9000

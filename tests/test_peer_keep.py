@@ -107,7 +107,13 @@ def test_under_a_full_budget_a_released_entry_outlives_a_held_copy() -> None:
     released entries outlive the held ones (before: the same, all evicted)."""
     out = {}
     for with_claims in (True, False):
-        mem = Memory(namespace="p2", policy="curator", keyring=_ring("p2"), max_bytes=14_000)
+        mem = Memory(
+            namespace="p2",
+            policy="curator",
+            keyring=_ring("p2"),
+            vector_dtype="float32",
+            max_bytes=14_000,
+        )
         try:
             for text in TEXTS:
                 so = sign_outcome(_ring("p1"), _claim(text), to="p2", sender="p1")

@@ -96,7 +96,9 @@ def test_every_stored_field_counts_in_the_bytes() -> None:
     with pytest.raises(InvalidInput, match="meta is"):
         m.write("Task: big meta\nAction: SELECT 4;", meta={"blob": "b" * 70_000})
     with pytest.raises(BudgetExceeded):  # a budget sees the meta bytes
-        Memory(max_bytes=3000).write("Task: y\nAction: SELECT 1;", meta={"n": "n" * 2000})
+        Memory(vector_dtype="float32", max_bytes=3000).write(
+            "Task: y\nAction: SELECT 1;", meta={"n": "n" * 2000}
+        )
 
 
 def test_decision_log_retention_bounds_the_store(tmp_path: Path) -> None:
@@ -243,7 +245,7 @@ def test_keep_keeps_the_newer_near_duplicate_unless_the_older_is_proven_better()
     # the printer entry leaves an excess that one wifi version covers: Keep evicts exactly one
     # entry, and the version rule chooses which (with "p" * 3000 only evicting the printer
     # entry itself brings the bytes under the budget, and then both versions fit)
-    m = Memory(policy="curator", max_bytes=7000)
+    m = Memory(policy="curator", vector_dtype="float32", max_bytes=7000)
     old = m.write("Task: the office wifi password\nAction: tulip-42 on floor 3").id
     for _ in range(6):
         m.feedback([old], 1.0)
@@ -254,7 +256,7 @@ def test_keep_keeps_the_newer_near_duplicate_unless_the_older_is_proven_better()
     ev = [d for d in m.decisions(action="evict") if d.entry_id == old]
     assert ev and ev[0].reason.startswith("superseded")
     # proven better: the newer was tried and failed, the older kept working
-    m2 = Memory(policy="curator", max_bytes=7000)
+    m2 = Memory(policy="curator", vector_dtype="float32", max_bytes=7000)
     o2 = m2.write("Task: the office wifi password\nAction: tulip-42 on floor 3").id
     n2 = m2.write("Task: the office wifi password\nAction: orchid-77 since May").id
     for _ in range(3):
@@ -328,7 +330,7 @@ def test_update_is_atomic_and_logged(tmp_path: Path) -> None:
             m.update(r.id, bad)
     with pytest.raises(EntryNotFound):
         m.update("nope", "Task: y\nAction: SELECT 1;")
-    small = Memory(policy="keep-all", max_bytes=3000)
+    small = Memory(policy="keep-all", vector_dtype="float32", max_bytes=3000)
     e = small.write("Task: a\nAction: SELECT 1;").id
     with pytest.raises(BudgetExceeded):
         small.update(e, "Task: a\nAction: " + "x" * 2000)

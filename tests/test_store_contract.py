@@ -136,7 +136,7 @@ def test_implements_the_protocol(backend: Backend) -> None:
 
 def test_budget_held_across_two_handles(backend: Backend) -> None:
     budget = 6_000
-    a = _memory(backend.connect(), max_bytes=budget)
+    a = _memory(backend.connect(), max_bytes=budget, vector_dtype="float32")
     b = _memory(backend.connect())  # the namespace's stored budget
     assert b.max_bytes == budget
     for i in range(24):

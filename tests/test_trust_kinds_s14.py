@@ -30,10 +30,18 @@ DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
 EMB = HashingEmbedder()
 
 
-def _memory(policy: object = "curator", max_bytes: int | None = None) -> Memory:
+def _memory(
+    policy: object = "curator", max_bytes: int | None = None, vector_dtype: str | None = None
+) -> Memory:
     ring = KeyRing()
     ring.add(OWNER)
-    return Memory(policy=policy, namespace="agent", keyring=ring, max_bytes=max_bytes)
+    return Memory(
+        policy=policy,
+        namespace="agent",
+        keyring=ring,
+        max_bytes=max_bytes,
+        vector_dtype=vector_dtype,
+    )
 
 
 def _own(mem: Memory, text: str):
@@ -265,7 +273,7 @@ def test_tight_budget_evicts_the_unproven_contradiction(genuine: str, false: str
         "Question: what is the capital of france\nAnswer: Paris",
         "Question: who wrote hamlet\nAnswer: William Shakespeare",
     ]
-    mem = _memory(pol, max_bytes=int(size * 3.6))
+    mem = _memory(pol, max_bytes=int(size * 3.6), vector_dtype="float32")  # size: float32
     try:
         gid = _own(mem, genuine).id
         for o in others:
