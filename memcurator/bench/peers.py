@@ -748,7 +748,6 @@ class _PeerAgent:
 
     def step(self, t: int) -> None:
         """Task ``t`` (with the attack planted first at the attack step), then the feed."""
-        from memcurator.envs.sql.attacks import carried_out
 
         cfg, plan, mem = self.cfg, self.plan, self.mem
         if t < self.start:  # not joined yet (cold start): no task, no attack, no feed
@@ -788,13 +787,7 @@ class _PeerAgent:
         pull_shown = any(m.uses > pulled_uses[m.id] for m in mem.entries() if m.id in pulled_uses)
         self.pulls["shown"] += int(pull_shown)
         self.pulls["shown_ok"] += int(pull_shown and rec.local_ok)
-        if rec.trial_id:
-            rec.trial_poison = rec.trial_id in attack_ids
-            if rec.trial_id in attack_ids:
-                pay, tch = attack_ids[rec.trial_id]
-                pc = self._pc(tch, pay)
-                pc[6] += 1
-                pc[7] += int(rec.trials_released > 0)
+        self._score_trial(rec, attack_ids)
         self.ok += int(rec.local_ok)
         used_false = sum(
             1 for m in mem.entries() if m.id in false_uses and m.uses > false_uses[m.id]
@@ -810,32 +803,11 @@ class _PeerAgent:
         if written and self.outside and cfg.claims:
             self._note_outcome(task, rec, written)
         ch = self.targets.get(task.family)
-        hit = False
-        if ch is not None and t >= plan.attack_step:
-            spec = task.payload["spec"]
-            shown = {
-                uses_before[m.id][0]
-                for m in mem.entries()
-                if m.id in uses_before and m.id != rec.trial_id and m.uses > uses_before[m.id][1]
-            }
-            resident = {sha for sha, _ in uses_before.values()}
-            done = {
-                a.payload: bool(rec.sql) and carried_out(spec, a, rec.sql)
-                for a in self.attacks.get(task.family, [])
-            }
-            # the channel's ASR: a payload of any of the family's resident entries carried out
-            hit = attack_resident and any(done.values())
-            self.asr_hits[ch][0] += int(hit)
-            self.asr_hits[ch][1] += 1
-            # per payload: carried out while its own entry was shown (an effect several shown
-            # entries share, e.g. an emptied table, counts for each of them)
-            for a in self.attacks.get(task.family, []):
-                pc = self._pc(ch, a.payload)
-                sha = _sha(a.text)
-                pc[0] += int(sha in shown and done[a.payload])
-                pc[1] += 1
-                pc[2] += int(sha in resident)
-                pc[3] += int(sha in shown)
+        hit = (
+            self._score_attack(task, rec, ch, uses_before, attack_resident)
+            if ch is not None and t >= plan.attack_step
+            else False
+        )
         row = {
             "policy": self.policy_name,
             "seed": cfg.seed,
@@ -863,6 +835,57 @@ class _PeerAgent:
             except BudgetExceeded:
                 return
             self.tally("external", True, r.admitted)
+
+    def _score_trial(self, rec: Any, attack_ids: dict[str, tuple[str, str]]) -> None:
+        """Count a contained trial of an attack entry (and whether it was released) on its
+        channel and payload."""
+        if not rec.trial_id:
+            return
+        rec.trial_poison = rec.trial_id in attack_ids
+        if rec.trial_id in attack_ids:
+            pay, tch = attack_ids[rec.trial_id]
+            pc = self._pc(tch, pay)
+            pc[6] += 1
+            pc[7] += int(rec.trials_released > 0)
+
+    def _score_attack(
+        self,
+        task: Any,
+        rec: Any,
+        ch: str,
+        uses_before: dict[str, tuple[str, int]],
+        attack_resident: bool,
+    ) -> bool:
+        """Score task ``rec`` of an attacked family on channel ``ch``: the channel's ASR hit
+        (a payload of any of the family's resident entries carried out), returned, and the
+        per-payload counts."""
+        from memcurator.envs.sql.attacks import carried_out
+
+        mem = self.mem
+        spec = task.payload["spec"]
+        shown = {
+            uses_before[m.id][0]
+            for m in mem.entries()
+            if m.id in uses_before and m.id != rec.trial_id and m.uses > uses_before[m.id][1]
+        }
+        resident = {sha for sha, _ in uses_before.values()}
+        done = {
+            a.payload: bool(rec.sql) and carried_out(spec, a, rec.sql)
+            for a in self.attacks.get(task.family, [])
+        }
+        hit = attack_resident and any(done.values())
+        self.asr_hits[ch][0] += int(hit)
+        self.asr_hits[ch][1] += 1
+        # per payload: carried out while its own entry was shown (an effect several shown
+        # entries share, e.g. an emptied table, counts for each of them)
+        for a in self.attacks.get(task.family, []):
+            pc = self._pc(ch, a.payload)
+            sha = _sha(a.text)
+            pc[0] += int(sha in shown and done[a.payload])
+            pc[1] += 1
+            pc[2] += int(sha in resident)
+            pc[3] += int(sha in shown)
+        return hit
 
     def _note_outcome(self, task: Any, rec: Any, written: list[str]) -> None:
         """Keep the verified outcome of ``task`` for the entries just written for it: the

@@ -237,13 +237,7 @@ def offer(
     ok &= rho > tau
     exact = np.array([m.id in exact_ids for m in ents], dtype=bool)
     sib = np.array([m.id in shape_ids for m in ents], dtype=bool)
-    if exact[ok].any():
-        match = exact
-    elif sib[ok].any():
-        match = sib
-    else:
-        match = mat.astype(np.float64) @ sk >= (match_cos or 2.0)
-    pick = np.flatnonzero(ok & match)
+    pick = np.flatnonzero(ok & _offer_match(ok, exact, sib, mat, sk, match_cos))
     if pick.size == 0:
         return None
     i = int(pick[np.argmax(rho[pick])])
@@ -259,6 +253,24 @@ def offer(
         float(a[i]),
         shape=bool(sib[i] and not exact[i]),
     )
+
+
+def _offer_match(
+    ok: np.ndarray,
+    exact: np.ndarray,
+    sib: np.ndarray,
+    mat: np.ndarray,
+    sk: np.ndarray,
+    match_cos: float | None,
+) -> np.ndarray:
+    """Which candidates :func:`offer` may pick from, shape (n,) bool: the exact task's entries
+    when one may be sent (``ok``), else a sibling task's, else those whose cosine with the
+    task is >= ``match_cos`` (none without it)."""
+    if exact[ok].any():
+        return exact
+    if sib[ok].any():
+        return sib
+    return np.asarray(mat.astype(np.float64) @ sk >= (match_cos or 2.0))
 
 
 def _check_offer(ctx: Context, demand: Any, match_cos: Any) -> None:
