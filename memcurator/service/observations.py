@@ -328,11 +328,11 @@ class SharedSessionReads(SessionReads):
     ----------
     state : StateBackend
         The service's shared state (:func:`memcurator.service.state.open_state`).
-    ttl_s, max_key_bytes, max_sessions, max_shingles
-        As :class:`SessionReads`; the byte and session caps count the key's live rows in the
-        shared state, whichever replica wrote them.
-    clock : callable () -> float, seconds, default time.time
-        The wall clock (the replicas' clocks must agree to about a second).
+    **bounds
+        ``ttl_s``, ``max_key_bytes``, ``max_sessions``, ``max_shingles`` and ``clock`` as
+        :class:`SessionReads`; the byte and session caps count the key's live rows in the
+        shared state, whichever replica wrote them, and ``clock`` defaults to ``time.time``,
+        the wall clock (the replicas' clocks must agree to about a second).
 
     Raises
     ------
@@ -355,23 +355,9 @@ class SharedSessionReads(SessionReads):
     >>> st.close()
     """
 
-    def __init__(
-        self,
-        state: Any,
-        *,
-        ttl_s: float = SESSION_TTL_S,
-        max_key_bytes: int = MAX_KEY_BYTES,
-        max_sessions: int = MAX_SESSIONS,
-        max_shingles: int = 20000,
-        clock: Callable[[], float] = time.time,
-    ):
-        super().__init__(
-            ttl_s=ttl_s,
-            max_key_bytes=max_key_bytes,
-            max_sessions=max_sessions,
-            max_shingles=max_shingles,
-            clock=clock,
-        )
+    def __init__(self, state: Any, **bounds: Any):
+        bounds.setdefault("clock", time.time)
+        super().__init__(**bounds)
         self.state = state
         self._local: dict[tuple[str, str], _Replay] = {}
 
@@ -517,9 +503,7 @@ class SharedSessionReads(SessionReads):
     def end(self, key_id: str, session: str) -> bool:
         """Drop one session's observations in every replica (True when it had any)."""
         with self.state.tx() as tx:
-            n = tx.x(
-                "DELETE FROM svc_observations WHERE key_id=? AND session=?", (key_id, session)
-            )
+            n = tx.x("DELETE FROM svc_observations WHERE key_id=? AND session=?", (key_id, session))
         with self._guard:
             self._local.pop((key_id, session), None)
         return n > 0

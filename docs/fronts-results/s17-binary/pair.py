@@ -44,7 +44,7 @@ def show(title: str, a: str, b: str, base: str) -> None:
               + ", ".join(f"{x:.3f}" for x in per))
 
 
-print("accuracy and peak resident KB per arm and seed")
+print("accuracy and peak resident kB (1,000 B; the summaries give KiB) per arm and seed")
 arms = ["jitmem", "jitmem32"] + [f"{p}{b}" for b in (25, 36, 50, 100, 200, 400) for p in ("cur", "lru")]
 for arm in arms:
     cells = []
@@ -52,7 +52,7 @@ for arm in arms:
         r = rows(arm, s, arm)
         if r:
             peak = max(float(x["resident_bytes"]) for x in r) / 1000
-            cells.append(f"s{s} {acc(r):.3f} ({peak:.1f} KB)")
+            cells.append(f"s{s} {acc(r):.3f} ({peak:.1f} kB)")
     if cells:
         print(f"  {arm:<9} " + "; ".join(cells))
 show("binary vs float32 vectors, jitmem/extractive unbounded (A: binary, B: float32)",
